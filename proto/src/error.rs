@@ -1,0 +1,43 @@
+//! The wire error vocabulary. The server maps its internal errors to these codes only at the
+//! connection edge; clients map them to their own typed errors.
+
+use serde::{Deserialize, Serialize};
+
+/// Why a request failed. Names and meanings follow ZooKeeper's `KeeperException.Code`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// The node (or, for create, its parent) does not exist.
+    #[error("no node")]
+    NoNode,
+    /// A node already exists at that path.
+    #[error("node exists")]
+    NodeExists,
+    /// The expected version did not match the node's version.
+    #[error("bad version")]
+    BadVersion,
+    /// The node has children, so it cannot be deleted.
+    #[error("node not empty")]
+    NotEmpty,
+    /// Ephemeral nodes cannot have children.
+    #[error("ephemeral nodes cannot have children")]
+    NoChildrenForEphemerals,
+    /// The session is unknown, expired or closed.
+    #[error("session expired")]
+    SessionExpired,
+    /// The request is malformed: invalid path, bad mode, data too large, and so on.
+    #[error("bad arguments")]
+    BadArguments,
+    /// The operation is not implemented by this server.
+    #[error("unimplemented")]
+    Unimplemented,
+    /// In a failed multi: this op was not the one that failed, and was rolled back.
+    #[error("rolled back: another op of the multi failed")]
+    RolledBack,
+    /// The server is shutting down or could not order the request; retry elsewhere.
+    #[error("server unavailable")]
+    Unavailable,
+    /// The client speaks a protocol version this server does not.
+    #[error("protocol version mismatch")]
+    ProtocolVersion,
+}

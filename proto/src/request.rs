@@ -1,0 +1,130 @@
+//! Requests: one variant per operation.
+
+use crate::ids::Zxid;
+use serde::{Deserialize, Serialize};
+
+/// How a node is created (ZooKeeper's `CreateMode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CreateMode {
+    Persistent,
+    /// Deleted when the creating session ends.
+    Ephemeral,
+    /// The name gets a 10-digit suffix from the parent's counter.
+    PersistentSequential,
+    EphemeralSequential,
+}
+
+impl CreateMode {
+    pub fn is_ephemeral(self) -> bool {
+        matches!(
+            self,
+            CreateMode::Ephemeral | CreateMode::EphemeralSequential
+        )
+    }
+    pub fn is_sequential(self) -> bool {
+        matches!(
+            self,
+            CreateMode::PersistentSequential | CreateMode::EphemeralSequential
+        )
+    }
+}
+
+/// Which kind of one-shot watch a read leaves behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WatchKind {
+    /// Set by `get_data`, or by `exists` on a node that exists: fires on data change or delete.
+    Data,
+    /// Set by `exists` on a missing node: fires on create.
+    Exists,
+    /// Set by `get_children`: fires on child create/delete or on the node's delete.
+    Child,
+}
+
+/// A request. Paths are checked by the server; clients check them too, to fail early.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    Create {
+        path: String,
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+        mode: CreateMode,
+    },
+    /// `version: None` deletes whatever the version.
+    Delete {
+        path: String,
+        version: Option<i32>,
+    },
+    SetData {
+        path: String,
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+        version: Option<i32>,
+    },
+    GetData {
+        path: String,
+        watch: bool,
+    },
+    Exists {
+        path: String,
+        watch: bool,
+    },
+    GetChildren {
+        path: String,
+        watch: bool,
+    },
+    /// All-or-nothing: every op applies, or none does.
+    Multi(Vec<Op>),
+    /// Answered once every write ordered before it has been applied on this server.
+    Sync {
+        path: String,
+    },
+    Ping,
+    /// Ends the session now: its ephemeral nodes are deleted.
+    CloseSession,
+    /// Re-arms watches after a reconnect. A watch whose node changed after `last_zxid`
+    /// fires at once instead of being re-armed.
+    SetWatches {
+        last_zxid: Zxid,
+        watches: Vec<(WatchKind, String)>,
+    },
+}
+
+impl Request {
+    /// True for requests that change state and so go through the command log.
+    pub fn is_write(&self) -> bool {
+        matches!(
+            self,
+            Request::Create { .. }
+                | Request::Delete { .. }
+                | Request::SetData { .. }
+                | Request::Multi(_)
+                | Request::CloseSession
+        )
+    }
+}
+
+/// One operation inside a [`Request::Multi`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    Create {
+        path: String,
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+        mode: CreateMode,
+    },
+    Delete {
+        path: String,
+        version: Option<i32>,
+    },
+    SetData {
+        path: String,
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+        version: Option<i32>,
+    },
+    /// Fails the multi unless the node exists with this version (`None`: any version).
+    Check {
+        path: String,
+        version: Option<i32>,
+    },
+}

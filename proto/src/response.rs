@@ -1,0 +1,72 @@
+//! Successful answers, and the node metadata they carry.
+
+use crate::error::ErrorCode;
+use crate::ids::{SessionId, Zxid};
+use serde::{Deserialize, Serialize};
+
+/// A node's metadata, with ZooKeeper's meaning for every field.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Stat {
+    /// The zxid of the change that created the node.
+    pub czxid: Zxid,
+    /// The zxid of the change that last set the node's data (or created it).
+    pub mzxid: Zxid,
+    /// The zxid of the change that last added or removed a child (or created the node).
+    pub pzxid: Zxid,
+    /// Creation time, milliseconds since the Unix epoch, stamped by the accepting server.
+    pub ctime: i64,
+    /// Last data change time, milliseconds since the Unix epoch.
+    pub mtime: i64,
+    /// Number of data changes.
+    pub version: i32,
+    /// Number of child changes (creates and deletes).
+    pub cversion: i32,
+    /// Number of ACL changes (always 0: Ward has no ACLs yet).
+    pub aversion: i32,
+    /// The owning session of an ephemeral node.
+    pub ephemeral_owner: Option<SessionId>,
+    pub data_length: u32,
+    pub num_children: u32,
+}
+
+/// The successful result of a [`Request`](crate::Request).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Response {
+    /// The created node's actual path (with any sequence suffix) and its stat.
+    Created {
+        path: String,
+        stat: Stat,
+    },
+    Deleted,
+    /// The node's stat after a set.
+    DataSet(Stat),
+    Data {
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+        stat: Stat,
+    },
+    /// `None`: the node does not exist (not an error for `exists`).
+    Exists(Option<Stat>),
+    /// Children's names (not paths), sorted, and the parent's stat.
+    Children {
+        children: Vec<String>,
+        stat: Stat,
+    },
+    /// One result per op. On failure every op carries an error: the failing op its own, the
+    /// rest [`ErrorCode::RolledBack`].
+    Multi(Vec<OpResult>),
+    Synced,
+    Pong,
+    Closed,
+    WatchesSet,
+}
+
+/// The result of one op of a multi.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OpResult {
+    Created { path: String, stat: Stat },
+    Deleted,
+    DataSet(Stat),
+    Checked,
+    Error(ErrorCode),
+}
