@@ -26,10 +26,7 @@ pub enum CodecError {
     /// The body did not decode. The frame is kept so the handshake can still read a newer
     /// client's version from it.
     #[error("malformed frame: {error}")]
-    Malformed {
-        error: postcard::Error,
-        frame: BytesMut,
-    },
+    Malformed { error: postcard::Error, frame: BytesMut },
     #[error("cannot encode message: {0}")]
     Encode(postcard::Error),
 }
@@ -45,24 +42,14 @@ impl<In, Out> FrameCodec<In, Out> {
     /// A codec refusing incoming frames over `max_in` bytes. Outgoing frames are not
     /// limited here: what we send is bounded by what we store.
     pub fn new(max_in: usize) -> Self {
-        let frames = LengthDelimitedCodec::builder()
-            .length_field_length(LEN_BYTES)
-            .max_frame_length(max_in)
-            .new_codec();
-        FrameCodec {
-            frames,
-            max_in,
-            _types: PhantomData,
-        }
+        let frames =
+            LengthDelimitedCodec::builder().length_field_length(LEN_BYTES).max_frame_length(max_in).new_codec();
+        FrameCodec { frames, max_in, _types: PhantomData }
     }
 
     /// The same buffers with other message types, for the switch after the handshake.
     pub fn retype<In2, Out2>(self) -> FrameCodec<In2, Out2> {
-        FrameCodec {
-            frames: self.frames,
-            max_in: self.max_in,
-            _types: PhantomData,
-        }
+        FrameCodec { frames: self.frames, max_in: self.max_in, _types: PhantomData }
     }
 }
 
@@ -74,10 +61,7 @@ impl<In: DeserializeOwned, Out> Decoder for FrameCodec<In, Out> {
         if src.len() >= LEN_BYTES {
             let len = (&src[..LEN_BYTES]).get_u32() as usize;
             if len > self.max_in {
-                return Err(CodecError::FrameTooLarge {
-                    len,
-                    max: self.max_in,
-                });
+                return Err(CodecError::FrameTooLarge { len, max: self.max_in });
             }
         }
         match self.frames.decode(src)? {
@@ -96,13 +80,9 @@ impl<In, Out: Serialize> Encoder<Out> for FrameCodec<In, Out> {
     fn encode(&mut self, msg: Out, dst: &mut BytesMut) -> Result<(), CodecError> {
         let start = dst.len();
         dst.put_u32(0);
-        let mut body =
-            postcard::to_extend(&msg, std::mem::take(dst)).map_err(CodecError::Encode)?;
+        let mut body = postcard::to_extend(&msg, std::mem::take(dst)).map_err(CodecError::Encode)?;
         let len = body.len() - start - LEN_BYTES;
-        let len = u32::try_from(len).map_err(|_| CodecError::FrameTooLarge {
-            len,
-            max: u32::MAX as usize,
-        })?;
+        let len = u32::try_from(len).map_err(|_| CodecError::FrameTooLarge { len, max: u32::MAX as usize })?;
         body[start..start + LEN_BYTES].copy_from_slice(&len.to_be_bytes());
         *dst = body;
         Ok(())
@@ -120,10 +100,7 @@ mod tests {
     fn round_trips_and_splits_frames() {
         let mut codec = Codec::new(1024);
         let mut buf = BytesMut::new();
-        let a = ClientMessage::Request {
-            xid: 1,
-            request: Request::Ping,
-        };
+        let a = ClientMessage::Request { xid: 1, request: Request::Ping };
         let b = ClientMessage::Hello(Hello::new(None, 5000, 0));
         codec.encode(a.clone(), &mut buf).unwrap();
         codec.encode(b.clone(), &mut buf).unwrap();
@@ -149,10 +126,7 @@ mod tests {
     fn garbage_is_malformed_not_a_panic() {
         let mut codec = Codec::new(1024);
         let mut buf = BytesMut::from(&[0, 0, 0, 3, 0xff, 0xff, 0xff][..]);
-        assert!(matches!(
-            codec.decode(&mut buf),
-            Err(CodecError::Malformed { .. })
-        ));
+        assert!(matches!(codec.decode(&mut buf), Err(CodecError::Malformed { .. })));
     }
 
     #[test]
@@ -160,13 +134,6 @@ mod tests {
         let hello = ClientMessage::Hello(Hello::new(None, 5000, 7));
         let bytes = postcard::to_allocvec(&hello).unwrap();
         let prefix = HelloPrefix::peek(&bytes).unwrap();
-        assert_eq!(
-            prefix,
-            HelloPrefix {
-                tag: 0,
-                magic: MAGIC,
-                version: PROTOCOL_VERSION
-            }
-        );
+        assert_eq!(prefix, HelloPrefix { tag: 0, magic: MAGIC, version: PROTOCOL_VERSION });
     }
 }

@@ -33,18 +33,8 @@ pub struct Hello {
 
 impl Hello {
     /// A hello of this protocol version.
-    pub fn new(
-        resume: Option<(SessionId, SessionSecret)>,
-        timeout_ms: u32,
-        last_zxid_seen: Zxid,
-    ) -> Self {
-        Hello {
-            magic: MAGIC,
-            version: PROTOCOL_VERSION,
-            resume,
-            timeout_ms,
-            last_zxid_seen,
-        }
+    pub fn new(resume: Option<(SessionId, SessionSecret)>, timeout_ms: u32, last_zxid_seen: Zxid) -> Self {
+        Hello { magic: MAGIC, version: PROTOCOL_VERSION, resume, timeout_ms, last_zxid_seen }
     }
 }
 
@@ -60,9 +50,7 @@ pub struct HelloPrefix {
 impl HelloPrefix {
     /// Reads the prefix of a frame that may not decode as this version's hello.
     pub fn peek(frame: &[u8]) -> Option<HelloPrefix> {
-        postcard::take_from_bytes::<HelloPrefix>(frame)
-            .ok()
-            .map(|(p, _)| p)
+        postcard::take_from_bytes::<HelloPrefix>(frame).ok().map(|(p, _)| p)
     }
 }
 

@@ -111,10 +111,7 @@ mod tests {
             assert_eq!(validate(bad), Err(err), "{bad:?}");
         }
         assert_eq!(validate_sequential_prefix("/a/"), Ok(()));
-        assert_eq!(
-            validate_sequential_prefix("/a//"),
-            Err(PathError::EmptyComponent)
-        );
+        assert_eq!(validate_sequential_prefix("/a//"), Err(PathError::EmptyComponent));
     }
 
     #[test]

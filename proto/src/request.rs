@@ -16,16 +16,10 @@ pub enum CreateMode {
 
 impl CreateMode {
     pub fn is_ephemeral(self) -> bool {
-        matches!(
-            self,
-            CreateMode::Ephemeral | CreateMode::EphemeralSequential
-        )
+        matches!(self, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
     }
     pub fn is_sequential(self) -> bool {
-        matches!(
-            self,
-            CreateMode::PersistentSequential | CreateMode::EphemeralSequential
-        )
+        matches!(self, CreateMode::PersistentSequential | CreateMode::EphemeralSequential)
     }
 }
 

@@ -1,1 +1,91 @@
+//! Ward's server: a tree of znodes for many client sessions, changed only by commands
+//! applied in log order.
+//!
+//! ```text
+//! connection ─► reader ─► reads ──────────────────────────────► writer ─► reply
+//!                    └──► writes: prep ─► CommandLog::submit ─► Core::apply ─► writer
+//!                                                                   └─► watches fire
+//! ```
+//!
+//! # Layout
+//! * [`command`]: `Command` (what is logged), `Outcome`, `Change`.
+//! * [`state`]: the state machine (tree + session table + last zxid) and its pure `apply`.
+//! * [`tree`]: the data tree and its mutations, with undo for multi.
+//! * [`log`]: the `CommandLog` seam every write passes through; the in-memory log.
+//! * [`core`]: the state machine behind its lock, publishing to watches and sessions.
+//! * [`prep`]: pure checks before a write is logged.
+//! * [`read`]: reads, and arming watches in the same view.
+//! * [`watch`]: the watch registry and each connection's outbound queue.
+//! * [`session`]: deadlines, connection ownership and the expiry sweep.
+//! * [`net`]: accept loop, handshake, per-connection reader and writer.
+//! * [`config`], [`error`].
 
+pub mod command;
+pub mod config;
+pub mod core;
+pub mod error;
+pub mod log;
+pub mod net;
+pub mod prep;
+pub mod read;
+pub mod session;
+pub mod state;
+pub mod tree;
+pub mod watch;
+
+pub use config::Config;
+pub use error::Error;
+
+use crate::core::Core;
+use crate::log::{CommandLog, MemoryLog};
+use std::future::Future;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// What every connection shares.
+pub struct Server {
+    pub core: Arc<Core>,
+    pub log: Arc<dyn CommandLog>,
+    pub config: Config,
+    next_conn: AtomicU64,
+}
+
+/// Serves clients on `listener` until `shutdown` completes, then closes every connection
+/// and returns once their tasks have ended.
+pub async fn serve(
+    listener: TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), Error> {
+    config.validate()?;
+    let core = Arc::new(Core::default());
+    let log: Arc<dyn CommandLog> = Arc::new(MemoryLog::new(core.clone()));
+    let server = Arc::new(Server { core, log, config, next_conn: AtomicU64::new(1) });
+    let cancel = CancellationToken::new();
+    let tasks = TaskTracker::new();
+    tasks.spawn(session::expiry::run(
+        server.core.clone(),
+        server.log.clone(),
+        server.config.expiry_tick,
+        cancel.clone(),
+    ));
+    tracing::info!(addr = ?listener.local_addr().ok(), "serving");
+    tokio::select! {
+        _ = shutdown => tracing::info!("shutting down"),
+        _ = net::listener::accept_loop(server, listener, tasks.clone(), cancel.clone()) => {}
+    }
+    cancel.cancel();
+    tasks.close();
+    tasks.wait().await;
+    Ok(())
+}
+
+/// Wall-clock milliseconds since the Unix epoch, stamped on commands by the accepting
+/// server (apply never reads a clock).
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

@@ -1,1 +1,109 @@
-fn main() {}
+//! `ward-server`: runs a Ward server until Ctrl-C or SIGTERM.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::str::FromStr;
+use std::time::Duration;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::prelude::*;
+use ward_server::Config;
+
+const USAGE: &str = "usage: ward-server [--listen ADDR] [--min-session-timeout-ms N] [--max-session-timeout-ms N]
+  --listen ADDR                 client address (default 127.0.0.1:7181; port 0 picks a free one)
+  --min-session-timeout-ms N    shortest session timeout granted (default 4000)
+  --max-session-timeout-ms N    longest session timeout granted (default 40000)
+Logs go to stderr; RUST_LOG sets the level (e.g. info, ward_server=debug).";
+
+struct Args {
+    listen: SocketAddr,
+    config: Config,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut listen = SocketAddr::from(([127, 0, 0, 1], 7181));
+    let mut config = Config::default();
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--listen" => listen = value()?.parse().map_err(|e| format!("--listen: {e}"))?,
+            "--min-session-timeout-ms" => config.min_session_timeout = millis(&value()?)?,
+            "--max-session-timeout-ms" => config.max_session_timeout = millis(&value()?)?,
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(Args { listen, config })
+}
+
+fn millis(s: &str) -> Result<Duration, String> {
+    s.parse().map(Duration::from_millis).map_err(|e| format!("{s:?}: {e}"))
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(why) => {
+            if !why.is_empty() {
+                eprintln!("ward-server: {why}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let filter = std::env::var("RUST_LOG").ok().and_then(|s| Targets::from_str(&s).ok());
+    let filter = filter.unwrap_or_else(|| Targets::new().with_default(tracing::Level::INFO));
+    tracing_subscriber::registry()
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(filter)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(error) => {
+            tracing::error!(%error, "cannot start the runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!(%error, "ward-server stopped");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), ward_server::Error> {
+    args.config.validate()?;
+    let listener = tokio::net::TcpListener::bind(args.listen).await?;
+    let addr = listener.local_addr()?;
+    // The one line on stdout: scripts and tests read the address from it.
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "ward-server listening on {addr}")?;
+    stdout.flush()?;
+    ward_server::serve(listener, args.config, shutdown_signal()).await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

@@ -1,0 +1,64 @@
+//! Commands: what the log orders and the state machine applies.
+//!
+//! A command carries everything apply needs (the accepting server's clock reading, the
+//! session, the session secret it chose), so apply reads no clock and no random source and
+//! every replica that applies the same log reaches the same state.
+
+use serde::{Deserialize, Serialize};
+use ward_proto::{ErrorCode, Op, Response, SessionId, SessionSecret, Zxid};
+
+/// One entry of the command log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Command {
+    /// Wall-clock milliseconds stamped by the server that accepted the command.
+    pub time_ms: i64,
+    /// The session on whose behalf the command runs.
+    pub session: SessionId,
+    /// The client's request tag, kept for tracing.
+    pub xid: u64,
+    pub op: CommandOp,
+}
+
+/// What a command does.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CommandOp {
+    /// One create, delete or set (a `Check` on its own is refused in prep).
+    Op(Op),
+    /// All ops or none.
+    Multi(Vec<Op>),
+    /// Opens a session; its id becomes the zxid of this command.
+    CreateSession { timeout_ms: u32, secret: SessionSecret },
+    /// The client closed its session.
+    CloseSession,
+    /// The session's heartbeats stopped; proposed by the server tracking its deadline.
+    ExpireSession,
+}
+
+/// What applying a command produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The answer to a client's request.
+    Reply(Result<Response, ErrorCode>),
+    /// A session was opened with this id.
+    SessionCreated(SessionId),
+}
+
+/// A command after apply: its zxid and its outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    pub zxid: Zxid,
+    pub outcome: Outcome,
+}
+
+/// A change apply made, from which watches fire. Watches are never decided inside the
+/// tree's mutation code: apply reports changes and the watch registry turns them into
+/// events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    Created(String),
+    Deleted(String),
+    DataChanged(String),
+    ChildrenChanged(String),
+    SessionCreated { session: SessionId, timeout_ms: u32 },
+    SessionEnded(SessionId),
+}

@@ -1,0 +1,66 @@
+//! Server settings.
+
+use crate::error::Error;
+use std::time::Duration;
+
+/// What a server is allowed to do. `Default` gives ZooKeeper-like values.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Session timeouts asked for by clients are clamped into [min, max] (ZooKeeper: 2 and 20
+    /// ticks of 2 s).
+    pub min_session_timeout: Duration,
+    pub max_session_timeout: Duration,
+    /// Largest node data, and largest total data of one multi.
+    pub max_data_len: usize,
+    /// A connection that has not completed its hello by then is closed.
+    pub handshake_timeout: Duration,
+    /// How often session deadlines are checked. Expiry happens within one tick of the
+    /// deadline.
+    pub expiry_tick: Duration,
+    /// Requests one connection may have waiting for their replies before the server stops
+    /// reading from it (back-pressure instead of unbounded memory).
+    pub max_inflight_per_conn: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            min_session_timeout: Duration::from_secs(4),
+            max_session_timeout: Duration::from_secs(40),
+            max_data_len: ward_proto::MAX_DATA_LEN,
+            handshake_timeout: Duration::from_secs(10),
+            expiry_tick: Duration::from_millis(100),
+            max_inflight_per_conn: 1024,
+        }
+    }
+}
+
+impl Config {
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |why: &str| Err(Error::Config(why.to_string()));
+        if self.min_session_timeout.is_zero() || self.min_session_timeout > self.max_session_timeout {
+            return bad("session timeouts need 0 < min <= max");
+        }
+        if self.max_session_timeout > Duration::from_millis(u64::from(u32::MAX)) {
+            return bad("max session timeout is too large");
+        }
+        if self.max_data_len == 0 || self.max_data_len > 64 << 20 {
+            return bad("max data length must be between 1 byte and 64 MiB");
+        }
+        if self.expiry_tick.is_zero() || self.max_inflight_per_conn == 0 {
+            return bad("expiry tick and in-flight limit must be positive");
+        }
+        Ok(())
+    }
+
+    /// The largest frame a client may send: the data limit plus envelope room.
+    pub fn max_frame_len(&self) -> usize {
+        self.max_data_len + ward_proto::FRAME_OVERHEAD
+    }
+
+    /// The timeout a client gets for the one it asked for.
+    pub fn negotiate_timeout(&self, requested_ms: u32) -> u32 {
+        let ms = |d: Duration| u32::try_from(d.as_millis()).unwrap_or(u32::MAX);
+        requested_ms.clamp(ms(self.min_session_timeout), ms(self.max_session_timeout))
+    }
+}

@@ -1,0 +1,114 @@
+//! The first exchange on a connection: version check, then a new or resumed session.
+
+use super::connection::{Reader, Writer};
+use crate::command::{Command, CommandOp, Outcome};
+use crate::watch::{ConnId, OutboundTx};
+use crate::{now_ms, Server};
+use futures_util::{SinkExt, StreamExt};
+use std::net::SocketAddr;
+use ward_proto::{
+    ClientMessage, CodecError, ErrorCode, Hello, HelloPrefix, ServerMessage, SessionId, SessionSecret, Welcome, MAGIC,
+    PROTOCOL_VERSION,
+};
+
+/// Reads the hello and answers it. Returns the session now bound to this connection, or
+/// `None` when the connection must close (the reason is logged and, where the peer can
+/// understand it, sent as `Refused`).
+pub async fn run(
+    server: &Server,
+    reader: &mut Reader,
+    writer: &mut Writer,
+    peer: SocketAddr,
+    conn: ConnId,
+    tx: &OutboundTx,
+) -> Option<SessionId> {
+    let hello = match reader.next().await? {
+        Ok(ClientMessage::Hello(hello)) => hello,
+        Ok(ClientMessage::Request { .. }) => {
+            return refuse(writer, peer, ErrorCode::BadArguments, "the first frame must be a hello".into()).await;
+        }
+        Err(CodecError::Malformed { frame, error }) => {
+            if let Some(prefix) = HelloPrefix::peek(&frame).filter(|p| p.tag == 0 && p.magic == MAGIC) {
+                return refuse_version(writer, peer, prefix.version).await;
+            }
+            tracing::warn!(%peer, %error, "closing connection: malformed hello");
+            return None;
+        }
+        Err(error) => {
+            tracing::warn!(%peer, %error, "closing connection: bad hello frame");
+            return None;
+        }
+    };
+    if hello.magic != MAGIC || hello.version != PROTOCOL_VERSION {
+        return refuse_version(writer, peer, hello.version).await;
+    }
+    let last_zxid = server.core.read(|s| s.last_zxid());
+    if hello.last_zxid_seen > last_zxid {
+        let why = format!("client has seen zxid {} but this server is at {last_zxid}", hello.last_zxid_seen);
+        return refuse(writer, peer, ErrorCode::Unavailable, why).await;
+    }
+    let welcome = match hello.resume {
+        Some((session, secret)) => resume(server, session, secret, conn, tx),
+        None => create(server, &hello, conn, tx).await,
+    };
+    match welcome {
+        Ok(welcome) => {
+            let session = welcome.session_id;
+            tracing::debug!(%peer, %session, resumed = welcome.resumed, "session attached");
+            writer.send(ServerMessage::Welcome(welcome)).await.ok()?;
+            Some(session)
+        }
+        Err((code, why)) => refuse(writer, peer, code, why).await,
+    }
+}
+
+fn resume(
+    server: &Server,
+    session: SessionId,
+    secret: SessionSecret,
+    conn: ConnId,
+    tx: &OutboundTx,
+) -> Result<Welcome, (ErrorCode, String)> {
+    let known = server.core.read(|s| s.session(session).map(|r| (r.secret == secret, r.timeout_ms)));
+    match known {
+        Some((true, timeout_ms)) if server.core.sessions.attach(session, conn, tx.clone()) => {
+            Ok(Welcome { version: PROTOCOL_VERSION, session_id: session, secret, timeout_ms, resumed: true })
+        }
+        // A wrong secret gets the same answer as an unknown session: no probing for ids.
+        _ => Err((ErrorCode::SessionExpired, format!("session {session} has expired or is unknown"))),
+    }
+}
+
+async fn create(server: &Server, hello: &Hello, conn: ConnId, tx: &OutboundTx) -> Result<Welcome, (ErrorCode, String)> {
+    let mut secret = [0u8; 16];
+    getrandom::getrandom(&mut secret)
+        .map_err(|e| (ErrorCode::Unavailable, format!("no randomness for a secret: {e}")))?;
+    let secret = SessionSecret(secret);
+    let timeout_ms = server.config.negotiate_timeout(hello.timeout_ms);
+    let cmd = Command {
+        time_ms: now_ms(),
+        session: SessionId(0),
+        xid: 0,
+        op: CommandOp::CreateSession { timeout_ms, secret },
+    };
+    let unavailable = |why: &str| (ErrorCode::Unavailable, why.to_string());
+    let applied = server.log.submit(cmd).await.map_err(|_| unavailable("could not order the new session"))?;
+    let Outcome::SessionCreated(session) = applied.outcome else {
+        return Err(unavailable("session creation had an unexpected outcome"));
+    };
+    if !server.core.sessions.attach(session, conn, tx.clone()) {
+        return Err((ErrorCode::SessionExpired, "session ended before it was attached".into()));
+    }
+    Ok(Welcome { version: PROTOCOL_VERSION, session_id: session, secret, timeout_ms, resumed: false })
+}
+
+async fn refuse_version(writer: &mut Writer, peer: SocketAddr, version: u32) -> Option<SessionId> {
+    let why = format!("client speaks protocol version {version}, this server speaks {PROTOCOL_VERSION}");
+    refuse(writer, peer, ErrorCode::ProtocolVersion, why).await
+}
+
+async fn refuse(writer: &mut Writer, peer: SocketAddr, code: ErrorCode, reason: String) -> Option<SessionId> {
+    tracing::info!(%peer, ?code, %reason, "refusing connection");
+    let _ = writer.send(ServerMessage::Refused { code, reason }).await;
+    None
+}

@@ -1,0 +1,6 @@
+//! The network edge: accepting connections, the handshake, and each connection's reader and
+//! writer.
+
+pub mod connection;
+pub mod handshake;
+pub mod listener;

@@ -1,0 +1,47 @@
+//! Prep: the pure checks a write passes before it is logged (path syntax, sizes, modes).
+//! Checks that depend on the tree (exists, versions) happen in apply, in log order.
+
+use crate::command::CommandOp;
+use ward_proto::{path, ErrorCode, Op, Request};
+
+/// Turns a write request into the command op to log, or refuses it.
+pub fn prep(request: Request, max_data: usize) -> Result<CommandOp, ErrorCode> {
+    match request {
+        Request::Create { path, data, mode } => Ok(CommandOp::Op(check_op(Op::Create { path, data, mode }, max_data)?)),
+        Request::Delete { path, version } => Ok(CommandOp::Op(check_op(Op::Delete { path, version }, max_data)?)),
+        Request::SetData { path, data, version } => {
+            Ok(CommandOp::Op(check_op(Op::SetData { path, data, version }, max_data)?))
+        }
+        Request::Multi(ops) => {
+            let total: usize = ops.iter().map(op_data_len).sum();
+            if total > max_data {
+                return Err(ErrorCode::BadArguments);
+            }
+            let ops = ops.into_iter().map(|op| check_op(op, max_data)).collect::<Result<_, _>>()?;
+            Ok(CommandOp::Multi(ops))
+        }
+        Request::CloseSession => Ok(CommandOp::CloseSession),
+        _ => Err(ErrorCode::BadArguments),
+    }
+}
+
+fn op_data_len(op: &Op) -> usize {
+    match op {
+        Op::Create { data, .. } | Op::SetData { data, .. } => data.len(),
+        Op::Delete { .. } | Op::Check { .. } => 0,
+    }
+}
+
+fn check_op(op: Op, max_data: usize) -> Result<Op, ErrorCode> {
+    let path_ok = match &op {
+        Op::Create { path, mode, .. } if mode.is_sequential() => path::validate_sequential_prefix(path),
+        Op::Create { path, .. } | Op::Delete { path, .. } | Op::SetData { path, .. } | Op::Check { path, .. } => {
+            path::validate(path)
+        }
+    };
+    path_ok.map_err(|_| ErrorCode::BadArguments)?;
+    if op_data_len(&op) > max_data {
+        return Err(ErrorCode::BadArguments);
+    }
+    Ok(op)
+}

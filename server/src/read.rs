@@ -1,0 +1,89 @@
+//! Reads: served from the local state, with any watch armed in the same view.
+
+use crate::state::StateMachine;
+use crate::watch::{ConnId, WatchRegistry};
+use ward_proto::{path, ErrorCode, EventKind, Request, Response, SessionId, WatchEvent, WatchKind, Zxid};
+
+/// Who is reading: the watch registry and the connection that would own a watch.
+pub struct Reader<'a> {
+    pub watches: &'a WatchRegistry,
+    pub conn: ConnId,
+    pub session: SessionId,
+}
+
+impl Reader<'_> {
+    /// Answers a read. `events` receives watches that fire at once (from `SetWatches`);
+    /// they go out before the reply.
+    pub fn execute(
+        &self,
+        state: &StateMachine,
+        request: Request,
+        events: &mut Vec<WatchEvent>,
+    ) -> Result<Response, ErrorCode> {
+        if state.session(self.session).is_none() {
+            return Err(ErrorCode::SessionExpired);
+        }
+        match request {
+            Request::GetData { path, watch } => {
+                valid(&path)?;
+                let node = state.tree().get(&path).ok_or(ErrorCode::NoNode)?;
+                self.arm(watch, WatchKind::Data, &path);
+                Ok(Response::Data { data: node.data.clone(), stat: node.stat() })
+            }
+            Request::Exists { path, watch } => {
+                valid(&path)?;
+                let stat = state.tree().get(&path).map(|n| n.stat());
+                let kind = if stat.is_some() { WatchKind::Data } else { WatchKind::Exists };
+                self.arm(watch, kind, &path);
+                Ok(Response::Exists(stat))
+            }
+            Request::GetChildren { path, watch } => {
+                valid(&path)?;
+                let node = state.tree().get(&path).ok_or(ErrorCode::NoNode)?;
+                self.arm(watch, WatchKind::Child, &path);
+                Ok(Response::Children { children: node.children.iter().cloned().collect(), stat: node.stat() })
+            }
+            Request::Sync { path } => valid(&path).map(|()| Response::Synced),
+            Request::Ping => Ok(Response::Pong),
+            Request::SetWatches { last_zxid, watches } => {
+                for (kind, path) in watches {
+                    if let Some(kind) = self.rearm(state, kind, &path, last_zxid) {
+                        events.push(WatchEvent { kind, path, zxid: state.last_zxid() });
+                    }
+                }
+                Ok(Response::WatchesSet)
+            }
+            _ => Err(ErrorCode::BadArguments),
+        }
+    }
+
+    fn arm(&self, watch: bool, kind: WatchKind, path: &str) {
+        if watch {
+            self.watches.register(self.conn, kind, path);
+        }
+    }
+
+    /// A watch carried over a reconnect fires at once if what it watches changed after
+    /// `last_zxid` (the client missed that event), else it is armed again.
+    fn rearm(&self, state: &StateMachine, kind: WatchKind, path: &str, last_zxid: Zxid) -> Option<EventKind> {
+        if path::validate(path).is_err() {
+            return None;
+        }
+        let node = state.tree().get(path);
+        let fired = match (kind, node) {
+            (WatchKind::Data, None) | (WatchKind::Child, None) => Some(EventKind::NodeDeleted),
+            (WatchKind::Data, Some(n)) if n.mzxid > last_zxid => Some(EventKind::NodeDataChanged),
+            (WatchKind::Child, Some(n)) if n.pzxid > last_zxid => Some(EventKind::NodeChildrenChanged),
+            (WatchKind::Exists, Some(_)) => Some(EventKind::NodeCreated),
+            _ => None,
+        };
+        if fired.is_none() {
+            self.watches.register(self.conn, kind, path);
+        }
+        fired
+    }
+}
+
+fn valid(path: &str) -> Result<(), ErrorCode> {
+    path::validate(path).map_err(|_| ErrorCode::BadArguments)
+}

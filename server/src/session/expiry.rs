@@ -1,0 +1,34 @@
+//! The expiry sweep: sessions past their deadline are proposed for expiry. The log decides;
+//! deleting the ephemerals is the apply of `ExpireSession`, so it replays identically.
+
+use crate::command::{Command, CommandOp};
+use crate::core::Core;
+use crate::log::CommandLog;
+use crate::now_ms;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+
+pub async fn run(core: Arc<Core>, log: Arc<dyn CommandLog>, tick: Duration, cancel: CancellationToken) {
+    let mut interval = tokio::time::interval(tick);
+    interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = interval.tick() => {}
+        }
+        for session in core.sessions.take_due(Instant::now()) {
+            tracing::info!(%session, "session expired: heartbeats stopped");
+            let cmd = Command { time_ms: now_ms(), session, xid: 0, op: CommandOp::ExpireSession };
+            let pending = log.submit(cmd);
+            let core = core.clone();
+            tokio::spawn(async move {
+                if let Err(code) = pending.await {
+                    tracing::warn!(%session, ?code, "expiry not ordered; will retry");
+                    core.sessions.retry_expiry(session);
+                }
+            });
+        }
+    }
+}

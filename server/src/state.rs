@@ -1,0 +1,141 @@
+//! The state machine: the tree, the session table and the last zxid, advanced only by
+//! [`StateMachine::apply`]. Apply is deterministic: same commands, same state, on every
+//! replica and on every replay.
+
+use crate::command::{Change, Command, CommandOp, Outcome};
+use crate::tree::ops::Ctx;
+use crate::tree::{DataTree, Journal};
+use std::collections::BTreeMap;
+use ward_proto::{ErrorCode, Op, OpResult, Response, SessionId, SessionSecret, Zxid};
+
+/// A live session as every replica knows it. Deadlines are not here: heartbeats are not
+/// logged, so deadlines live in the serving node's tracker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionRecord {
+    pub timeout_ms: u32,
+    pub secret: SessionSecret,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct StateMachine {
+    tree: DataTree,
+    sessions: BTreeMap<SessionId, SessionRecord>,
+    last_zxid: Zxid,
+}
+
+impl StateMachine {
+    pub fn tree(&self) -> &DataTree {
+        &self.tree
+    }
+
+    pub fn session(&self, id: SessionId) -> Option<&SessionRecord> {
+        self.sessions.get(&id)
+    }
+
+    pub fn sessions(&self) -> impl Iterator<Item = (SessionId, &SessionRecord)> {
+        self.sessions.iter().map(|(id, r)| (*id, r))
+    }
+
+    pub fn last_zxid(&self) -> Zxid {
+        self.last_zxid
+    }
+
+    /// Applies one command under the next zxid. Failures (a missing parent, a version
+    /// conflict) are outcomes, decided here in log order, and still consume the zxid.
+    pub fn apply(&mut self, cmd: &Command) -> (Outcome, Vec<Change>) {
+        self.last_zxid += 1;
+        let zxid = self.last_zxid;
+        let mut changes = Vec::new();
+        let outcome = match &cmd.op {
+            CommandOp::CreateSession { timeout_ms, secret } => {
+                let session = SessionId(zxid);
+                let record = SessionRecord { timeout_ms: *timeout_ms, secret: *secret };
+                self.sessions.insert(session, record);
+                changes.push(Change::SessionCreated { session, timeout_ms: *timeout_ms });
+                Outcome::SessionCreated(session)
+            }
+            CommandOp::CloseSession | CommandOp::ExpireSession => {
+                Outcome::Reply(self.end_session(zxid, cmd.time_ms, cmd.session, &mut changes))
+            }
+            _ if !self.sessions.contains_key(&cmd.session) => Outcome::Reply(Err(ErrorCode::SessionExpired)),
+            CommandOp::Op(op) => {
+                let mut journal = Journal::off();
+                let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes: &mut changes, journal: &mut journal };
+                let result = self.apply_op(&mut ctx, cmd.session, op.clone());
+                Outcome::Reply(result.and_then(single_response))
+            }
+            CommandOp::Multi(ops) => Outcome::Reply(Ok(self.apply_multi(zxid, cmd, ops, &mut changes))),
+        };
+        (outcome, changes)
+    }
+
+    fn apply_op(&mut self, ctx: &mut Ctx<'_>, session: SessionId, op: Op) -> Result<OpResult, ErrorCode> {
+        match op {
+            Op::Create { path, data, mode } => {
+                let (path, stat) = self.tree.create(ctx, &path, data, mode, session)?;
+                Ok(OpResult::Created { path, stat })
+            }
+            Op::Delete { path, version } => self.tree.delete(ctx, &path, version).map(|()| OpResult::Deleted),
+            Op::SetData { path, data, version } => self.tree.set_data(ctx, &path, data, version).map(OpResult::DataSet),
+            Op::Check { path, version } => self.tree.check(&path, version).map(|()| OpResult::Checked),
+        }
+    }
+
+    /// All ops or none: on the first failure every earlier op is undone, its changes are
+    /// dropped (so no watch fires), and each op reports why it did not happen.
+    fn apply_multi(&mut self, zxid: Zxid, cmd: &Command, ops: &[Op], changes: &mut Vec<Change>) -> Response {
+        let mut journal = Journal::on();
+        let mut results = Vec::with_capacity(ops.len());
+        let mut failed = None;
+        {
+            let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes, journal: &mut journal };
+            for (index, op) in ops.iter().enumerate() {
+                match self.apply_op(&mut ctx, cmd.session, op.clone()) {
+                    Ok(result) => results.push(result),
+                    Err(code) => {
+                        failed = Some((index, code));
+                        break;
+                    }
+                }
+            }
+        }
+        match failed {
+            None => Response::Multi(results),
+            Some((index, code)) => {
+                journal.rollback(&mut self.tree);
+                changes.clear();
+                let results = (0..ops.len())
+                    .map(|i| OpResult::Error(if i == index { code } else { ErrorCode::RolledBack }))
+                    .collect();
+                Response::Multi(results)
+            }
+        }
+    }
+
+    fn end_session(
+        &mut self,
+        zxid: Zxid,
+        time_ms: i64,
+        session: SessionId,
+        changes: &mut Vec<Change>,
+    ) -> Result<Response, ErrorCode> {
+        if self.sessions.remove(&session).is_none() {
+            return Err(ErrorCode::SessionExpired);
+        }
+        let mut journal = Journal::off();
+        let mut ctx = Ctx { zxid, time_ms, changes, journal: &mut journal };
+        self.tree.remove_ephemerals(&mut ctx, session);
+        changes.push(Change::SessionEnded(session));
+        Ok(Response::Closed)
+    }
+}
+
+fn single_response(result: OpResult) -> Result<Response, ErrorCode> {
+    match result {
+        OpResult::Created { path, stat } => Ok(Response::Created { path, stat }),
+        OpResult::Deleted => Ok(Response::Deleted),
+        OpResult::DataSet(stat) => Ok(Response::DataSet(stat)),
+        // Prep refuses a lone check; keep apply total anyway.
+        OpResult::Checked | OpResult::Error(_) => Err(ErrorCode::BadArguments),
+    }
+}

@@ -1,0 +1,62 @@
+//! The data tree: znodes by path, plus each session's ephemerals. Pure data, no I/O and no
+//! notifications; mutations report [`Change`]s for the watch registry to act on.
+
+mod journal;
+pub(crate) mod ops;
+mod znode;
+
+pub(crate) use journal::Journal;
+pub use znode::Znode;
+
+use std::collections::{BTreeSet, HashMap};
+use ward_proto::SessionId;
+
+/// The tree. Only the state machine's apply mutates it.
+#[derive(Clone, Debug)]
+pub struct DataTree {
+    nodes: HashMap<String, Znode>,
+    /// Paths of each session's ephemeral nodes, so ending a session is proportional to
+    /// what it owns rather than to the size of the tree.
+    ephemerals: HashMap<SessionId, BTreeSet<String>>,
+}
+
+impl Default for DataTree {
+    fn default() -> Self {
+        let mut nodes = HashMap::new();
+        nodes.insert("/".to_string(), Znode::new(Vec::new(), 0, 0, None));
+        DataTree { nodes, ephemerals: HashMap::new() }
+    }
+}
+
+impl DataTree {
+    pub fn get(&self, path: &str) -> Option<&Znode> {
+        self.nodes.get(path)
+    }
+
+    /// Number of nodes, the root included.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The session's ephemeral nodes, sorted.
+    pub fn ephemerals(&self, session: SessionId) -> impl Iterator<Item = &str> {
+        self.ephemerals.get(&session).into_iter().flatten().map(String::as_str)
+    }
+
+    fn index_ephemeral(&mut self, session: SessionId, path: String) {
+        self.ephemerals.entry(session).or_default().insert(path);
+    }
+
+    fn unindex_ephemeral(&mut self, session: SessionId, path: &str) {
+        if let Some(set) = self.ephemerals.get_mut(&session) {
+            set.remove(path);
+            if set.is_empty() {
+                self.ephemerals.remove(&session);
+            }
+        }
+    }
+}

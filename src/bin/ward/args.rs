@@ -1,0 +1,299 @@
+//! Command-line parsing, by hand: the grammar is small and a parser crate would be the
+//! largest dependency of the binary.
+
+use std::fmt;
+use std::time::Duration;
+
+pub const DEFAULT_SERVER: &str = "127.0.0.1:7181";
+
+pub const USAGE: &str = "\
+usage: ward [--server ADDR[,ADDR...]] [--session-timeout-ms N] COMMAND
+
+commands:
+  ls PATH                               list the children of PATH
+  tree PATH                             print PATH and every node below it
+  get PATH                              print the data of PATH
+  stat PATH                             print the metadata of PATH
+  create [-e] [-s] [--hold] PATH [DATA] create a node and print its path
+                                          -e ephemeral, -s sequential,
+                                          --hold keep the session (and so the
+                                          ephemerals) until killed or stdin closes
+  set PATH DATA                         replace the data of PATH
+  rm [-r] PATH                          delete PATH (-r: and everything below it)
+
+The server defaults to $WARD_SERVER, then 127.0.0.1:7181. Use `--` before a DATA
+that starts with '-'.";
+
+/// A parsed command line.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Invocation {
+    pub server: String,
+    pub session_timeout: Option<Duration>,
+    pub command: Command,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Command {
+    Help,
+    Ls {
+        path: String,
+    },
+    Tree {
+        path: String,
+    },
+    Get {
+        path: String,
+    },
+    Stat {
+        path: String,
+    },
+    Create {
+        path: String,
+        data: Vec<u8>,
+        ephemeral: bool,
+        sequential: bool,
+        hold: bool,
+    },
+    Set {
+        path: String,
+        data: Vec<u8>,
+    },
+    Rm {
+        path: String,
+        recursive: bool,
+    },
+}
+
+/// A command line that does not parse; the binary exits with status 2.
+#[derive(Debug, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[derive(Default)]
+struct Flags {
+    ephemeral: bool,
+    sequential: bool,
+    hold: bool,
+    recursive: bool,
+}
+
+/// Parses the arguments after the program name. `env_server` is `$WARD_SERVER`, passed in
+/// so that parsing stays a pure function.
+pub fn parse<I>(args: I, env_server: Option<String>) -> Result<Invocation, UsageError>
+where
+    I: IntoIterator<Item = String>,
+{
+    let mut server = None;
+    let mut session_timeout = None;
+    let mut flags = Flags::default();
+    let mut positional = Vec::new();
+    let mut only_positional = false;
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        if only_positional {
+            positional.push(arg);
+            continue;
+        }
+        let (name, inline_value) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
+            _ => (arg.clone(), None),
+        };
+        match name.as_str() {
+            "--" => only_positional = true,
+            "-h" | "--help" => {
+                return Ok(Invocation {
+                    server: DEFAULT_SERVER.to_owned(),
+                    session_timeout: None,
+                    command: Command::Help,
+                })
+            }
+            "--server" => server = Some(value(&name, inline_value, &mut args)?),
+            "--session-timeout-ms" => {
+                let v = value(&name, inline_value, &mut args)?;
+                let ms: u64 = v
+                    .parse()
+                    .map_err(|_| UsageError(format!("--session-timeout-ms: not a number: {v}")))?;
+                session_timeout = Some(Duration::from_millis(ms));
+            }
+            "--hold" => flags.hold = true,
+            "--ephemeral" => flags.ephemeral = true,
+            "--sequential" => flags.sequential = true,
+            "--recursive" => flags.recursive = true,
+            long if long.starts_with("--") => {
+                return Err(UsageError(format!("unknown option {long}")))
+            }
+            short if short.starts_with('-') && short.len() > 1 => {
+                for c in short[1..].chars() {
+                    match c {
+                        'e' => flags.ephemeral = true,
+                        's' => flags.sequential = true,
+                        'r' => flags.recursive = true,
+                        other => return Err(UsageError(format!("unknown option -{other}"))),
+                    }
+                }
+            }
+            _ => positional.push(arg),
+        }
+    }
+    let command = command(positional, flags)?;
+    Ok(Invocation {
+        server: server
+            .or(env_server.filter(|s| !s.is_empty()))
+            .unwrap_or_else(|| DEFAULT_SERVER.to_owned()),
+        session_timeout,
+        command,
+    })
+}
+
+fn value(
+    name: &str,
+    inline: Option<String>,
+    rest: &mut impl Iterator<Item = String>,
+) -> Result<String, UsageError> {
+    inline
+        .or_else(|| rest.next())
+        .ok_or_else(|| UsageError(format!("{name} needs a value")))
+}
+
+fn command(positional: Vec<String>, flags: Flags) -> Result<Command, UsageError> {
+    let mut words = positional.into_iter();
+    let Some(verb) = words.next() else {
+        return Err(UsageError("no command given".to_owned()));
+    };
+    let rest: Vec<String> = words.collect();
+    let allowed: &[&str] = match verb.as_str() {
+        "create" => &["-e", "-s", "--hold"],
+        "rm" => &["-r"],
+        _ => &[],
+    };
+    for (set, name) in [
+        (flags.ephemeral, "-e"),
+        (flags.sequential, "-s"),
+        (flags.hold, "--hold"),
+        (flags.recursive, "-r"),
+    ] {
+        if set && !allowed.contains(&name) {
+            return Err(UsageError(format!("{verb} does not take {name}")));
+        }
+    }
+    let arity = |min: usize, max: usize| -> Result<(), UsageError> {
+        if rest.len() < min || rest.len() > max {
+            Err(UsageError(format!("wrong number of arguments for {verb}")))
+        } else {
+            Ok(())
+        }
+    };
+    let path = || rest.first().cloned().unwrap_or_default();
+    let data = || rest.get(1).map(|d| d.as_bytes().to_vec()).unwrap_or_default();
+    Ok(match verb.as_str() {
+        "ls" => {
+            arity(1, 1)?;
+            Command::Ls { path: path() }
+        }
+        "tree" => {
+            arity(1, 1)?;
+            Command::Tree { path: path() }
+        }
+        "get" => {
+            arity(1, 1)?;
+            Command::Get { path: path() }
+        }
+        "stat" => {
+            arity(1, 1)?;
+            Command::Stat { path: path() }
+        }
+        "create" => {
+            arity(1, 2)?;
+            Command::Create {
+                path: path(),
+                data: data(),
+                ephemeral: flags.ephemeral,
+                sequential: flags.sequential,
+                hold: flags.hold,
+            }
+        }
+        "set" => {
+            arity(2, 2)?;
+            Command::Set {
+                path: path(),
+                data: data(),
+            }
+        }
+        "rm" => {
+            arity(1, 1)?;
+            Command::Rm {
+                path: path(),
+                recursive: flags.recursive,
+            }
+        }
+        other => return Err(UsageError(format!("unknown command {other}"))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(args: &[&str]) -> Result<Invocation, UsageError> {
+        parse(args.iter().map(|s| s.to_string()), None)
+    }
+
+    #[test]
+    fn parses_create_with_flags_anywhere() {
+        let inv = p(&["--server", "h:1", "create", "-es", "--hold", "/a", "x"]).expect("parses");
+        assert_eq!(inv.server, "h:1");
+        assert_eq!(
+            inv.command,
+            Command::Create {
+                path: "/a".into(),
+                data: b"x".to_vec(),
+                ephemeral: true,
+                sequential: true,
+                hold: true
+            }
+        );
+    }
+
+    #[test]
+    fn server_comes_from_flag_then_env_then_default() {
+        let env = Some("e:2".to_string());
+        let from_env = parse(["ls".into(), "/".into()], env.clone()).expect("parses");
+        assert_eq!(from_env.server, "e:2");
+        let flag = parse(["--server=f:3".into(), "ls".into(), "/".into()], env).expect("parses");
+        assert_eq!(flag.server, "f:3");
+        assert_eq!(p(&["ls", "/"]).expect("parses").server, DEFAULT_SERVER);
+    }
+
+    #[test]
+    fn double_dash_allows_data_with_a_dash() {
+        let inv = p(&["set", "--", "/a", "-1"]).expect("parses");
+        assert_eq!(
+            inv.command,
+            Command::Set {
+                path: "/a".into(),
+                data: b"-1".to_vec()
+            }
+        );
+    }
+
+    #[test]
+    fn refuses_bad_command_lines() {
+        for bad in [
+            &[][..],
+            &["frob", "/"],
+            &["ls"],
+            &["ls", "/", "/b"],
+            &["ls", "-e", "/"],
+            &["rm", "-x", "/a"],
+            &["--session-timeout-ms", "soon", "ls", "/"],
+            &["--server"],
+        ] {
+            assert!(p(bad).is_err(), "{bad:?}");
+        }
+    }
+}
