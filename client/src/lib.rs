@@ -1,1 +1,40 @@
+//! Ward's client: sessions, znodes and watches over one connection to a Ward ensemble.
+//!
+//! ```no_run
+//! use ward_client::{Client, CreateMode};
+//!
+//! # async fn demo() -> Result<(), ward_client::Error> {
+//! let client = Client::connect("127.0.0.1:7181").await?;
+//! client.create("/app", b"config", CreateMode::Persistent).await?;
+//! let (data, stat, watch) = client.get_data_watch("/app").await?;
+//! assert_eq!((data.as_slice(), stat.version), (&b"config"[..], 0));
+//! client.set_data("/app", b"v2", Some(0)).await?;
+//! let event = watch.await?; // NodeDataChanged on /app
+//! assert_eq!(event.path, "/app");
+//! client.close().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Layout
+//! * [`client`]: [`Client`], the operations as `async fn`s on `&self`.
+//! * [`builder`]: [`ClientBuilder`]: addresses, session timeout, connect timeout.
+//! * `conn`: the background task owning the socket: pending requests by xid, heartbeats,
+//!   reconnect and session resume, watch re-arming.
+//! * [`watch`]: [`Watch`], a one-shot watch as a future.
+//! * [`state`]: the session states, [`SessionState`].
+//! * [`error`]: the typed [`Error`].
 
+pub mod builder;
+pub mod client;
+mod conn;
+pub mod error;
+pub mod state;
+pub mod watch;
+
+pub use builder::ClientBuilder;
+pub use client::Client;
+pub use error::{Error, Result};
+pub use state::SessionState;
+pub use ward_proto::{CreateMode, ErrorCode, EventKind, Op, OpResult, SessionId, Stat, WatchEvent};
+pub use watch::Watch;

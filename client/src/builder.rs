@@ -1,0 +1,92 @@
+//! Connecting: addresses, session timeout, connect timeout.
+
+use crate::client::{Client, Inner};
+use crate::conn::dial::{dial, DialError};
+use crate::conn::task::Task;
+use crate::error::{Error, Result};
+use crate::state::SessionState;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use ward_proto::{ErrorCode, Hello};
+
+/// Settings for a new [`Client`]. Start from [`Client::builder`].
+#[derive(Clone, Debug)]
+pub struct ClientBuilder {
+    addrs: String,
+    session_timeout: Duration,
+    connect_timeout: Duration,
+}
+
+impl ClientBuilder {
+    pub(crate) fn new(addrs: &str) -> Self {
+        ClientBuilder {
+            addrs: addrs.to_string(),
+            session_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// The session timeout to ask for (default 10 s); the server clamps it into its range.
+    /// If the server hears nothing from this client for that long, the session expires and
+    /// its ephemeral nodes are deleted.
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// How long one attempt to reach one server may take (default 5 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Opens a session on the first listed server that answers.
+    pub async fn connect(self) -> Result<Client> {
+        let addrs: Vec<String> =
+            self.addrs.split(',').map(str::trim).filter(|a| !a.is_empty()).map(str::to_string).collect();
+        if addrs.is_empty() {
+            return Err(Error::BadArguments(format!("no server address in {:?}", self.addrs)));
+        }
+        let requested_timeout_ms = u32::try_from(self.session_timeout.as_millis()).unwrap_or(u32::MAX);
+        let mut failures = Vec::new();
+        for (index, addr) in addrs.iter().enumerate() {
+            let hello = Hello::new(None, requested_timeout_ms, 0);
+            let conn = match dial(addr, hello, self.connect_timeout).await {
+                Ok(conn) => conn,
+                Err(DialError::Unreachable(why)) => {
+                    failures.push(why);
+                    continue;
+                }
+                Err(DialError::Refused(ErrorCode::ProtocolVersion, why)) => return Err(Error::ProtocolVersion(why)),
+                Err(DialError::Refused(code, why)) => {
+                    failures.push(format!("{addr}: refused ({code:?}): {why}"));
+                    continue;
+                }
+            };
+            let welcome = conn.welcome.clone();
+            let (tx, rx) = mpsc::unbounded_channel();
+            let (state_tx, state_rx) = watch::channel(SessionState::Connected);
+            let timeout = Duration::from_millis(u64::from(welcome.timeout_ms));
+            let task = Task {
+                addrs: addrs.clone(),
+                next_addr: index + 1,
+                session: welcome.session_id,
+                secret: welcome.secret,
+                requested_timeout_ms,
+                timeout,
+                connect_timeout: self.connect_timeout,
+                last_zxid: 0,
+                next_xid: 1,
+                pending: Default::default(),
+                watches: Default::default(),
+                state: state_tx,
+                rx,
+            };
+            tokio::spawn(task.run(conn));
+            let inner = Inner { tx, state: state_rx, session_id: welcome.session_id, timeout };
+            return Ok(Client { inner: Arc::new(inner) });
+        }
+        Err(Error::Connect(failures.join("; ")))
+    }
+}

@@ -1,0 +1,203 @@
+//! The async client: one `Client` is cheap to clone and shared by many tasks.
+
+use crate::builder::ClientBuilder;
+use crate::conn::Cmd;
+use crate::error::{Error, Result};
+use crate::state::SessionState;
+use crate::watch::{Watch, WatchSender};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+use ward_proto::{path, CreateMode, Op, OpResult, Request, Response, SessionId, Stat};
+
+/// A session with a Ward ensemble. Clones share the session; when the last clone is dropped
+/// the session is closed (its ephemerals deleted) in the background.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub tx: mpsc::UnboundedSender<Cmd>,
+    pub state: watch::Receiver<SessionState>,
+    pub session_id: SessionId,
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("session", &self.inner.session_id).field("state", &self.state()).finish()
+    }
+}
+
+impl Client {
+    /// Connects with default settings to `addrs` ("host:port[,host:port...]").
+    pub async fn connect(addrs: &str) -> Result<Client> {
+        ClientBuilder::new(addrs).connect().await
+    }
+
+    pub fn builder(addrs: &str) -> ClientBuilder {
+        ClientBuilder::new(addrs)
+    }
+
+    pub fn session_id(&self) -> SessionId {
+        self.inner.session_id
+    }
+
+    /// The session timeout the server granted.
+    pub fn session_timeout(&self) -> Duration {
+        self.inner.timeout
+    }
+
+    pub fn state(&self) -> SessionState {
+        *self.inner.state.borrow()
+    }
+
+    /// Every change of [`SessionState`] (intermediate states may be skipped if nobody looks).
+    pub fn state_changes(&self) -> watch::Receiver<SessionState> {
+        self.inner.state.clone()
+    }
+
+    /// Creates a node and returns its actual path (with the sequence suffix, if any).
+    pub async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<String> {
+        self.create_with_stat(path, data, mode).await.map(|(path, _)| path)
+    }
+
+    /// Creates a node and returns its actual path and its stat.
+    pub async fn create_with_stat(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<(String, Stat)> {
+        if mode.is_sequential() { path::validate_sequential_prefix(path) } else { path::validate(path) }
+            .map_err(|e| Error::BadArguments(format!("{path:?}: {e}")))?;
+        let request = Request::Create { path: path.to_string(), data: data.to_vec(), mode };
+        match self.call(request, None).await? {
+            Response::Created { path, stat } => Ok((path, stat)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Deletes a node; `version: Some(v)` fails with `BadVersion` unless it is at `v`.
+    pub async fn delete(&self, path: &str, version: Option<i32>) -> Result<()> {
+        match self.call(Request::Delete { path: checked(path)?, version }, None).await? {
+            Response::Deleted => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Replaces a node's data; returns the new stat.
+    pub async fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<Stat> {
+        let request = Request::SetData { path: checked(path)?, data: data.to_vec(), version };
+        match self.call(request, None).await? {
+            Response::DataSet(stat) => Ok(stat),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    pub async fn get_data(&self, path: &str) -> Result<(Vec<u8>, Stat)> {
+        match self.call(Request::GetData { path: checked(path)?, watch: false }, None).await? {
+            Response::Data { data, stat } => Ok((data, stat)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Reads a node and watches it: the watch fires on its next data change or delete.
+    pub async fn get_data_watch(&self, path: &str) -> Result<(Vec<u8>, Stat, Watch)> {
+        let (tx, watch) = Watch::new();
+        match self.call(Request::GetData { path: checked(path)?, watch: true }, Some(tx)).await? {
+            Response::Data { data, stat } => Ok((data, stat, watch)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The node's stat, or `None` if it does not exist.
+    pub async fn exists(&self, path: &str) -> Result<Option<Stat>> {
+        match self.call(Request::Exists { path: checked(path)?, watch: false }, None).await? {
+            Response::Exists(stat) => Ok(stat),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Like [`exists`](Self::exists), and watches the path: the watch fires when the node is
+    /// created (if missing now), or changed or deleted (if present).
+    pub async fn exists_watch(&self, path: &str) -> Result<(Option<Stat>, Watch)> {
+        let (tx, watch) = Watch::new();
+        match self.call(Request::Exists { path: checked(path)?, watch: true }, Some(tx)).await? {
+            Response::Exists(stat) => Ok((stat, watch)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The names of a node's children, sorted.
+    pub async fn get_children(&self, path: &str) -> Result<Vec<String>> {
+        match self.call(Request::GetChildren { path: checked(path)?, watch: false }, None).await? {
+            Response::Children { children, .. } => Ok(children),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Lists children and watches the node: the watch fires when a child is created or
+    /// deleted, or the node itself is deleted.
+    pub async fn get_children_watch(&self, path: &str) -> Result<(Vec<String>, Watch)> {
+        let (tx, watch) = Watch::new();
+        match self.call(Request::GetChildren { path: checked(path)?, watch: true }, Some(tx)).await? {
+            Response::Children { children, .. } => Ok((children, watch)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Applies every op or none. On failure, `Error::MultiFailed` names the op that failed.
+    pub async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
+        for op in &ops {
+            let (Op::Create { path, .. } | Op::Delete { path, .. } | Op::SetData { path, .. } | Op::Check { path, .. }) =
+                op;
+            let valid = match op {
+                Op::Create { mode, .. } if mode.is_sequential() => path::validate_sequential_prefix(path),
+                _ => path::validate(path),
+            };
+            valid.map_err(|e| Error::BadArguments(format!("{path:?}: {e}")))?;
+        }
+        match self.call(Request::Multi(ops), None).await? {
+            Response::Multi(results) => {
+                let failed = results.iter().enumerate().find_map(|(index, r)| match r {
+                    OpResult::Error(code) if *code != ward_proto::ErrorCode::RolledBack => Some((index, *code)),
+                    _ => None,
+                });
+                match failed {
+                    Some((index, code)) => Err(Error::MultiFailed { index, source: Box::new(code.into()) }),
+                    None => Ok(results),
+                }
+            }
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Waits until this server has applied every write ordered before the call, so that a
+    /// following read is at least as new as the sync.
+    pub async fn sync(&self, path: &str) -> Result<()> {
+        match self.call(Request::Sync { path: checked(path)? }, None).await? {
+            Response::Synced => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Ends the session now: its ephemeral nodes are deleted and their watchers told. Every
+    /// clone of this client then fails with `Error::Closed`.
+    pub async fn close(&self) -> Result<()> {
+        let (reply, rx) = oneshot::channel();
+        self.inner.tx.send(Cmd::Close { reply }).map_err(|_| Error::Closed)?;
+        rx.await.map_err(|_| Error::Closed)?
+    }
+
+    async fn call(&self, request: Request, watch: Option<WatchSender>) -> Result<Response> {
+        let (reply, rx) = oneshot::channel();
+        self.inner.tx.send(Cmd::Request { request, watch, reply }).map_err(|_| Error::Closed)?;
+        rx.await.map_err(|_| Error::Closed)?
+    }
+}
+
+fn checked(p: &str) -> Result<String> {
+    path::validate(p).map_err(|e| Error::BadArguments(format!("{p:?}: {e}")))?;
+    Ok(p.to_string())
+}
+
+fn unexpected(response: Response) -> Error {
+    Error::Protocol(format!("unexpected response {response:?}"))
+}

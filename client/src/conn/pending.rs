@@ -1,0 +1,80 @@
+//! Requests sent and not yet answered, by xid.
+
+use crate::error::Error;
+use crate::watch::{LocalWatches, WatchSender};
+use std::collections::HashMap;
+use tokio::sync::oneshot;
+use ward_proto::{ErrorCode, Request, Response, WatchKind};
+
+/// Why a request is in flight.
+pub(crate) enum Waiter {
+    /// An application request; `watch` is armed if the reply succeeds.
+    User {
+        reply: oneshot::Sender<Result<Response, Error>>,
+        watch: Option<(String, WatchSender)>,
+    },
+    Close(oneshot::Sender<Result<(), Error>>),
+    /// Heartbeats and watch re-arming: nobody waits on the answer.
+    Internal,
+}
+
+#[derive(Default)]
+pub(crate) struct PendingTable {
+    by_xid: HashMap<u64, Waiter>,
+}
+
+impl PendingTable {
+    pub(crate) fn insert(&mut self, xid: u64, waiter: Waiter) {
+        self.by_xid.insert(xid, waiter);
+    }
+
+    pub(crate) fn take(&mut self, xid: u64) -> Option<Waiter> {
+        self.by_xid.remove(&xid)
+    }
+
+    /// The connection is gone: every request in flight gets `error` (its outcome is unknown).
+    pub(crate) fn fail_all(&mut self, error: &Error) {
+        for (_, waiter) in self.by_xid.drain() {
+            match waiter {
+                Waiter::User { reply, .. } => {
+                    let _ = reply.send(Err(error.clone()));
+                }
+                Waiter::Close(reply) => {
+                    let _ = reply.send(Err(error.clone()));
+                }
+                Waiter::Internal => {}
+            }
+        }
+    }
+}
+
+/// The path a watching read arms, if `request` is one.
+pub(crate) fn watched_path(request: &Request) -> Option<&str> {
+    match request {
+        Request::GetData { path, watch: true }
+        | Request::Exists { path, watch: true }
+        | Request::GetChildren { path, watch: true } => Some(path),
+        _ => None,
+    }
+}
+
+/// Completes a user request, arming its watch the way the server armed it.
+pub(crate) fn complete_user(
+    reply: oneshot::Sender<Result<Response, Error>>,
+    watch: Option<(String, WatchSender)>,
+    result: Result<Response, ErrorCode>,
+    watches: &mut LocalWatches,
+) {
+    if let (Some((path, tx)), Ok(response)) = (watch, &result) {
+        let kind = match response {
+            Response::Data { .. } | Response::Exists(Some(_)) => Some(WatchKind::Data),
+            Response::Exists(None) => Some(WatchKind::Exists),
+            Response::Children { .. } => Some(WatchKind::Child),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            watches.add(kind, path, tx);
+        }
+    }
+    let _ = reply.send(result.map_err(Error::from));
+}

@@ -1,0 +1,253 @@
+//! The connection task's life: serve a connection, and when it drops, reconnect and resume
+//! the session, until the session expires, the application closes it, or every handle to
+//! the client is gone.
+
+use super::dial::{dial, Connection, DialError, Writer};
+use super::pending::{complete_user, watched_path, PendingTable, Waiter};
+use super::Cmd;
+use crate::error::Error;
+use crate::state::SessionState;
+use crate::watch::LocalWatches;
+use futures_util::{SinkExt, StreamExt};
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio::time::{Instant, MissedTickBehavior};
+use ward_proto::{ClientMessage, CodecError, ErrorCode, Hello, Request, ServerMessage, SessionId, SessionSecret, Zxid};
+
+/// How a connection ended.
+enum End {
+    /// The connection dropped; the session may still be alive.
+    Lost(String),
+    Expired,
+    Closed,
+    /// Every `Client` handle was dropped.
+    Abandoned,
+}
+
+pub(crate) struct Task {
+    pub addrs: Vec<String>,
+    pub next_addr: usize,
+    pub session: SessionId,
+    pub secret: SessionSecret,
+    pub requested_timeout_ms: u32,
+    /// The negotiated timeout: heartbeats every third of it.
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    /// The highest zxid seen, so a reconnect never lands on a server that is behind us.
+    pub last_zxid: Zxid,
+    pub next_xid: u64,
+    pub pending: PendingTable,
+    pub watches: LocalWatches,
+    pub state: watch::Sender<SessionState>,
+    pub rx: mpsc::UnboundedReceiver<Cmd>,
+}
+
+impl Task {
+    pub(crate) async fn run(mut self, mut conn: Connection) {
+        loop {
+            let end = match self.serve(conn).await {
+                End::Lost(why) => {
+                    tracing::info!(session = %self.session, reason = %why, "disconnected; reconnecting");
+                    self.pending.fail_all(&Error::ConnectionLoss);
+                    self.state.send_replace(SessionState::Disconnected);
+                    match self.reconnect().await {
+                        Ok(next) => {
+                            conn = next;
+                            continue;
+                        }
+                        Err(end) => end,
+                    }
+                }
+                end => end,
+            };
+            return self.finish(end).await;
+        }
+    }
+
+    async fn serve(&mut self, conn: Connection) -> End {
+        let Connection { mut reader, mut writer, .. } = conn;
+        let keys = self.watches.keys();
+        if !keys.is_empty() {
+            let request = Request::SetWatches { last_zxid: self.last_zxid, watches: keys };
+            if let Err(e) = self.feed(&mut writer, request, Waiter::Internal).await {
+                return End::Lost(e.to_string());
+            }
+        }
+        if let Err(e) = writer.flush().await {
+            return End::Lost(e.to_string());
+        }
+        let every = self.timeout / 3;
+        let mut heartbeat = tokio::time::interval_at(Instant::now() + every, every);
+        heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut last_heard = Instant::now();
+        loop {
+            tokio::select! {
+                cmd = self.rx.recv() => {
+                    let Some(cmd) = cmd else {
+                        // Nobody can use the session any more: end it now rather than let
+                        // its ephemerals linger for a whole timeout.
+                        let _ = self.feed(&mut writer, Request::CloseSession, Waiter::Internal).await;
+                        let _ = writer.flush().await;
+                        return End::Abandoned;
+                    };
+                    if let Err(e) = self.send_batch(&mut writer, cmd).await {
+                        return End::Lost(e.to_string());
+                    }
+                }
+                frame = reader.next() => match frame {
+                    None => return End::Lost("server closed the connection".into()),
+                    Some(Err(e)) => return End::Lost(e.to_string()),
+                    Some(Ok(msg)) => {
+                        last_heard = Instant::now();
+                        if let Some(end) = self.on_message(msg) {
+                            return end;
+                        }
+                    }
+                },
+                _ = heartbeat.tick() => {
+                    // ZooKeeper's read timeout: two thirds of the session timeout of silence
+                    // means this server is gone (or we are cut off); try another in time.
+                    if last_heard.elapsed() >= self.timeout * 2 / 3 {
+                        return End::Lost("server silent for 2/3 of the session timeout".into());
+                    }
+                    let sent = match self.feed(&mut writer, Request::Ping, Waiter::Internal).await {
+                        Ok(()) => writer.flush().await,
+                        Err(e) => Err(e),
+                    };
+                    if let Err(e) = sent {
+                        return End::Lost(e.to_string());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends `first` and whatever else is already queued, then flushes once.
+    async fn send_batch(&mut self, writer: &mut Writer, first: Cmd) -> Result<(), CodecError> {
+        let mut next = Some(first);
+        while let Some(cmd) = next {
+            match cmd {
+                Cmd::Request { request, watch, reply } => {
+                    let watch = watched_path(&request).map(str::to_string).zip(watch);
+                    self.feed(writer, request, Waiter::User { reply, watch }).await?;
+                }
+                Cmd::Close { reply } => self.feed(writer, Request::CloseSession, Waiter::Close(reply)).await?,
+            }
+            next = self.rx.try_recv().ok();
+        }
+        writer.flush().await
+    }
+
+    async fn feed(&mut self, writer: &mut Writer, request: Request, waiter: Waiter) -> Result<(), CodecError> {
+        let xid = self.next_xid;
+        self.next_xid += 1;
+        self.pending.insert(xid, waiter);
+        writer.feed(ClientMessage::Request { xid, request }).await
+    }
+
+    fn on_message(&mut self, msg: ServerMessage) -> Option<End> {
+        match msg {
+            ServerMessage::Reply { xid, zxid, result } => {
+                self.last_zxid = self.last_zxid.max(zxid);
+                match self.pending.take(xid) {
+                    Some(Waiter::User { reply, watch }) => complete_user(reply, watch, result, &mut self.watches),
+                    Some(Waiter::Close(reply)) => {
+                        let _ = reply.send(match result {
+                            Ok(_) | Err(ErrorCode::SessionExpired) => Ok(()),
+                            Err(code) => Err(code.into()),
+                        });
+                        return Some(End::Closed);
+                    }
+                    Some(Waiter::Internal) => {}
+                    None => return Some(End::Lost(format!("reply to unknown xid {xid}"))),
+                }
+                None
+            }
+            ServerMessage::Event(event) => {
+                self.last_zxid = self.last_zxid.max(event.zxid);
+                self.watches.fire(&event);
+                None
+            }
+            ServerMessage::SessionExpired => Some(End::Expired),
+            other => Some(End::Lost(format!("unexpected message {other:?}"))),
+        }
+    }
+
+    async fn reconnect(&mut self) -> Result<Connection, End> {
+        let mut delay = Duration::from_millis(20);
+        loop {
+            for _ in 0..self.addrs.len() {
+                let addr = self.addrs[self.next_addr % self.addrs.len()].clone();
+                self.next_addr += 1;
+                let hello = Hello::new(Some((self.session, self.secret)), self.requested_timeout_ms, self.last_zxid);
+                let attempt = dial(&addr, hello, self.connect_timeout);
+                tokio::pin!(attempt);
+                let result = loop {
+                    tokio::select! {
+                        r = &mut attempt => break r,
+                        cmd = self.rx.recv() => self.while_disconnected(cmd)?,
+                    }
+                };
+                match result {
+                    Ok(conn) => {
+                        self.timeout = Duration::from_millis(u64::from(conn.welcome.timeout_ms));
+                        tracing::info!(session = %self.session, %addr, "session resumed");
+                        self.state.send_replace(SessionState::Connected);
+                        return Ok(conn);
+                    }
+                    Err(DialError::Refused(ErrorCode::SessionExpired, _)) => return Err(End::Expired),
+                    Err(DialError::Refused(code, reason)) => tracing::warn!(%addr, ?code, %reason, "refused"),
+                    Err(DialError::Unreachable(why)) => tracing::debug!(reason = %why, "reconnect failed"),
+                }
+            }
+            let pause = tokio::time::sleep(delay);
+            tokio::pin!(pause);
+            loop {
+                tokio::select! {
+                    _ = &mut pause => break,
+                    cmd = self.rx.recv() => self.while_disconnected(cmd)?,
+                }
+            }
+            delay = (delay * 2).min(Duration::from_secs(1));
+        }
+    }
+
+    /// Requests made while disconnected fail at once, as ZooKeeper's do.
+    fn while_disconnected(&mut self, cmd: Option<Cmd>) -> Result<(), End> {
+        match cmd {
+            None => Err(End::Abandoned),
+            Some(Cmd::Request { reply, .. }) => {
+                let _ = reply.send(Err(Error::ConnectionLoss));
+                Ok(())
+            }
+            Some(Cmd::Close { reply }) => {
+                // The server cannot hear us; the session ends by expiry instead.
+                let _ = reply.send(Err(Error::ConnectionLoss));
+                Err(End::Closed)
+            }
+        }
+    }
+
+    /// The session is over: say so to everyone waiting now or later.
+    async fn finish(mut self, end: End) {
+        let (state, error) = match end {
+            End::Expired => (SessionState::Expired, Error::SessionExpired),
+            End::Closed => (SessionState::Closed, Error::Closed),
+            End::Abandoned | End::Lost(_) => return,
+        };
+        tracing::info!(session = %self.session, ?state, "session over");
+        self.state.send_replace(state);
+        self.pending.fail_all(&error);
+        self.watches.fail_all(&error);
+        while let Some(cmd) = self.rx.recv().await {
+            match cmd {
+                Cmd::Request { reply, .. } => {
+                    let _ = reply.send(Err(error.clone()));
+                }
+                Cmd::Close { reply } => {
+                    let _ = reply.send(Ok(()));
+                }
+            }
+        }
+    }
+}

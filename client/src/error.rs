@@ -1,0 +1,70 @@
+//! The client's typed errors.
+
+use ward_proto::ErrorCode;
+
+/// Why an operation failed. Server-side outcomes keep ZooKeeper's names.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error("no node")]
+    NoNode,
+    #[error("node exists")]
+    NodeExists,
+    #[error("bad version")]
+    BadVersion,
+    #[error("node not empty")]
+    NotEmpty,
+    #[error("ephemeral nodes cannot have children")]
+    NoChildrenForEphemerals,
+    /// The session has ended; its ephemerals are gone. Make a new client.
+    #[error("session expired")]
+    SessionExpired,
+    /// The connection dropped before the answer arrived: the request may or may not have
+    /// been applied. The client is reconnecting.
+    #[error("connection lost; the outcome of the request is unknown")]
+    ConnectionLoss,
+    #[error("bad arguments: {0}")]
+    BadArguments(String),
+    #[error("unimplemented")]
+    Unimplemented,
+    #[error("server unavailable")]
+    Unavailable,
+    #[error("protocol version mismatch: {0}")]
+    ProtocolVersion(String),
+    /// In a multi: this op did not fail itself but was rolled back with the others.
+    #[error("rolled back")]
+    RolledBack,
+    /// A multi failed: nothing was applied; `index` is the op that failed and `source` why.
+    #[error("multi failed at op {index}: {source}")]
+    MultiFailed { index: usize, source: Box<Error> },
+    /// The client was closed.
+    #[error("client closed")]
+    Closed,
+    /// No listed server could be reached at connect time.
+    #[error("cannot connect: {0}")]
+    Connect(String),
+    /// The server sent something this client does not understand.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+}
+
+impl From<ErrorCode> for Error {
+    fn from(code: ErrorCode) -> Self {
+        match code {
+            ErrorCode::NoNode => Error::NoNode,
+            ErrorCode::NodeExists => Error::NodeExists,
+            ErrorCode::BadVersion => Error::BadVersion,
+            ErrorCode::NotEmpty => Error::NotEmpty,
+            ErrorCode::NoChildrenForEphemerals => Error::NoChildrenForEphemerals,
+            ErrorCode::SessionExpired => Error::SessionExpired,
+            ErrorCode::BadArguments => Error::BadArguments("refused by the server".into()),
+            ErrorCode::Unimplemented => Error::Unimplemented,
+            ErrorCode::RolledBack => Error::RolledBack,
+            ErrorCode::Unavailable => Error::Unavailable,
+            ErrorCode::ProtocolVersion => Error::ProtocolVersion("refused by the server".into()),
+            other => Error::Protocol(format!("unknown error code {other:?}")),
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

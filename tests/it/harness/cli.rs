@@ -1,0 +1,170 @@
+//! The `ward` CLI as a child process: one-shot runs, and long-lived `create --hold`
+//! processes that a test can kill.
+
+use super::wait::DEADLINE;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+fn cli(server: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ward"));
+    cmd.arg("--server")
+        .arg(server)
+        .args(args)
+        .env_remove("WARD_SERVER");
+    cmd
+}
+
+/// What a finished CLI run printed.
+#[derive(Debug)]
+pub struct CliOutput {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl CliOutput {
+    /// Panics with everything the CLI said unless it exited 0.
+    pub fn success(self) -> CliOutput {
+        assert!(self.status.success(), "ward CLI failed: {self:?}");
+        self
+    }
+
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+}
+
+/// Runs `ward --server SERVER ARGS...` to completion (bounded by [`DEADLINE`]).
+pub async fn run_cli(server: &str, args: &[&str]) -> CliOutput {
+    run_command(cli(server, args)).await
+}
+
+/// Runs `ward ARGS...` with `WARD_SERVER` set and no `--server` flag.
+pub async fn run_cli_env(ward_server: &str, args: &[&str]) -> CliOutput {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ward"));
+    cmd.args(args).env("WARD_SERVER", ward_server);
+    run_command(cmd).await
+}
+
+async fn run_command(mut cmd: Command) -> CliOutput {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ward CLI");
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let status = wait_exit(&mut child, DEADLINE).await;
+    let stdout = tokio::task::spawn_blocking(move || stdout.join())
+        .await
+        .expect("join stdout reader")
+        .expect("stdout reader");
+    let stderr = tokio::task::spawn_blocking(move || stderr.join())
+        .await
+        .expect("join stderr reader")
+        .expect("stderr reader");
+    CliOutput {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut text);
+        }
+        String::from_utf8_lossy(&text).into_owned()
+    })
+}
+
+/// Polls for the child's exit; kills it and panics if it outlives `limit`.
+async fn wait_exit(child: &mut Child, limit: Duration) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("poll child") {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("ward CLI did not exit within {limit:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A long-running CLI process (e.g. `create -e --hold`). Killed and reaped on drop.
+pub struct ClientProcess {
+    child: Child,
+    /// Held open: the CLI lets go of its session when its stdin closes.
+    stdin: Option<ChildStdin>,
+    lines: mpsc::UnboundedReceiver<String>,
+}
+
+impl ClientProcess {
+    /// Starts `ward --server SERVER ARGS...`.
+    pub fn spawn(server: &str, args: &[&str]) -> ClientProcess {
+        let mut child = cli(server, args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            // Errors of a held CLI show up in the test's output directly.
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn ward CLI");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        ClientProcess {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    /// The next line the CLI prints; panics if it exits or stays silent past [`DEADLINE`].
+    pub async fn next_line(&mut self) -> String {
+        match tokio::time::timeout(DEADLINE, self.lines.recv()).await {
+            Ok(Some(line)) => line,
+            Ok(None) => panic!(
+                "ward CLI closed stdout without a line (exit: {:?})",
+                self.child.try_wait()
+            ),
+            Err(_) => panic!("ward CLI printed nothing within {DEADLINE:?}"),
+        }
+    }
+
+    /// SIGKILL: the session is left to expire on the server.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Closes the CLI's stdin, which asks a `--hold` to end its session cleanly.
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Waits (bounded by [`DEADLINE`]) for the process to exit.
+    pub async fn wait_exit(&mut self) -> ExitStatus {
+        wait_exit(&mut self.child, DEADLINE).await
+    }
+}
+
+impl Drop for ClientProcess {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
