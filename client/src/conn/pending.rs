@@ -32,6 +32,15 @@ impl PendingTable {
         self.by_xid.remove(&xid)
     }
 
+    /// The application's close, if one is in flight.
+    pub(crate) fn take_close(&mut self) -> Option<oneshot::Sender<Result<(), Error>>> {
+        let xid = self.by_xid.iter().find_map(|(xid, w)| matches!(w, Waiter::Close(_)).then_some(*xid))?;
+        match self.by_xid.remove(&xid) {
+            Some(Waiter::Close(reply)) => Some(reply),
+            _ => None,
+        }
+    }
+
     /// The connection is gone: every request in flight gets `error` (its outcome is unknown).
     pub(crate) fn fail_all(&mut self, error: &Error) {
         for (_, waiter) in self.by_xid.drain() {

@@ -168,7 +168,14 @@ impl Task {
                 self.watches.fire(&event);
                 None
             }
-            ServerMessage::SessionExpired => Some(End::Expired),
+            ServerMessage::SessionExpired => match self.pending.take_close() {
+                // Our own close can reach the server's bookkeeping before its reply is sent.
+                Some(reply) => {
+                    let _ = reply.send(Ok(()));
+                    Some(End::Closed)
+                }
+                None => Some(End::Expired),
+            },
             other => Some(End::Lost(format!("unexpected message {other:?}"))),
         }
     }

@@ -135,7 +135,7 @@ impl Conn {
             let step = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return,
-                msg = out.recv() => self.outbound(&mut writer, msg).await,
+                msg = out.recv() => self.outbound(&mut writer, msg, &mut queue, &mut out, &mut out_buf).await,
                 item = queue.recv() => match item {
                     Some(item) => self.complete(&mut writer, item, &mut out, &mut out_buf).await,
                     None => Step::Stop,
@@ -155,10 +155,26 @@ impl Conn {
         }
     }
 
-    async fn outbound(&self, writer: &mut Writer, msg: Option<Outbound>) -> Step {
+    async fn outbound(
+        &self,
+        writer: &mut Writer,
+        msg: Option<Outbound>,
+        queue: &mut mpsc::Receiver<Item>,
+        out: &mut mpsc::UnboundedReceiver<Outbound>,
+        buf: &mut Vec<Outbound>,
+    ) -> Step {
         match msg {
             Some(Outbound::Event(event)) => feed(writer, ServerMessage::Event(event)).await,
-            Some(Outbound::Close(reason)) => self.close(writer, reason).await,
+            Some(Outbound::Close(reason)) => {
+                // Requests ordered before the close still get their replies; if one of them
+                // is this session's own CloseSession, its reply ends the connection.
+                while let Ok(item) = queue.try_recv() {
+                    if let Step::Stop = self.complete(writer, item, out, buf).await {
+                        return Step::Stop;
+                    }
+                }
+                self.close(writer, reason).await
+            }
             None => Step::Stop,
         }
     }
