@@ -89,3 +89,6 @@ pub async fn serve(
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
+
+#[cfg(test)]
+mod state_tests;

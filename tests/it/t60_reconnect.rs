@@ -1,0 +1,177 @@
+//! Connection loss: a session outlives its TCP connection, up to its timeout.
+
+use crate::harness::*;
+use std::time::Duration;
+use ward_client::{Client, CreateMode, Error, EventKind, SessionState};
+
+const SHORT_FLAGS: [&str; 4] = [
+    "--min-session-timeout-ms",
+    "500",
+    "--max-session-timeout-ms",
+    "40000",
+];
+
+/// Retries `op` through ConnectionLoss until it succeeds (the client reconnects meanwhile).
+async fn until_connected(c: &Client) {
+    wait_until("the client is connected again", DEADLINE, || async {
+        c.state() == SessionState::Connected && c.exists("/").await.is_ok()
+    })
+    .await;
+}
+
+// G7: a cut connection resumes the same session, keeping its ephemerals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cut_connection_resumes_the_same_session() {
+    bounded(async {
+        let server = ServerProcess::start_with(&SHORT_FLAGS);
+        let proxy = Proxy::start(server.addr()).await;
+        let observer = connect(&server.addr_str()).await;
+        let c = connect_with(&proxy.addr_str(), Duration::from_secs(10)).await;
+        let session = c.session_id();
+        c.create("/mine", b"", CreateMode::Ephemeral).await.expect("create /mine");
+        for cut in 1..=3 {
+            let before = proxy.accepted();
+            proxy.cut();
+            wait_until("the client reconnects through the proxy", DEADLINE, || async {
+                proxy.accepted() > before
+            })
+            .await;
+            until_connected(&c).await;
+            assert_eq!(c.session_id(), session, "cut {cut}: a new session");
+            let stat = observer.exists("/mine").await.expect("exists").expect("/mine kept");
+            assert_eq!(stat.ephemeral_owner, Some(session));
+            c.set_data("/mine", format!("{cut}").as_bytes(), None)
+                .await
+                .expect("write after reconnect");
+        }
+        assert_eq!(observer.get_data("/mine").await.expect("get").0, b"3");
+    })
+    .await
+}
+
+// G7: requests while disconnected fail with ConnectionLoss; the session resumes once the path is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_while_disconnected_fail_with_connection_loss() {
+    bounded(async {
+        let server = ServerProcess::start_with(&SHORT_FLAGS);
+        let proxy = Proxy::start(server.addr()).await;
+        let observer = connect(&server.addr_str()).await;
+        // Far longer than the test needs to stay cut off, so the session must survive.
+        let c = connect_with(&proxy.addr_str(), Duration::from_secs(30)).await;
+        let session = c.session_id();
+        c.create("/kept", b"", CreateMode::Ephemeral).await.expect("create /kept");
+        proxy.isolate();
+        wait_until("the client notices the lost connection", DEADLINE, || async {
+            c.state() == SessionState::Disconnected
+        })
+        .await;
+        let during = within("a request while disconnected", DEADLINE, c.get_data("/kept")).await;
+        assert!(matches!(during, Err(Error::ConnectionLoss)), "{during:?}");
+        assert!(observer.exists("/kept").await.expect("exists").is_some());
+        proxy.unblock();
+        until_connected(&c).await;
+        assert_eq!(c.session_id(), session);
+        assert_eq!(c.get_data("/kept").await.expect("get after resume").1.ephemeral_owner, Some(session));
+    })
+    .await
+}
+
+// G7 + G6: a watch set before a disconnect fires for a change made while disconnected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_survives_a_reconnect() {
+    bounded(async {
+        let server = ServerProcess::start();
+        let proxy = Proxy::start(server.addr()).await;
+        let writer = connect(&server.addr_str()).await;
+        let c = connect_with(&proxy.addr_str(), Duration::from_secs(30)).await;
+        writer.create("/wr", b"0", CreateMode::Persistent).await.expect("create /wr");
+        let (_, _, watch) = c.get_data_watch("/wr").await.expect("watch /wr");
+        let (_, exists_watch) = c.exists_watch("/later").await.expect("watch /later");
+        proxy.isolate();
+        wait_until("the client notices the lost connection", DEADLINE, || async {
+            c.state() == SessionState::Disconnected
+        })
+        .await;
+        let set = writer.set_data("/wr", b"1", None).await.expect("set while away");
+        let made = writer
+            .create_with_stat("/later", b"", CreateMode::Persistent)
+            .await
+            .expect("create while away")
+            .1;
+        proxy.unblock();
+        let event = fired(watch).await;
+        assert_eq!((event.kind, event.zxid), (EventKind::NodeDataChanged, set.mzxid));
+        let event = fired(exists_watch).await;
+        assert_eq!((event.kind, event.zxid), (EventKind::NodeCreated, made.czxid));
+    })
+    .await
+}
+
+// G7: cut off longer than its timeout, the session expires: SessionExpired, state Expired, ephemerals gone (G5).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_expires_when_cut_off_past_its_timeout() {
+    bounded(async {
+        let server = ServerProcess::start_with(&SHORT_FLAGS);
+        let proxy = Proxy::start(server.addr()).await;
+        let observer = connect(&server.addr_str()).await;
+        let c = connect_with(&proxy.addr_str(), Duration::from_millis(1000)).await;
+        assert_eq!(c.session_timeout(), Duration::from_millis(1000));
+        let mut states = c.state_changes();
+        c.create("/doomed", b"", CreateMode::Ephemeral).await.expect("create /doomed");
+        let (_, watch) = observer.exists_watch("/doomed").await.expect("watch /doomed");
+        proxy.isolate();
+        // The observer seeing the ephemeral go proves the server expired the session.
+        let event = fired(watch).await;
+        assert_eq!((event.kind, event.path.as_str()), (EventKind::NodeDeleted, "/doomed"));
+        proxy.unblock();
+        wait_for("the client learns its session expired", DEADLINE, || async {
+            match c.exists("/").await {
+                Err(Error::SessionExpired) => Some(()),
+                // Still reconnecting, or not yet told: try again.
+                Err(Error::ConnectionLoss) | Ok(_) => None,
+                Err(other) => panic!("unexpected error while expiring: {other:?}"),
+            }
+        })
+        .await;
+        assert_eq!(c.state(), SessionState::Expired);
+        wait_until("state_changes reports Expired", DEADLINE, || {
+            let now = states.borrow_and_update().clone();
+            async move { now == SessionState::Expired }
+        })
+        .await;
+        // Expired is final: later calls fail the same way and do not hang.
+        let again = c.create("/doomed", b"", CreateMode::Ephemeral).await;
+        assert!(matches!(again, Err(Error::SessionExpired)), "{again:?}");
+        assert_eq!(observer.exists("/doomed").await.expect("exists"), None);
+    })
+    .await
+}
+
+// G7: with two listed addresses, the client resumes its session through the other one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconnects_through_another_listed_address() {
+    bounded(async {
+        let server = ServerProcess::start();
+        let first = Proxy::start(server.addr()).await;
+        let second = Proxy::start(server.addr()).await;
+        let list = format!("{},{}", first.addr_str(), second.addr_str());
+        let c = connect_with(&list, Duration::from_secs(30)).await;
+        let session = c.session_id();
+        c.create("/roam", b"", CreateMode::Ephemeral).await.expect("create /roam");
+        // Whichever proxy carries the session now is isolated; the other must take over.
+        let (gone, other) = if first.accepted() > 0 {
+            (&first, &second)
+        } else {
+            (&second, &first)
+        };
+        gone.isolate();
+        wait_until("the client reconnects through the other address", DEADLINE, || async {
+            other.accepted() > 0
+        })
+        .await;
+        until_connected(&c).await;
+        assert_eq!(c.session_id(), session);
+        assert!(c.exists("/roam").await.expect("exists").is_some());
+    })
+    .await
+}
