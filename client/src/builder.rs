@@ -5,6 +5,7 @@ use crate::conn::dial::{dial, DialError};
 use crate::conn::task::Task;
 use crate::error::{Error, Result};
 use crate::state::SessionState;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -67,6 +68,7 @@ impl ClientBuilder {
             let welcome = conn.welcome.clone();
             let (tx, rx) = mpsc::unbounded_channel();
             let (state_tx, state_rx) = watch::channel(SessionState::Connected);
+            let (epoch_tx, epoch_rx) = watch::channel(0);
             let timeout = Duration::from_millis(u64::from(welcome.timeout_ms));
             let task = Task {
                 addrs: addrs.clone(),
@@ -81,10 +83,20 @@ impl ClientBuilder {
                 pending: Default::default(),
                 watches: Default::default(),
                 state: state_tx,
+                epoch: epoch_tx,
+                last_ack: tokio::time::Instant::now(),
+                locks: Default::default(),
                 rx,
             };
             tokio::spawn(task.run(conn));
-            let inner = Inner { tx, state: state_rx, session_id: welcome.session_id, timeout };
+            let inner = Inner {
+                tx,
+                state: state_rx,
+                epoch: epoch_rx,
+                session_id: welcome.session_id,
+                timeout,
+                next_tag: AtomicU64::new(1),
+            };
             return Ok(Client { inner: Arc::new(inner) });
         }
         Err(Error::Connect(failures.join("; ")))

@@ -3,12 +3,14 @@
 use crate::builder::ClientBuilder;
 use crate::conn::Cmd;
 use crate::error::{Error, Result};
+use crate::lock::Fence;
 use crate::state::SessionState;
 use crate::watch::{Watch, WatchSender};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
-use ward_proto::{path, CreateMode, Op, OpResult, Request, Response, SessionId, Stat};
+use ward_proto::{path, CreateMode, Op, OpResult, Request, Response, ServerStats, SessionId, Stat};
 
 /// A session with a Ward ensemble. Clones share the session; when the last clone is dropped
 /// the session is closed (its ephemerals deleted) in the background.
@@ -20,8 +22,12 @@ pub struct Client {
 pub(crate) struct Inner {
     pub tx: mpsc::UnboundedSender<Cmd>,
     pub state: watch::Receiver<SessionState>,
+    /// See `Task::epoch`: bumped when the session may have expired unseen.
+    pub epoch: watch::Receiver<u64>,
     pub session_id: SessionId,
     pub timeout: Duration,
+    /// Names this client's lock attempts, so a retry finds its own contender.
+    pub next_tag: AtomicU64,
 }
 
 impl std::fmt::Debug for Client {
@@ -146,8 +152,11 @@ impl Client {
     /// Applies every op or none. On failure, `Error::MultiFailed` names the op that failed.
     pub async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
         for op in &ops {
-            let (Op::Create { path, .. } | Op::Delete { path, .. } | Op::SetData { path, .. } | Op::Check { path, .. }) =
-                op;
+            let (Op::Create { path, .. }
+            | Op::Delete { path, .. }
+            | Op::SetData { path, .. }
+            | Op::Check { path, .. }
+            | Op::CheckFence { path, .. }) = op;
             let valid = match op {
                 Op::Create { mode, .. } if mode.is_sequential() => path::validate_sequential_prefix(path),
                 _ => path::validate(path),
@@ -186,18 +195,48 @@ impl Client {
         rx.await.map_err(|_| Error::Closed)?
     }
 
-    async fn call(&self, request: Request, watch: Option<WatchSender>) -> Result<Response> {
+    /// Succeeds if `path` holds its lock with fencing token `token`, else fails with
+    /// `Error::StaleFence`: how a service checks a token it was handed.
+    pub async fn check_fence(&self, path: &str, token: u64) -> Result<()> {
+        match self.call(Request::CheckFence { path: checked(path)?, token }, None).await? {
+            Response::FenceValid => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Sets data only if the fence still holds (`Error::StaleFence` otherwise).
+    pub async fn set_data_fenced(&self, fence: &Fence, path: &str, data: &[u8], version: Option<i32>) -> Result<Stat> {
+        let ops = vec![fence.op(), Op::SetData { path: checked(path)?, data: data.to_vec(), version }];
+        match self.multi(ops).await {
+            Ok(results) => match results.get(1) {
+                Some(OpResult::DataSet(stat)) => Ok(*stat),
+                _ => Err(Error::Protocol("fenced set returned no stat".into())),
+            },
+            Err(Error::MultiFailed { source, .. }) => Err(*source),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Counters of the server this client is connected to.
+    pub async fn server_stats(&self) -> Result<ServerStats> {
+        match self.call(Request::Stats, None).await? {
+            Response::Stats(stats) => Ok(stats),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    pub(crate) async fn call(&self, request: Request, watch: Option<WatchSender>) -> Result<Response> {
         let (reply, rx) = oneshot::channel();
         self.inner.tx.send(Cmd::Request { request, watch, reply }).map_err(|_| Error::Closed)?;
         rx.await.map_err(|_| Error::Closed)?
     }
 }
 
-fn checked(p: &str) -> Result<String> {
+pub(crate) fn checked(p: &str) -> Result<String> {
     path::validate(p).map_err(|e| Error::BadArguments(format!("{p:?}: {e}")))?;
     Ok(p.to_string())
 }
 
-fn unexpected(response: Response) -> Error {
+pub(crate) fn unexpected(response: Response) -> Error {
     Error::Protocol(format!("unexpected response {response:?}"))
 }

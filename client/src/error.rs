@@ -37,6 +37,9 @@ pub enum Error {
     /// A multi failed: nothing was applied; `index` is the op that failed and `source` why.
     #[error("multi failed at op {index}: {source}")]
     MultiFailed { index: usize, source: Box<Error> },
+    /// A fenced write or fence check: that lock is no longer held with that token.
+    #[error("stale fence: not the current lock holder")]
+    StaleFence,
     /// The client was closed.
     #[error("client closed")]
     Closed,
@@ -62,6 +65,7 @@ impl From<ErrorCode> for Error {
             ErrorCode::RolledBack => Error::RolledBack,
             ErrorCode::Unavailable => Error::Unavailable,
             ErrorCode::ProtocolVersion => Error::ProtocolVersion("refused by the server".into()),
+            ErrorCode::StaleFence => Error::StaleFence,
             other => Error::Protocol(format!("unknown error code {other:?}")),
         }
     }

@@ -18,23 +18,31 @@
 //!
 //! # Layout
 //! * [`client`]: [`Client`], the operations as `async fn`s on `&self`.
+//! * [`blocking`]: the same client, locks and elections for plain threads.
 //! * [`builder`]: [`ClientBuilder`]: addresses, session timeout, connect timeout.
 //! * `conn`: the background task owning the socket: pending requests by xid, heartbeats,
 //!   reconnect and session resume, watch re-arming.
+//! * [`lock`]: [`LockGuard`] and fencing: herd-free locks with server-side handoff.
+//! * [`election`]: leader election on the lock: [`Election`], [`Leadership`], [`Observer`].
 //! * [`watch`]: [`Watch`], a one-shot watch as a future.
 //! * [`state`]: the session states, [`SessionState`].
 //! * [`error`]: the typed [`Error`].
 
+pub mod blocking;
 pub mod builder;
 pub mod client;
 mod conn;
+pub mod election;
 pub mod error;
+pub mod lock;
 pub mod state;
 pub mod watch;
 
 pub use builder::ClientBuilder;
 pub use client::Client;
+pub use election::{Election, Leader, Leadership, Observer};
 pub use error::{Error, Result};
+pub use lock::{Fence, LockGuard};
 pub use state::SessionState;
-pub use ward_proto::{CreateMode, ErrorCode, EventKind, Op, OpResult, SessionId, Stat, WatchEvent};
+pub use ward_proto::{CreateMode, ErrorCode, EventKind, Op, OpResult, ServerStats, SessionId, Stat, WatchEvent};
 pub use watch::Watch;

@@ -40,4 +40,8 @@ pub enum ErrorCode {
     /// The client speaks a protocol version this server does not.
     #[error("protocol version mismatch")]
     ProtocolVersion,
+    /// A fenced write or fence check: that lock node no longer holds its lock with that
+    /// token (released, expired, or the token is not the holder's).
+    #[error("stale fence: not the current lock holder")]
+    StaleFence,
 }

@@ -9,6 +9,7 @@
 //! * [`response`]: what a successful request returns, and [`Stat`].
 //! * [`event`]: watch events and their kinds.
 //! * [`path`]: znode path syntax (ZooKeeper's rules).
+//! * [`lock`]: lock contender names and their order.
 //! * [`error`]: [`ErrorCode`], the one error vocabulary on the wire.
 //! * [`ids`]: session ids, zxids and the session secret.
 //!
@@ -20,6 +21,7 @@ pub mod error;
 pub mod event;
 pub mod handshake;
 pub mod ids;
+pub mod lock;
 pub mod message;
 pub mod path;
 pub mod request;
@@ -32,7 +34,7 @@ pub use handshake::{Hello, HelloPrefix, Welcome, MAGIC, PROTOCOL_VERSION};
 pub use ids::{SessionId, SessionSecret, Zxid};
 pub use message::{ClientMessage, ServerMessage};
 pub use request::{CreateMode, Op, Request, WatchKind};
-pub use response::{OpResult, Response, Stat};
+pub use response::{LockState, OpResult, Response, ServerStats, Stat};
 
 /// Largest node data accepted by default (ZooKeeper's `jute.maxbuffer` is also 1 MiB).
 pub const MAX_DATA_LEN: usize = 1 << 20;

@@ -39,4 +39,9 @@ pub enum ServerMessage {
     /// The session ended while this connection was open (expired, or closed elsewhere);
     /// the server closes the connection after this frame.
     SessionExpired,
+    /// A lock contender of this session now holds its lock (its predecessors are gone).
+    LockGranted {
+        path: String,
+        token: Zxid,
+    },
 }

@@ -81,6 +81,35 @@ pub enum Request {
         last_zxid: Zxid,
         watches: Vec<(WatchKind, String)>,
     },
+    /// Joins the lock queue in `dir` (see [`crate::lock`]): creates this session's
+    /// ephemeral-sequential contender for `tag`, or finds the one an earlier, unanswered
+    /// attempt created. Answered with [`Response::Lock`](crate::Response::Lock); if not yet
+    /// held, the server sends [`ServerMessage::LockGranted`](crate::ServerMessage::LockGranted)
+    /// when it is.
+    LockAcquire {
+        dir: String,
+        tag: u64,
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+    },
+    /// Leaves the lock queue in `dir`: deletes this session's contender for `tag`, if any.
+    LockRelease {
+        dir: String,
+        tag: u64,
+    },
+    /// Asks again whether a contender holds its lock (after a reconnect, when a grant may
+    /// have been missed). Answered with [`Response::Lock`](crate::Response::Lock).
+    LockWait {
+        path: String,
+    },
+    /// Fails with `StaleFence` unless `path` is the current holder of its lock with this
+    /// fencing token.
+    CheckFence {
+        path: String,
+        token: Zxid,
+    },
+    /// Counters of the server that answers.
+    Stats,
 }
 
 impl Request {
@@ -93,6 +122,8 @@ impl Request {
                 | Request::SetData { .. }
                 | Request::Multi(_)
                 | Request::CloseSession
+                | Request::LockAcquire { .. }
+                | Request::LockRelease { .. }
         )
     }
 }
@@ -120,5 +151,11 @@ pub enum Op {
     Check {
         path: String,
         version: Option<i32>,
+    },
+    /// Fails the multi with `StaleFence` unless `path` holds its lock with this token: the
+    /// fence a lock holder puts in front of its writes.
+    CheckFence {
+        path: String,
+        token: Zxid,
     },
 }

@@ -59,6 +59,32 @@ pub enum Response {
     Pong,
     Closed,
     WatchesSet,
+    Lock(LockState),
+    /// The fence is valid: that node holds its lock with that token.
+    FenceValid,
+    Stats(ServerStats),
+}
+
+/// A lock contender's standing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockState {
+    /// The contender node.
+    pub path: String,
+    /// The fencing token: the node's czxid, larger for every later holder of the lock.
+    pub token: Zxid,
+    /// True if this contender holds the lock now.
+    pub held: bool,
+}
+
+/// Counters of one server, for operators and tests.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerStats {
+    pub last_zxid: Zxid,
+    pub znodes: u64,
+    pub sessions: u64,
+    pub watches: u64,
+    /// Lock grants pushed to waiters (a contender told "you hold it now"): one per handoff.
+    pub lock_grants: u64,
 }
 
 /// The result of one op of a multi.

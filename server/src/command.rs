@@ -32,6 +32,10 @@ pub enum CommandOp {
     CloseSession,
     /// The session's heartbeats stopped; proposed by the server tracking its deadline.
     ExpireSession,
+    /// Joins a lock queue, or finds this session's contender for `tag` from an earlier try.
+    LockAcquire { dir: String, tag: u64, data: Vec<u8> },
+    /// Leaves a lock queue: deletes this session's contender for `tag`, if there is one.
+    LockRelease { dir: String, tag: u64 },
 }
 
 /// What applying a command produced.

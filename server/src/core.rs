@@ -2,11 +2,14 @@
 //! publishes to (watches, session deadlines).
 
 use crate::command::{Applied, Change, Command};
+use crate::lock;
 use crate::session::SessionTracker;
 use crate::state::StateMachine;
-use crate::watch::WatchRegistry;
+use crate::watch::{Outbound, WatchRegistry};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{PoisonError, RwLock};
 use std::time::Duration;
+use ward_proto::ServerStats;
 
 /// State shared by every connection and by the log.
 #[derive(Default)]
@@ -16,6 +19,8 @@ pub struct Core {
     state: RwLock<StateMachine>,
     pub watches: WatchRegistry,
     pub sessions: SessionTracker,
+    /// Lock grants pushed to waiters, for [`ServerStats`].
+    lock_grants: AtomicU64,
 }
 
 impl Core {
@@ -26,6 +31,14 @@ impl Core {
         let (outcome, changes) = state.apply(cmd);
         let zxid = state.last_zxid();
         self.watches.fire(&changes, zxid);
+        for grant in lock::grants(state.tree(), &changes) {
+            let msg = Outbound::LockGranted { path: grant.path, token: grant.token };
+            // A session with no connection here learns of its grant by asking again
+            // (`LockWait`) when it reconnects.
+            if self.sessions.send(grant.session, msg) {
+                self.lock_grants.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         for change in &changes {
             match change {
                 Change::SessionCreated { session, timeout_ms } => {
@@ -38,6 +51,16 @@ impl Core {
         drop(state);
         tracing::trace!(zxid, session = %cmd.session, xid = cmd.xid, ?outcome, "applied");
         Applied { zxid, outcome }
+    }
+
+    pub fn stats(&self, state: &StateMachine) -> ServerStats {
+        ServerStats {
+            last_zxid: state.last_zxid(),
+            znodes: state.tree().len() as u64,
+            sessions: state.sessions().count() as u64,
+            watches: self.watches.len() as u64,
+            lock_grants: self.lock_grants.load(Ordering::Relaxed),
+        }
     }
 
     /// Runs `f` against a consistent view of the state. Watches registered inside `f` cannot

@@ -11,6 +11,7 @@
 //! * [`command`]: `Command` (what is logged), `Outcome`, `Change`.
 //! * [`state`]: the state machine (tree + session table + last zxid) and its pure `apply`.
 //! * [`tree`]: the data tree and its mutations, with undo for multi.
+//! * [`lock`]: lock queues derived from the tree: holders, and grants after deletes.
 //! * [`log`]: the `CommandLog` seam every write passes through; the in-memory log.
 //! * [`core`]: the state machine behind its lock, publishing to watches and sessions.
 //! * [`prep`]: pure checks before a write is logged.
@@ -24,6 +25,7 @@ pub mod command;
 pub mod config;
 pub mod core;
 pub mod error;
+pub mod lock;
 pub mod log;
 pub mod net;
 pub mod prep;

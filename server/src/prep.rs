@@ -21,6 +21,17 @@ pub fn prep(request: Request, max_data: usize) -> Result<CommandOp, ErrorCode> {
             Ok(CommandOp::Multi(ops))
         }
         Request::CloseSession => Ok(CommandOp::CloseSession),
+        Request::LockAcquire { dir, tag, data } => {
+            valid_dir(&dir)?;
+            if data.len() > max_data {
+                return Err(ErrorCode::BadArguments);
+            }
+            Ok(CommandOp::LockAcquire { dir, tag, data })
+        }
+        Request::LockRelease { dir, tag } => {
+            valid_dir(&dir)?;
+            Ok(CommandOp::LockRelease { dir, tag })
+        }
         _ => Err(ErrorCode::BadArguments),
     }
 }
@@ -28,20 +39,26 @@ pub fn prep(request: Request, max_data: usize) -> Result<CommandOp, ErrorCode> {
 fn op_data_len(op: &Op) -> usize {
     match op {
         Op::Create { data, .. } | Op::SetData { data, .. } => data.len(),
-        Op::Delete { .. } | Op::Check { .. } => 0,
+        Op::Delete { .. } | Op::Check { .. } | Op::CheckFence { .. } => 0,
     }
 }
 
 fn check_op(op: Op, max_data: usize) -> Result<Op, ErrorCode> {
     let path_ok = match &op {
         Op::Create { path, mode, .. } if mode.is_sequential() => path::validate_sequential_prefix(path),
-        Op::Create { path, .. } | Op::Delete { path, .. } | Op::SetData { path, .. } | Op::Check { path, .. } => {
-            path::validate(path)
-        }
+        Op::Create { path, .. }
+        | Op::Delete { path, .. }
+        | Op::SetData { path, .. }
+        | Op::Check { path, .. }
+        | Op::CheckFence { path, .. } => path::validate(path),
     };
     path_ok.map_err(|_| ErrorCode::BadArguments)?;
     if op_data_len(&op) > max_data {
         return Err(ErrorCode::BadArguments);
     }
     Ok(op)
+}
+
+fn valid_dir(dir: &str) -> Result<(), ErrorCode> {
+    path::validate(dir).map_err(|_| ErrorCode::BadArguments)
 }

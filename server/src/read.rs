@@ -1,12 +1,13 @@
 //! Reads: served from the local state, with any watch armed in the same view.
 
+use crate::core::Core;
 use crate::state::StateMachine;
-use crate::watch::{ConnId, WatchRegistry};
-use ward_proto::{path, ErrorCode, EventKind, Request, Response, SessionId, WatchEvent, WatchKind, Zxid};
+use crate::watch::ConnId;
+use ward_proto::{path, ErrorCode, EventKind, LockState, Request, Response, SessionId, WatchEvent, WatchKind, Zxid};
 
 /// Who is reading: the watch registry and the connection that would own a watch.
 pub struct Reader<'a> {
-    pub watches: &'a WatchRegistry,
+    pub core: &'a Core,
     pub conn: ConnId,
     pub session: SessionId,
 }
@@ -53,13 +54,24 @@ impl Reader<'_> {
                 }
                 Ok(Response::WatchesSet)
             }
+            Request::LockWait { path } => {
+                valid(&path)?;
+                let node = state.tree().get(&path).ok_or(ErrorCode::NoNode)?;
+                let held = crate::lock::is_holder(state.tree(), &path);
+                Ok(Response::Lock(LockState { token: node.czxid, path, held }))
+            }
+            Request::CheckFence { path, token } => {
+                valid(&path)?;
+                crate::state::check_fence(state.tree(), &path, token).map(|()| Response::FenceValid)
+            }
+            Request::Stats => Ok(Response::Stats(self.core.stats(state))),
             _ => Err(ErrorCode::BadArguments),
         }
     }
 
     fn arm(&self, watch: bool, kind: WatchKind, path: &str) {
         if watch {
-            self.watches.register(self.conn, kind, path);
+            self.core.watches.register(self.conn, kind, path);
         }
     }
 
@@ -78,7 +90,7 @@ impl Reader<'_> {
             _ => None,
         };
         if fired.is_none() {
-            self.watches.register(self.conn, kind, path);
+            self.core.watches.register(self.conn, kind, path);
         }
         fired
     }

@@ -6,7 +6,9 @@ use crate::command::{Change, Command, CommandOp, Outcome};
 use crate::tree::ops::Ctx;
 use crate::tree::{DataTree, Journal};
 use std::collections::BTreeMap;
-use ward_proto::{ErrorCode, Op, OpResult, Response, SessionId, SessionSecret, Zxid};
+use ward_proto::{
+    lock, path, CreateMode, ErrorCode, LockState, Op, OpResult, Response, SessionId, SessionSecret, Zxid,
+};
 
 /// A live session as every replica knows it. Deadlines are not here: heartbeats are not
 /// logged, so deadlines live in the serving node's tracker.
@@ -65,6 +67,21 @@ impl StateMachine {
                 Outcome::Reply(result.and_then(single_response))
             }
             CommandOp::Multi(ops) => Outcome::Reply(Ok(self.apply_multi(zxid, cmd, ops, &mut changes))),
+            CommandOp::LockAcquire { dir, tag, data } => {
+                let mut journal = Journal::off();
+                let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes: &mut changes, journal: &mut journal };
+                Outcome::Reply(self.lock_acquire(&mut ctx, cmd.session, dir, *tag, data.clone()))
+            }
+            CommandOp::LockRelease { dir, tag } => {
+                let mut journal = Journal::off();
+                let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes: &mut changes, journal: &mut journal };
+                let prefix = lock::contender_prefix(cmd.session, *tag);
+                let result = match self.tree.child_with_prefix(dir, &prefix) {
+                    Some(path) => self.tree.delete(&mut ctx, &path, None).map(|()| Response::Deleted),
+                    None => Ok(Response::Deleted),
+                };
+                Outcome::Reply(result)
+            }
         };
         (outcome, changes)
     }
@@ -78,6 +95,7 @@ impl StateMachine {
             Op::Delete { path, version } => self.tree.delete(ctx, &path, version).map(|()| OpResult::Deleted),
             Op::SetData { path, data, version } => self.tree.set_data(ctx, &path, data, version).map(OpResult::DataSet),
             Op::Check { path, version } => self.tree.check(&path, version).map(|()| OpResult::Checked),
+            Op::CheckFence { path, token } => check_fence(&self.tree, &path, token).map(|()| OpResult::Checked),
         }
     }
 
@@ -112,6 +130,29 @@ impl StateMachine {
         }
     }
 
+    /// Finds this session's contender for `tag` (an earlier attempt whose reply was lost
+    /// created it) or creates one; either way reports whether it holds the lock.
+    fn lock_acquire(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        session: SessionId,
+        dir: &str,
+        tag: u64,
+        data: Vec<u8>,
+    ) -> Result<Response, ErrorCode> {
+        let prefix = lock::contender_prefix(session, tag);
+        let path = match self.tree.child_with_prefix(dir, &prefix) {
+            Some(existing) => existing,
+            None => {
+                let requested = path::join(dir, &prefix);
+                self.tree.create(ctx, &requested, data, CreateMode::EphemeralSequential, session)?.0
+            }
+        };
+        let token = self.tree.get(&path).map_or(0, |n| n.czxid);
+        let held = crate::lock::is_holder(&self.tree, &path);
+        Ok(Response::Lock(LockState { path, token, held }))
+    }
+
     fn end_session(
         &mut self,
         zxid: Zxid,
@@ -127,6 +168,14 @@ impl StateMachine {
         self.tree.remove_ephemerals(&mut ctx, session);
         changes.push(Change::SessionEnded(session));
         Ok(Response::Closed)
+    }
+}
+
+/// A fence holds when its node is its lock's holder and was created by the fenced grant.
+pub fn check_fence(tree: &DataTree, path: &str, token: Zxid) -> Result<(), ErrorCode> {
+    match tree.get(path) {
+        Some(node) if node.czxid == token && crate::lock::is_holder(tree, path) => Ok(()),
+        _ => Err(ErrorCode::StaleFence),
     }
 }
 

@@ -28,6 +28,11 @@ pub enum CloseReason {
 #[derive(Debug)]
 pub enum Outbound {
     Event(WatchEvent),
+    /// A lock contender of the connection's session now holds its lock.
+    LockGranted {
+        path: String,
+        token: Zxid,
+    },
     Close(CloseReason),
 }
 

@@ -4,6 +4,7 @@ use crate::error::Error;
 use crate::watch::{LocalWatches, WatchSender};
 use std::collections::HashMap;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 use ward_proto::{ErrorCode, Request, Response, WatchKind};
 
 /// Why a request is in flight.
@@ -14,36 +15,48 @@ pub(crate) enum Waiter {
         watch: Option<(String, WatchSender)>,
     },
     Close(oneshot::Sender<Result<(), Error>>),
+    LockAcquire {
+        tag: u64,
+        reply: oneshot::Sender<Result<Response, Error>>,
+    },
+    /// Re-asking after a reconnect whether attempt `tag` holds.
+    LockWait {
+        tag: u64,
+    },
+    LockRelease {
+        tag: u64,
+    },
     /// Heartbeats and watch re-arming: nobody waits on the answer.
     Internal,
 }
 
 #[derive(Default)]
 pub(crate) struct PendingTable {
-    by_xid: HashMap<u64, Waiter>,
+    /// Each request with the time it was sent: a reply proves the server heard from us then.
+    by_xid: HashMap<u64, (Instant, Waiter)>,
 }
 
 impl PendingTable {
     pub(crate) fn insert(&mut self, xid: u64, waiter: Waiter) {
-        self.by_xid.insert(xid, waiter);
+        self.by_xid.insert(xid, (Instant::now(), waiter));
     }
 
-    pub(crate) fn take(&mut self, xid: u64) -> Option<Waiter> {
+    pub(crate) fn take(&mut self, xid: u64) -> Option<(Instant, Waiter)> {
         self.by_xid.remove(&xid)
     }
 
     /// The application's close, if one is in flight.
     pub(crate) fn take_close(&mut self) -> Option<oneshot::Sender<Result<(), Error>>> {
-        let xid = self.by_xid.iter().find_map(|(xid, w)| matches!(w, Waiter::Close(_)).then_some(*xid))?;
+        let xid = self.by_xid.iter().find_map(|(xid, (_, w))| matches!(w, Waiter::Close(_)).then_some(*xid))?;
         match self.by_xid.remove(&xid) {
-            Some(Waiter::Close(reply)) => Some(reply),
+            Some((_, Waiter::Close(reply))) => Some(reply),
             _ => None,
         }
     }
 
     /// The connection is gone: every request in flight gets `error` (its outcome is unknown).
     pub(crate) fn fail_all(&mut self, error: &Error) {
-        for (_, waiter) in self.by_xid.drain() {
+        for (_, (_, waiter)) in self.by_xid.drain() {
             match waiter {
                 Waiter::User { reply, .. } => {
                     let _ = reply.send(Err(error.clone()));
@@ -51,7 +64,11 @@ impl PendingTable {
                 Waiter::Close(reply) => {
                     let _ = reply.send(Err(error.clone()));
                 }
-                Waiter::Internal => {}
+                Waiter::LockAcquire { reply, .. } => {
+                    let _ = reply.send(Err(error.clone()));
+                }
+                // Kept in the lock table and asked again after the reconnect.
+                Waiter::LockWait { .. } | Waiter::LockRelease { .. } | Waiter::Internal => {}
             }
         }
     }

@@ -3,6 +3,7 @@
 //! the client is gone.
 
 use super::dial::{dial, Connection, DialError, Writer};
+use super::locks::LockTable;
 use super::pending::{complete_user, watched_path, PendingTable, Waiter};
 use super::Cmd;
 use crate::error::Error;
@@ -12,7 +13,9 @@ use futures_util::{SinkExt, StreamExt};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, MissedTickBehavior};
-use ward_proto::{ClientMessage, CodecError, ErrorCode, Hello, Request, ServerMessage, SessionId, SessionSecret, Zxid};
+use ward_proto::{
+    ClientMessage, CodecError, ErrorCode, Hello, Request, Response, ServerMessage, SessionId, SessionSecret, Zxid,
+};
 
 /// How a connection ended.
 enum End {
@@ -39,6 +42,13 @@ pub(crate) struct Task {
     pub pending: PendingTable,
     pub watches: LocalWatches,
     pub state: watch::Sender<SessionState>,
+    /// Bumped when the connection has been gone so long that the session may have expired
+    /// without our knowing; a lock guard taken before the bump can no longer be trusted.
+    pub epoch: watch::Sender<u64>,
+    /// When we sent the newest request that was answered: the server's deadline for the
+    /// session is at least this plus the timeout.
+    pub last_ack: Instant,
+    pub locks: LockTable,
     pub rx: mpsc::UnboundedReceiver<Cmd>,
 }
 
@@ -72,6 +82,9 @@ impl Task {
             if let Err(e) = self.feed(&mut writer, request, Waiter::Internal).await {
                 return End::Lost(e.to_string());
             }
+        }
+        if let Err(e) = self.rearm_locks(&mut writer).await {
+            return End::Lost(e.to_string());
         }
         if let Err(e) = writer.flush().await {
             return End::Lost(e.to_string());
@@ -132,6 +145,15 @@ impl Task {
                     self.feed(writer, request, Waiter::User { reply, watch }).await?;
                 }
                 Cmd::Close { reply } => self.feed(writer, Request::CloseSession, Waiter::Close(reply)).await?,
+                Cmd::Lock { dir, tag, data, reply, granted } => {
+                    self.locks.attempt(tag, granted);
+                    let request = Request::LockAcquire { dir, tag, data };
+                    self.feed(writer, request, Waiter::LockAcquire { tag, reply }).await?;
+                }
+                Cmd::Release { dir, tag, done } => {
+                    self.locks.release(tag, dir.clone(), done);
+                    self.feed(writer, Request::LockRelease { dir, tag }, Waiter::LockRelease { tag }).await?;
+                }
             }
             next = self.rx.try_recv().ok();
         }
@@ -149,18 +171,44 @@ impl Task {
         match msg {
             ServerMessage::Reply { xid, zxid, result } => {
                 self.last_zxid = self.last_zxid.max(zxid);
-                match self.pending.take(xid) {
-                    Some(Waiter::User { reply, watch }) => complete_user(reply, watch, result, &mut self.watches),
-                    Some(Waiter::Close(reply)) => {
+                let Some((sent, waiter)) = self.pending.take(xid) else {
+                    return Some(End::Lost(format!("reply to unknown xid {xid}")));
+                };
+                self.last_ack = self.last_ack.max(sent);
+                match waiter {
+                    Waiter::User { reply, watch } => complete_user(reply, watch, result, &mut self.watches),
+                    Waiter::LockAcquire { tag, reply } => {
+                        if let Ok(Response::Lock(state)) = &result {
+                            self.locks.answered(tag, &state.path, state.held);
+                        }
+                        let _ = reply.send(result.map_err(Error::from));
+                    }
+                    Waiter::LockWait { tag } => match result {
+                        Ok(Response::Lock(state)) if state.held => self.locks.grant(tag, Ok(())),
+                        // Our contender is gone (deleted by someone): the attempt cannot succeed.
+                        Err(ErrorCode::NoNode) => self.locks.grant(tag, Err(Error::NoNode)),
+                        _ => {}
+                    },
+                    Waiter::LockRelease { tag } => {
+                        let result = match result {
+                            Ok(_) | Err(ErrorCode::SessionExpired) => Ok(()),
+                            Err(code) => Err(code.into()),
+                        };
+                        self.locks.released(tag, result);
+                    }
+                    Waiter::Close(reply) => {
                         let _ = reply.send(match result {
                             Ok(_) | Err(ErrorCode::SessionExpired) => Ok(()),
                             Err(code) => Err(code.into()),
                         });
                         return Some(End::Closed);
                     }
-                    Some(Waiter::Internal) => {}
-                    None => return Some(End::Lost(format!("reply to unknown xid {xid}"))),
+                    Waiter::Internal => {}
                 }
+                None
+            }
+            ServerMessage::LockGranted { path, .. } => {
+                self.locks.granted_path(&path);
                 None
             }
             ServerMessage::Event(event) => {
@@ -182,6 +230,10 @@ impl Task {
 
     async fn reconnect(&mut self) -> Result<Connection, End> {
         let mut delay = Duration::from_millis(20);
+        // Conservatively before the server's earliest possible expiry of the session.
+        let doubt = tokio::time::sleep_until(self.last_ack + self.timeout * 4 / 5);
+        tokio::pin!(doubt);
+        let mut doubted = false;
         loop {
             for _ in 0..self.addrs.len() {
                 let addr = self.addrs[self.next_addr % self.addrs.len()].clone();
@@ -193,6 +245,7 @@ impl Task {
                     tokio::select! {
                         r = &mut attempt => break r,
                         cmd = self.rx.recv() => self.while_disconnected(cmd)?,
+                        _ = &mut doubt, if !doubted => doubted = self.doubt_session(),
                     }
                 };
                 match result {
@@ -213,10 +266,29 @@ impl Task {
                 tokio::select! {
                     _ = &mut pause => break,
                     cmd = self.rx.recv() => self.while_disconnected(cmd)?,
+                    _ = &mut doubt, if !doubted => doubted = self.doubt_session(),
                 }
             }
             delay = (delay * 2).min(Duration::from_secs(1));
         }
+    }
+
+    fn doubt_session(&mut self) -> bool {
+        tracing::warn!(session = %self.session, "disconnected so long the session may have expired");
+        self.epoch.send_modify(|e| *e += 1);
+        true
+    }
+
+    /// After a reconnect: ask again about lock attempts whose grant may have been missed,
+    /// and re-send releases the server has not acknowledged.
+    async fn rearm_locks(&mut self, writer: &mut Writer) -> Result<(), CodecError> {
+        for (tag, path) in self.locks.waiting_paths() {
+            self.feed(writer, Request::LockWait { path }, Waiter::LockWait { tag }).await?;
+        }
+        for (tag, dir) in self.locks.pending_releases() {
+            self.feed(writer, Request::LockRelease { dir, tag }, Waiter::LockRelease { tag }).await?;
+        }
+        Ok(())
     }
 
     /// Requests made while disconnected fail at once, as ZooKeeper's do.
@@ -232,6 +304,14 @@ impl Task {
                 let _ = reply.send(Err(Error::ConnectionLoss));
                 Err(End::Closed)
             }
+            Some(Cmd::Lock { reply, .. }) => {
+                let _ = reply.send(Err(Error::ConnectionLoss));
+                Ok(())
+            }
+            Some(Cmd::Release { dir, tag, done }) => {
+                self.locks.release(tag, dir, done);
+                Ok(())
+            }
         }
     }
 
@@ -246,13 +326,20 @@ impl Task {
         self.state.send_replace(state);
         self.pending.fail_all(&error);
         self.watches.fail_all(&error);
+        self.locks.session_over(&error);
         while let Some(cmd) = self.rx.recv().await {
             match cmd {
-                Cmd::Request { reply, .. } => {
+                Cmd::Request { reply, .. } | Cmd::Lock { reply, .. } => {
                     let _ = reply.send(Err(error.clone()));
                 }
                 Cmd::Close { reply } => {
                     let _ = reply.send(Ok(()));
+                }
+                // The session's nodes are gone with it: nothing left to release.
+                Cmd::Release { done, .. } => {
+                    if let Some(done) = done {
+                        let _ = done.send(Ok(()));
+                    }
                 }
             }
         }

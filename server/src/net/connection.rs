@@ -112,6 +112,11 @@ impl Conn {
         if !request.is_write() {
             return Item::Read { xid, request };
         }
+        if !self.server.core.sessions.is_owner(self.session, self.conn) {
+            // The session moved to a newer connection (or ended): a late frame on this one
+            // must not be ordered after what the new connection sends.
+            return Item::Done { xid, result: Err(ErrorCode::SessionExpired) };
+        }
         match prep(request, self.server.config.max_data_len) {
             Ok(op) => {
                 let cmd = Command { time_ms: now_ms(), session: self.session, xid, op };
@@ -165,6 +170,9 @@ impl Conn {
     ) -> Step {
         match msg {
             Some(Outbound::Event(event)) => feed(writer, ServerMessage::Event(event)).await,
+            Some(Outbound::LockGranted { path, token }) => {
+                feed(writer, ServerMessage::LockGranted { path, token }).await
+            }
             Some(Outbound::Close(reason)) => {
                 // Requests ordered before the close still get their replies; if one of them
                 // is this session's own CloseSession, its reply ends the connection.
@@ -198,7 +206,7 @@ impl Conn {
         let (xid, zxid, result, closes_session) = match item {
             Item::Read { xid, request } => {
                 let mut events = Vec::new();
-                let ctx = ReadCtx { watches: &self.server.core.watches, conn: self.conn, session: self.session };
+                let ctx = ReadCtx { core: &self.server.core, conn: self.conn, session: self.session };
                 let (zxid, result) = self.server.core.read(|state| {
                     drain(out, buf);
                     (state.last_zxid(), ctx.execute(state, request, &mut events))
@@ -238,6 +246,11 @@ impl Conn {
             match msg {
                 Outbound::Event(event) => {
                     if let Step::Stop = feed(writer, ServerMessage::Event(event)).await {
+                        return Step::Stop;
+                    }
+                }
+                Outbound::LockGranted { path, token } => {
+                    if let Step::Stop = feed(writer, ServerMessage::LockGranted { path, token }).await {
                         return Step::Stop;
                     }
                 }

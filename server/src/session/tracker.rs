@@ -67,6 +67,20 @@ impl SessionTracker {
         }
     }
 
+    /// Pushes `msg` to the connection serving `session`; false if none does.
+    pub fn send(&self, session: SessionId, msg: Outbound) -> bool {
+        match self.lock().get(&session).and_then(|t| t.conn.as_ref()) {
+            Some((_, tx)) => tx.send(msg).is_ok(),
+            None => false,
+        }
+    }
+
+    /// True while `conn` is the connection serving `session`. A connection that lost its
+    /// session to a newer one must not submit more writes for it.
+    pub fn is_owner(&self, session: SessionId, conn: ConnId) -> bool {
+        self.lock().get(&session).and_then(|t| t.conn.as_ref()).is_some_and(|(id, _)| *id == conn)
+    }
+
     /// The session ended in the state machine: forget it and close its connection.
     pub fn ended(&self, session: SessionId) {
         if let Some(t) = self.lock().remove(&session) {

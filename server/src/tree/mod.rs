@@ -42,6 +42,15 @@ impl DataTree {
         false
     }
 
+    /// The path of the first child of `dir` whose name starts with `prefix`.
+    pub fn child_with_prefix(&self, dir: &str, prefix: &str) -> Option<String> {
+        let node = self.nodes.get(dir)?;
+        let from = std::ops::Bound::Included(prefix);
+        let name = node.children.range::<str, _>((from, std::ops::Bound::Unbounded)).next();
+        let name = name.filter(|n| n.starts_with(prefix))?;
+        Some(ward_proto::path::join(dir, name))
+    }
+
     /// The session's ephemeral nodes, sorted.
     pub fn ephemerals(&self, session: SessionId) -> impl Iterator<Item = &str> {
         self.ephemerals.get(&session).into_iter().flatten().map(String::as_str)

@@ -1,0 +1,105 @@
+//! Locks and elections against an in-process server: handoff, fencing, cancellation.
+//! Process-level fault tests (kill -9, cut connections) are in the root package's `tests/it`.
+
+use std::time::Duration;
+use ward_client::{Client, Error};
+
+async fn start() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let config = ward_server::Config { min_session_timeout: Duration::from_millis(300), ..Default::default() };
+    tokio::spawn(ward_server::serve(listener, config, std::future::pending()));
+    addr
+}
+
+#[tokio::test]
+async fn handoff_is_fifo_with_growing_tokens_and_one_grant_per_release() {
+    let addr = start().await;
+    let holder = Client::connect(&addr).await.unwrap();
+    let first = holder.lock("/locks/a").await.unwrap();
+    let mut waiters = Vec::new();
+    for i in 0..5 {
+        let c = Client::connect(&addr).await.unwrap();
+        let task = tokio::spawn(async move {
+            let g = c.lock("/locks/a").await.unwrap();
+            (i, g.fencing_token(), g, c)
+        });
+        // Queue in a known order: wait until this waiter's contender exists.
+        loop {
+            if holder.get_children("/locks/a").await.unwrap().len() == i + 2 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        waiters.push(task);
+    }
+    let grants_before = holder.server_stats().await.unwrap().lock_grants;
+    let mut last_token = first.fencing_token();
+    first.unlock().await.unwrap();
+    for (expected, task) in waiters.into_iter().enumerate() {
+        let (i, token, guard, _c) = task.await.unwrap();
+        assert_eq!(i, expected, "FIFO");
+        assert!(token > last_token);
+        last_token = token;
+        guard.unlock().await.unwrap();
+    }
+    let grants = holder.server_stats().await.unwrap().lock_grants - grants_before;
+    assert_eq!(grants, 5, "one grant per release");
+    assert!(holder.get_children("/locks/a").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn stale_fence_is_rejected() {
+    let addr = start().await;
+    let a = Client::connect(&addr).await.unwrap();
+    a.create("/data", b"", ward_client::CreateMode::Persistent).await.unwrap();
+    let guard = a.lock("/locks/f").await.unwrap();
+    let fence = guard.fence();
+    a.set_data_fenced(&fence, "/data", b"1", None).await.unwrap();
+    a.check_fence(&fence.path, fence.token).await.unwrap();
+    guard.unlock().await.unwrap();
+    let b = Client::connect(&addr).await.unwrap();
+    let next = b.lock("/locks/f").await.unwrap();
+    assert!(next.fencing_token() > fence.token);
+    assert_eq!(a.set_data_fenced(&fence, "/data", b"2", None).await, Err(Error::StaleFence));
+    assert_eq!(b.check_fence(&fence.path, fence.token).await, Err(Error::StaleFence));
+    assert_eq!(b.check_fence(next.path(), fence.token).await, Err(Error::StaleFence));
+    b.check_fence(next.path(), next.fencing_token()).await.unwrap();
+}
+
+#[tokio::test]
+async fn timed_out_and_cancelled_attempts_leave_nothing() {
+    let addr = start().await;
+    let a = Client::connect(&addr).await.unwrap();
+    let held = a.lock("/locks/c").await.unwrap();
+    let b = Client::connect(&addr).await.unwrap();
+    assert!(b.try_lock("/locks/c", Duration::from_millis(50)).await.unwrap().is_none());
+    tokio::select! {
+        _ = b.lock("/locks/c") => panic!("granted while held"),
+        _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+    }
+    b.sync("/").await.unwrap();
+    // The releases were queued before the sync, so the server has applied them.
+    assert_eq!(b.get_children("/locks/c").await.unwrap().len(), 1);
+    drop(held);
+    let again = b.lock("/locks/c").await.unwrap();
+    assert!(!again.is_lost());
+}
+
+#[tokio::test]
+async fn election_has_one_leader_and_observers_follow() {
+    let addr = start().await;
+    let a = Client::connect(&addr).await.unwrap();
+    let b = Client::connect(&addr).await.unwrap();
+    let mut observer = a.election("/elect").observe();
+    assert_eq!(observer.next().await.unwrap(), None);
+    let lead_a = a.election("/elect").campaign(b"a").await.unwrap();
+    assert_eq!(observer.next().await.unwrap().unwrap().data, b"a");
+    let election_b = b.election("/elect");
+    let pending_b = tokio::spawn(async move { election_b.campaign(b"b").await.unwrap() });
+    lead_a.resign().await.unwrap();
+    let lead_b = pending_b.await.unwrap();
+    let seen = observer.next().await.unwrap();
+    let seen = if seen.is_none() { observer.next().await.unwrap() } else { seen };
+    assert_eq!(seen.unwrap().token, lead_b.fencing_token());
+}
