@@ -1,0 +1,34 @@
+//! Takes a lock, does some "work" guarded by its fencing token, and releases it.
+//!
+//! Run a server (`cargo run --release --bin ward-server`), then several of these at once:
+//! `cargo run -p ward-client --example lock -- /locks/demo` — they take turns.
+
+use std::time::Duration;
+use ward_client::{Client, CreateMode, Error};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    let dir = std::env::args().nth(1).unwrap_or_else(|| "/locks/demo".to_string());
+    let server = std::env::var("WARD_SERVER").unwrap_or_else(|_| "127.0.0.1:7181".to_string());
+    let client = Client::connect(&server).await?;
+    match client.create("/demo-data", b"", CreateMode::Persistent).await {
+        Ok(_) | Err(Error::NodeExists) => {}
+        Err(e) => return Err(e),
+    }
+
+    let guard = client.lock(&dir).await?;
+    println!("holding {dir} with fencing token {}", guard.fencing_token());
+    tokio::select! {
+        // Stop working the moment the lock can no longer be trusted.
+        _ = guard.lost() => {
+            eprintln!("lock lost; stopping");
+            return Err(Error::SessionExpired);
+        }
+        _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+    }
+    // A write that only lands while we still hold the lock.
+    client.set_data_fenced(&guard.fence(), "/demo-data", b"written under the lock", None).await?;
+    guard.unlock().await?;
+    println!("released");
+    client.close().await
+}
