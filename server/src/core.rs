@@ -63,6 +63,12 @@ impl Core {
         }
     }
 
+    /// Replaces the whole state (installing a snapshot, or recovery at startup). Watches are
+    /// not fired: connections that watched the old state are expected to be gone.
+    pub fn replace_state(&self, state: StateMachine) {
+        *self.state.write().unwrap_or_else(PoisonError::into_inner) = state;
+    }
+
     /// Runs `f` against a consistent view of the state. Watches registered inside `f` cannot
     /// miss a change: apply waits for the view to be released.
     pub fn read<R>(&self, f: impl FnOnce(&StateMachine) -> R) -> R {

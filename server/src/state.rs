@@ -5,6 +5,7 @@
 use crate::command::{Change, Command, CommandOp, Outcome};
 use crate::tree::ops::Ctx;
 use crate::tree::{DataTree, Journal};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use ward_proto::{
     lock, path, CreateMode, ErrorCode, LockState, Op, OpResult, Response, SessionId, SessionSecret, Zxid,
@@ -12,13 +13,14 @@ use ward_proto::{
 
 /// A live session as every replica knows it. Deadlines are not here: heartbeats are not
 /// logged, so deadlines live in the serving node's tracker.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionRecord {
     pub timeout_ms: u32,
     pub secret: SessionSecret,
 }
 
-#[derive(Clone, Debug, Default)]
+/// Serializable as a whole: a snapshot is this value in postcard.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct StateMachine {
     tree: DataTree,
     sessions: BTreeMap<SessionId, SessionRecord>,

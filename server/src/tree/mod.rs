@@ -8,11 +8,12 @@ mod znode;
 pub(crate) use journal::Journal;
 pub use znode::Znode;
 
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use ward_proto::SessionId;
 
 /// The tree. Only the state machine's apply mutates it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DataTree {
     nodes: HashMap<String, Znode>,
     /// Paths of each session's ephemeral nodes, so ending a session is proportional to

@@ -1,11 +1,12 @@
 //! One node of the tree and its bookkeeping.
 
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use ward_proto::{SessionId, Stat, Zxid};
 
 /// A znode. `data_length` and `num_children` are derived when a [`Stat`] is made, so they
 /// can never disagree with the node.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Znode {
     pub data: Vec<u8>,
     pub czxid: Zxid,
