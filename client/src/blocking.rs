@@ -157,6 +157,10 @@ impl Client {
         Ok(guard.map(|guard| LockGuard { shared: self.shared.clone(), guard: Some(guard) }))
     }
 
+    pub fn lock_holders(&self, dir: &str) -> Result<Vec<crate::Contender>> {
+        self.block(self.shared.client.lock_holders(dir))
+    }
+
     pub fn election(&self, dir: &str) -> Election {
         Election { shared: self.shared.clone(), inner: self.shared.client.election(dir) }
     }

@@ -23,6 +23,7 @@
 //! * `conn`: the background task owning the socket: pending requests by xid, heartbeats,
 //!   reconnect and session resume, watch re-arming.
 //! * [`lock`]: [`LockGuard`] and fencing: herd-free locks with server-side handoff.
+//! * [`queue`]: reading a lock queue: holder, waiters, their context.
 //! * [`election`]: leader election on the lock: [`Election`], [`Leadership`], [`Observer`].
 //! * [`watch`]: [`Watch`], a one-shot watch as a future.
 //! * [`state`]: the session states, [`SessionState`].
@@ -35,6 +36,7 @@ mod conn;
 pub mod election;
 pub mod error;
 pub mod lock;
+pub mod queue;
 pub mod state;
 pub mod watch;
 
@@ -43,6 +45,7 @@ pub use client::Client;
 pub use election::{Election, Leader, Leadership, Observer};
 pub use error::{Error, Result};
 pub use lock::{Fence, LockGuard};
+pub use queue::Contender;
 pub use state::SessionState;
 pub use ward_proto::{CreateMode, ErrorCode, EventKind, Op, OpResult, ServerStats, SessionId, Stat, WatchEvent};
 pub use watch::Watch;
