@@ -7,12 +7,14 @@
 //! ```
 //!
 //! The length is checked against the limit as soon as its four bytes arrive, so a peer that
-//! announces 2 GiB gets [`CodecError::FrameTooLarge`] and we never reserve the memory.
+//! announces 2 GiB gets [`CodecError::FrameTooLarge`] and we never reserve the memory. The
+//! framing is tokio-util's `Decoder`/`Encoder`; the length logic is ours so that the error
+//! carries the announced length.
 
 use bytes::{Buf, BufMut, BytesMut};
 use serde::{de::DeserializeOwned, Serialize};
 use std::marker::PhantomData;
-use tokio_util::codec::{Decoder, Encoder, LengthDelimitedCodec};
+use tokio_util::codec::{Decoder, Encoder};
 
 const LEN_BYTES: usize = 4;
 
@@ -33,7 +35,6 @@ pub enum CodecError {
 
 /// Reads frames of `In` and writes frames of `Out`.
 pub struct FrameCodec<In, Out> {
-    frames: LengthDelimitedCodec,
     max_in: usize,
     _types: PhantomData<fn(Out) -> In>,
 }
@@ -42,14 +43,7 @@ impl<In, Out> FrameCodec<In, Out> {
     /// A codec refusing incoming frames over `max_in` bytes. Outgoing frames are not
     /// limited here: what we send is bounded by what we store.
     pub fn new(max_in: usize) -> Self {
-        let frames =
-            LengthDelimitedCodec::builder().length_field_length(LEN_BYTES).max_frame_length(max_in).new_codec();
-        FrameCodec { frames, max_in, _types: PhantomData }
-    }
-
-    /// The same buffers with other message types, for the switch after the handshake.
-    pub fn retype<In2, Out2>(self) -> FrameCodec<In2, Out2> {
-        FrameCodec { frames: self.frames, max_in: self.max_in, _types: PhantomData }
+        FrameCodec { max_in, _types: PhantomData }
     }
 }
 
@@ -58,18 +52,22 @@ impl<In: DeserializeOwned, Out> Decoder for FrameCodec<In, Out> {
     type Error = CodecError;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<In>, CodecError> {
-        if src.len() >= LEN_BYTES {
-            let len = (&src[..LEN_BYTES]).get_u32() as usize;
-            if len > self.max_in {
-                return Err(CodecError::FrameTooLarge { len, max: self.max_in });
-            }
+        // The length stays in the buffer until the whole frame has arrived, so every call
+        // sees the frame from its first byte.
+        let Some(prefix) = src.get(..LEN_BYTES) else { return Ok(None) };
+        let len = (&prefix[..]).get_u32() as usize;
+        if len > self.max_in {
+            return Err(CodecError::FrameTooLarge { len, max: self.max_in });
         }
-        match self.frames.decode(src)? {
-            None => Ok(None),
-            Some(frame) => match postcard::from_bytes::<In>(&frame) {
-                Ok(msg) => Ok(Some(msg)),
-                Err(error) => Err(CodecError::Malformed { error, frame }),
-            },
+        if src.len() < LEN_BYTES + len {
+            src.reserve(LEN_BYTES + len - src.len());
+            return Ok(None);
+        }
+        src.advance(LEN_BYTES);
+        let frame = src.split_to(len);
+        match postcard::from_bytes::<In>(&frame) {
+            Ok(msg) => Ok(Some(msg)),
+            Err(error) => Err(CodecError::Malformed { error, frame }),
         }
     }
 }
@@ -110,6 +108,24 @@ mod tests {
         assert_eq!(codec.decode(&mut partial).unwrap(), Some(a));
         assert_eq!(codec.decode(&mut partial).unwrap(), Some(b));
         assert!(codec.decode(&mut partial).unwrap().is_none());
+    }
+
+    #[test]
+    fn reassembles_a_frame_split_inside_its_body() {
+        let mut codec = Codec::new(1 << 20);
+        let msg = ClientMessage::Request {
+            xid: 9,
+            request: Request::Create { path: "/big".into(), data: vec![1; 4096], mode: crate::CreateMode::Persistent },
+        };
+        let mut all = BytesMut::new();
+        codec.encode(msg.clone(), &mut all).unwrap();
+        let mut buf = BytesMut::new();
+        for chunk in all.chunks(7) {
+            assert!(codec.decode(&mut buf).unwrap().is_none());
+            buf.extend_from_slice(chunk);
+        }
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(msg));
+        assert!(buf.is_empty());
     }
 
     #[test]

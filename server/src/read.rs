@@ -48,8 +48,8 @@ impl Reader<'_> {
             Request::Ping => Ok(Response::Pong),
             Request::SetWatches { last_zxid, watches } => {
                 for (kind, path) in watches {
-                    if let Some(kind) = self.rearm(state, kind, &path, last_zxid) {
-                        events.push(WatchEvent { kind, path, zxid: state.last_zxid() });
+                    if let Some(event) = self.rearm(state, kind, path, last_zxid) {
+                        events.push(event);
                     }
                 }
                 Ok(Response::WatchesSet)
@@ -76,23 +76,27 @@ impl Reader<'_> {
     }
 
     /// A watch carried over a reconnect fires at once if what it watches changed after
-    /// `last_zxid` (the client missed that event), else it is armed again.
-    fn rearm(&self, state: &StateMachine, kind: WatchKind, path: &str, last_zxid: Zxid) -> Option<EventKind> {
-        if path::validate(path).is_err() {
+    /// `last_zxid` (the client missed that event), else it is armed again. The event carries
+    /// the zxid of the change it reports, as a live one would.
+    fn rearm(&self, state: &StateMachine, kind: WatchKind, path: String, last_zxid: Zxid) -> Option<WatchEvent> {
+        if path::validate(&path).is_err() {
             return None;
         }
-        let node = state.tree().get(path);
+        let node = state.tree().get(&path);
         let fired = match (kind, node) {
-            (WatchKind::Data, None) | (WatchKind::Child, None) => Some(EventKind::NodeDeleted),
-            (WatchKind::Data, Some(n)) if n.mzxid > last_zxid => Some(EventKind::NodeDataChanged),
-            (WatchKind::Child, Some(n)) if n.pzxid > last_zxid => Some(EventKind::NodeChildrenChanged),
-            (WatchKind::Exists, Some(_)) => Some(EventKind::NodeCreated),
+            (WatchKind::Data | WatchKind::Child, None) => Some((EventKind::NodeDeleted, state.last_zxid())),
+            (WatchKind::Data, Some(n)) if n.mzxid > last_zxid => Some((EventKind::NodeDataChanged, n.mzxid)),
+            (WatchKind::Child, Some(n)) if n.pzxid > last_zxid => Some((EventKind::NodeChildrenChanged, n.pzxid)),
+            (WatchKind::Exists, Some(n)) => Some((EventKind::NodeCreated, n.czxid)),
             _ => None,
         };
-        if fired.is_none() {
-            self.core.watches.register(self.conn, kind, path);
+        match fired {
+            Some((kind, zxid)) => Some(WatchEvent { kind, path, zxid }),
+            None => {
+                self.core.watches.register(self.conn, kind, &path);
+                None
+            }
         }
-        fired
     }
 }
 

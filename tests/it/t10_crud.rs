@@ -10,10 +10,7 @@ async fn crud_round_trip_reads_own_writes() {
     bounded(async {
         let server = ServerProcess::start();
         let c = connect(&server.addr_str()).await;
-        let path = c
-            .create("/a", b"one", CreateMode::Persistent)
-            .await
-            .expect("create /a");
+        let path = c.create("/a", b"one", CreateMode::Persistent).await.expect("create /a");
         assert_eq!(path, "/a");
         let (data, stat) = c.get_data("/a").await.expect("get /a");
         assert_eq!((data.as_slice(), stat.version, stat.data_length), (&b"one"[..], 0, 3));
@@ -27,9 +24,7 @@ async fn crud_round_trip_reads_own_writes() {
         assert_eq!(c.exists("/a").await.expect("exists after delete"), None);
         assert!(matches!(c.get_data("/a").await, Err(Error::NoNode)));
         // Empty data is data too.
-        c.create("/empty", b"", CreateMode::Persistent)
-            .await
-            .expect("create with empty data");
+        c.create("/empty", b"", CreateMode::Persistent).await.expect("create with empty data");
         let (data, stat) = c.get_data("/empty").await.expect("get /empty");
         assert!(data.is_empty());
         assert_eq!(stat.data_length, 0);
@@ -43,28 +38,20 @@ async fn create_errors_node_exists_no_node_and_ephemeral_parent() {
     bounded(async {
         let server = ServerProcess::start();
         let c = connect(&server.addr_str()).await;
-        c.create("/dup", b"first", CreateMode::Persistent)
-            .await
-            .expect("create /dup");
+        c.create("/dup", b"first", CreateMode::Persistent).await.expect("create /dup");
         for mode in [CreateMode::Persistent, CreateMode::Ephemeral] {
             let again = c.create("/dup", b"second", mode).await;
             assert!(matches!(again, Err(Error::NodeExists)), "{mode:?}: {again:?}");
         }
         assert_eq!(c.get_data("/dup").await.expect("get /dup").0, b"first");
 
-        let orphan = c
-            .create("/missing/child", b"", CreateMode::Persistent)
-            .await;
+        let orphan = c.create("/missing/child", b"", CreateMode::Persistent).await;
         assert!(matches!(orphan, Err(Error::NoNode)), "{orphan:?}");
-        let orphan = c
-            .create("/missing/seq-", b"", CreateMode::PersistentSequential)
-            .await;
+        let orphan = c.create("/missing/seq-", b"", CreateMode::PersistentSequential).await;
         assert!(matches!(orphan, Err(Error::NoNode)), "{orphan:?}");
         assert_eq!(c.exists("/missing").await.expect("exists /missing"), None);
 
-        c.create("/eph", b"", CreateMode::Ephemeral)
-            .await
-            .expect("create /eph");
+        c.create("/eph", b"", CreateMode::Ephemeral).await.expect("create /eph");
         for mode in [
             CreateMode::Persistent,
             CreateMode::Ephemeral,
@@ -72,10 +59,7 @@ async fn create_errors_node_exists_no_node_and_ephemeral_parent() {
             CreateMode::EphemeralSequential,
         ] {
             let child = c.create("/eph/kid", b"", mode).await;
-            assert!(
-                matches!(child, Err(Error::NoChildrenForEphemerals)),
-                "{mode:?}: {child:?}"
-            );
+            assert!(matches!(child, Err(Error::NoChildrenForEphemerals)), "{mode:?}: {child:?}");
         }
         let stat = c.exists("/eph").await.expect("exists /eph").expect("/eph");
         assert_eq!((stat.num_children, stat.cversion), (0, 0));
@@ -108,9 +92,7 @@ async fn conditional_set_and_delete_check_the_version() {
     bounded(async {
         let server = ServerProcess::start();
         let c = connect(&server.addr_str()).await;
-        c.create("/v", b"v0", CreateMode::Persistent)
-            .await
-            .expect("create /v");
+        c.create("/v", b"v0", CreateMode::Persistent).await.expect("create /v");
         for wrong in [1, -1, 7] {
             let set = c.set_data("/v", b"nope", Some(wrong)).await;
             assert!(matches!(set, Err(Error::BadVersion)), "version {wrong}: {set:?}");
@@ -160,10 +142,7 @@ async fn stat_fields_follow_zookeeper() {
     bounded(async {
         let server = ServerProcess::start();
         let c = connect(&server.addr_str()).await;
-        let (_, created) = c
-            .create_with_stat("/s", b"abc", CreateMode::Persistent)
-            .await
-            .expect("create /s");
+        let (_, created) = c.create_with_stat("/s", b"abc", CreateMode::Persistent).await.expect("create /s");
         assert!(created.czxid > 0);
         assert_eq!((created.mzxid, created.pzxid), (created.czxid, created.czxid));
         assert_eq!((created.version, created.cversion, created.aversion), (0, 0, 0));
@@ -180,10 +159,7 @@ async fn stat_fields_follow_zookeeper() {
         assert_eq!(set.ctime, created.ctime);
         assert!(set.mtime >= set.ctime);
 
-        let (_, child) = c
-            .create_with_stat("/s/k", b"", CreateMode::Ephemeral)
-            .await
-            .expect("create /s/k");
+        let (_, child) = c.create_with_stat("/s/k", b"", CreateMode::Ephemeral).await.expect("create /s/k");
         assert!(child.czxid > set.mzxid);
         assert_eq!(child.ephemeral_owner, Some(c.session_id()));
         let parent = c.exists("/s").await.expect("exists").expect("/s");
@@ -213,16 +189,10 @@ async fn concurrent_writes_get_distinct_increasing_zxids() {
             tasks.push(tokio::spawn(async move {
                 let mine = format!("/z/w{w}");
                 let mut zxids = Vec::new();
-                let (_, stat) = c
-                    .create_with_stat(&mine, b"", CreateMode::Persistent)
-                    .await
-                    .expect("create own node");
+                let (_, stat) = c.create_with_stat(&mine, b"", CreateMode::Persistent).await.expect("create own node");
                 zxids.push(stat.czxid);
                 for i in 0..50 {
-                    let stat = c
-                        .set_data(&mine, format!("{i}").as_bytes(), None)
-                        .await
-                        .expect("set own node");
+                    let stat = c.set_data(&mine, format!("{i}").as_bytes(), None).await.expect("set own node");
                     zxids.push(stat.mzxid);
                     // G2: the session's next read sees what it just wrote.
                     let (data, _) = c.get_data(&mine).await.expect("read own node");
@@ -254,9 +224,7 @@ async fn children_sorted_and_sync_then_read() {
         a.create("/l", b"", CreateMode::Persistent).await.expect("create /l");
         assert!(a.get_children("/l").await.expect("ls empty").is_empty());
         for name in ["b", "a10", "B", "a", "a2", "c-1"] {
-            a.create(&format!("/l/{name}"), b"", CreateMode::Persistent)
-                .await
-                .expect("create child");
+            a.create(&format!("/l/{name}"), b"", CreateMode::Persistent).await.expect("create child");
         }
         let mut expected = vec!["B", "a", "a10", "a2", "b", "c-1"];
         expected.sort();

@@ -17,17 +17,11 @@ async fn suffix_is_parent_cversion_ten_digits() {
         let server = ServerProcess::start();
         let c = connect(&server.addr_str()).await;
         c.create("/q", b"", CreateMode::Persistent).await.expect("create /q");
-        let first = c
-            .create("/q/n-", b"", CreateMode::PersistentSequential)
-            .await
-            .expect("sequential create");
+        let first = c.create("/q/n-", b"", CreateMode::PersistentSequential).await.expect("sequential create");
         assert_eq!(first, "/q/n-0000000000");
         // Any child change moves the counter, plain creates and deletes included.
         c.create("/q/plain", b"", CreateMode::Persistent).await.expect("plain child");
-        let second = c
-            .create("/q/n-", b"", CreateMode::PersistentSequential)
-            .await
-            .expect("sequential create");
+        let second = c.create("/q/n-", b"", CreateMode::PersistentSequential).await.expect("sequential create");
         assert_eq!(second, "/q/n-0000000002");
         c.delete("/q/plain", None).await.expect("delete plain child");
         let cversion = c.exists("/q").await.expect("exists").expect("/q").cversion;
@@ -39,10 +33,7 @@ async fn suffix_is_parent_cversion_ten_digits() {
         assert_eq!(third, "/q/other-0000000004");
         assert_eq!(stat.ephemeral_owner, Some(c.session_id()));
         assert_eq!(stat.data_length, 1);
-        assert_eq!(
-            c.get_children("/q").await.expect("ls /q"),
-            ["n-0000000000", "n-0000000002", "other-0000000004"]
-        );
+        assert_eq!(c.get_children("/q").await.expect("ls /q"), ["n-0000000000", "n-0000000002", "other-0000000004"]);
     })
     .await
 }
@@ -54,10 +45,7 @@ async fn sequential_prefix_may_end_in_slash() {
         let server = ServerProcess::start();
         let c = connect(&server.addr_str()).await;
         c.create("/r", b"", CreateMode::Persistent).await.expect("create /r");
-        let path = c
-            .create("/r/", b"", CreateMode::PersistentSequential)
-            .await
-            .expect("sequential create under /r/");
+        let path = c.create("/r/", b"", CreateMode::PersistentSequential).await.expect("sequential create under /r/");
         assert_eq!(path, "/r/0000000000");
         let plain = c.create("/r/", b"", CreateMode::Persistent).await;
         assert!(is_bad_arguments(&plain), "a plain create of /r/: {plain:?}");
@@ -92,9 +80,7 @@ async fn concurrent_sequential_creates_are_distinct_and_in_apply_order() {
         for _ in 0..4 {
             clients.push(connect(&server.addr_str()).await);
         }
-        let tasks: Vec<_> = (0..TASKS)
-            .map(|t| tokio::spawn(create_many(clients[t % 4].clone(), t, EACH)))
-            .collect();
+        let tasks: Vec<_> = (0..TASKS).map(|t| tokio::spawn(create_many(clients[t % 4].clone(), t, EACH))).collect();
         let mut all = Vec::new();
         for task in tasks {
             let made = task.await.expect("creator task");
@@ -115,10 +101,7 @@ async fn concurrent_sequential_creates_are_distinct_and_in_apply_order() {
         let suffixes: Vec<u32> = all.iter().map(|(p, _)| suffix(p)).collect();
         assert_eq!(suffixes, (0..(TASKS * EACH) as u32).collect::<Vec<_>>());
         let listed = setup.get_children("/seq").await.expect("ls /seq");
-        let mut expected: Vec<String> = all
-            .iter()
-            .map(|(p, _)| p.trim_start_matches("/seq/").to_owned())
-            .collect();
+        let mut expected: Vec<String> = all.iter().map(|(p, _)| p.trim_start_matches("/seq/").to_owned()).collect();
         expected.sort();
         assert_eq!(listed, expected);
         let parent = setup.exists("/seq").await.expect("exists").expect("/seq");

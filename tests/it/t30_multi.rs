@@ -6,33 +6,19 @@ use std::sync::Arc;
 use ward_client::{Client, CreateMode, Error, Op, OpResult};
 
 fn create(path: &str, data: &[u8]) -> Op {
-    Op::Create {
-        path: path.to_owned(),
-        data: data.to_vec(),
-        mode: CreateMode::Persistent,
-    }
+    Op::Create { path: path.to_owned(), data: data.to_vec(), mode: CreateMode::Persistent }
 }
 
 fn set(path: &str, data: &[u8], version: Option<i32>) -> Op {
-    Op::SetData {
-        path: path.to_owned(),
-        data: data.to_vec(),
-        version,
-    }
+    Op::SetData { path: path.to_owned(), data: data.to_vec(), version }
 }
 
 fn check(path: &str, version: Option<i32>) -> Op {
-    Op::Check {
-        path: path.to_owned(),
-        version,
-    }
+    Op::Check { path: path.to_owned(), version }
 }
 
 fn delete(path: &str, version: Option<i32>) -> Op {
-    Op::Delete {
-        path: path.to_owned(),
-        version,
-    }
+    Op::Delete { path: path.to_owned(), version }
 }
 
 /// Asserts `result` is a MultiFailed at `index` whose cause matches `cause`.
@@ -63,34 +49,21 @@ async fn failed_multi_changes_nothing() {
         let before = snapshot(&c).await;
 
         let bad_version = c
-            .multi(vec![
-                create("/m/a", b"a"),
-                set("/m", b"v1", None),
-                check("/m", Some(5)),
-                create("/m/b", b"b"),
-            ])
+            .multi(vec![create("/m/a", b"a"), set("/m", b"v1", None), check("/m", Some(5)), create("/m/b", b"b")])
             .await;
         assert_failed_at(bad_version, 2, |e| matches!(e, Error::BadVersion));
         assert_eq!(snapshot(&c).await, before);
 
-        let no_parent = c
-            .multi(vec![create("/nowhere/x", b""), set("/m", b"v1", None)])
-            .await;
+        let no_parent = c.multi(vec![create("/nowhere/x", b""), set("/m", b"v1", None)]).await;
         assert_failed_at(no_parent, 0, |e| matches!(e, Error::NoNode));
 
-        let exists = c
-            .multi(vec![delete("/m/keep", None), create("/m/c", b""), create("/m/c", b"")])
-            .await;
+        let exists = c.multi(vec![delete("/m/keep", None), create("/m/c", b""), create("/m/c", b"")]).await;
         assert_failed_at(exists, 2, |e| matches!(e, Error::NodeExists));
 
-        let not_empty = c
-            .multi(vec![set("/m", b"v1", Some(0)), delete("/m", None)])
-            .await;
+        let not_empty = c.multi(vec![set("/m", b"v1", Some(0)), delete("/m", None)]).await;
         assert_failed_at(not_empty, 1, |e| matches!(e, Error::NotEmpty));
 
-        let missing = c
-            .multi(vec![create("/m/d", b""), delete("/m/ghost", None)])
-            .await;
+        let missing = c.multi(vec![create("/m/d", b""), delete("/m/ghost", None)]).await;
         assert_failed_at(missing, 1, |e| matches!(e, Error::NoNode));
 
         assert_eq!(snapshot(&c).await, before, "no failed multi may leave a trace");
@@ -111,11 +84,7 @@ async fn successful_multi_applies_every_op() {
             .multi(vec![
                 create("/m/dir", b"d"),
                 create("/m/dir/leaf", b"l"),
-                Op::Create {
-                    path: "/m/seq-".to_owned(),
-                    data: vec![],
-                    mode: CreateMode::PersistentSequential,
-                },
+                Op::Create { path: "/m/seq-".to_owned(), data: vec![], mode: CreateMode::PersistentSequential },
                 set("/m", b"v1", Some(0)),
                 check("/m", Some(1)),
                 delete("/m/old", Some(0)),
@@ -149,16 +118,11 @@ async fn successful_multi_applies_every_op() {
         }
         assert_eq!(results[4], OpResult::Checked);
         assert_eq!(results[5], OpResult::Deleted);
-        assert_eq!(
-            c.get_children("/m").await.expect("ls /m"),
-            ["dir", "seq-0000000002"]
-        );
+        assert_eq!(c.get_children("/m").await.expect("ls /m"), ["dir", "seq-0000000002"]);
         assert_eq!(c.get_data("/m/dir/leaf").await.expect("get leaf").0, b"l");
         assert_eq!(c.get_data("/m").await.expect("get /m").0, b"v1");
         // A create then delete of the same node inside one multi is fine and leaves nothing.
-        c.multi(vec![create("/m/tmp", b""), delete("/m/tmp", None)])
-            .await
-            .expect("create+delete multi");
+        c.multi(vec![create("/m/tmp", b""), delete("/m/tmp", None)]).await.expect("create+delete multi");
         assert_eq!(c.exists("/m/tmp").await.expect("exists"), None);
     })
     .await
@@ -185,10 +149,7 @@ async fn multi_is_seen_atomically_by_a_concurrent_reader() {
                 let mut reads = 0u64;
                 while !done.load(Ordering::SeqCst) {
                     let children = reader.get_children("/atom").await.expect("ls /atom");
-                    assert!(
-                        children.len() as u32 % WIDTH == 0,
-                        "saw part of a multi: {children:?}"
-                    );
+                    assert_eq!(children.len() as u32 % WIDTH, 0, "saw part of a multi: {children:?}");
                     // x is read before y and both are set together, so y can never lag x.
                     let x = read_u32(&reader, "/pair/x").await;
                     let y = read_u32(&reader, "/pair/y").await;
@@ -214,9 +175,7 @@ async fn multi_is_seen_atomically_by_a_concurrent_reader() {
             writer.multi(ops).await.expect("writer multi");
         }
         done.store(true, Ordering::SeqCst);
-        let reads = within("the reader to stop", DEADLINE, watcher)
-            .await
-            .expect("reader task");
+        let reads = within("the reader to stop", DEADLINE, watcher).await.expect("reader task");
         assert!(reads > 0);
         assert_eq!(read_u32(&writer, "/pair/y").await, ROUNDS);
     })
@@ -225,10 +184,7 @@ async fn multi_is_seen_atomically_by_a_concurrent_reader() {
 
 async fn read_u32(c: &Client, path: &str) -> u32 {
     let (data, _) = c.get_data(path).await.expect("get counter");
-    String::from_utf8(data)
-        .expect("utf-8 counter")
-        .parse()
-        .expect("numeric counter")
+    String::from_utf8(data).expect("utf-8 counter").parse().expect("numeric counter")
 }
 
 // G9: an invalid path inside a multi is refused as BadArguments and nothing applies.
@@ -237,9 +193,7 @@ async fn multi_with_an_invalid_path_is_refused_whole() {
     bounded(async {
         let server = ServerProcess::start();
         let c = connect(&server.addr_str()).await;
-        let result = c
-            .multi(vec![create("/fine", b""), create("bad//path", b"")])
-            .await;
+        let result = c.multi(vec![create("/fine", b""), create("bad//path", b"")]).await;
         match &result {
             Err(Error::BadArguments(_)) => {}
             Err(Error::MultiFailed { index: 1, source }) => {

@@ -5,12 +5,7 @@ use std::time::{Duration, Instant};
 use ward_client::{CreateMode, Error, EventKind, SessionState};
 
 /// Short timeouts so expiry happens within a test; the server floor must allow them.
-const SHORT_FLAGS: [&str; 4] = [
-    "--min-session-timeout-ms",
-    "500",
-    "--max-session-timeout-ms",
-    "40000",
-];
+const SHORT_FLAGS: [&str; 4] = ["--min-session-timeout-ms", "500", "--max-session-timeout-ms", "40000"];
 const CLI_SESSION_MS: u64 = 2000;
 
 // G5: a SIGKILLed client process's ephemerals go once its session expires, and watchers get NodeDeleted.
@@ -67,10 +62,7 @@ async fn close_deletes_ephemerals_at_once() {
         let other = connect(&server.addr_str()).await;
         owner.create("/dir", b"", CreateMode::Persistent).await.expect("create /dir");
         owner.create("/dir/e1", b"1", CreateMode::Ephemeral).await.expect("create e1");
-        let seq = owner
-            .create("/dir/e-", b"", CreateMode::EphemeralSequential)
-            .await
-            .expect("create e-");
+        let seq = owner.create("/dir/e-", b"", CreateMode::EphemeralSequential).await.expect("create e-");
         other.create("/dir/theirs", b"", CreateMode::Ephemeral).await.expect("create theirs");
 
         let (_, _, data_watch) = other.get_data_watch("/dir/e1").await.expect("watch e1");
@@ -104,12 +96,15 @@ async fn close_deletes_ephemerals_at_once() {
 async fn idle_session_is_kept_alive_by_heartbeats() {
     bounded(async {
         let server = ServerProcess::start_with(&SHORT_FLAGS);
-        let idle = connect_with(&server.addr_str(), Duration::from_millis(600)).await;
+        // Short enough that a missed heartbeat would show, long enough for a loaded machine.
+        let timeout = Duration::from_millis(1500);
+        let idle = connect_with(&server.addr_str(), timeout).await;
+        assert_eq!(idle.session_timeout(), timeout);
         let watcher = connect(&server.addr_str()).await;
         idle.create("/alive", b"", CreateMode::Ephemeral).await.expect("create /alive");
         let (_, watch) = watcher.exists_watch("/alive").await.expect("watch /alive");
         // Several timeouts of idleness: only the client's automatic heartbeats keep it.
-        tokio::time::sleep(Duration::from_millis(600) * 5).await;
+        tokio::time::sleep(timeout * 3).await;
         assert!(watcher.exists("/alive").await.expect("exists").is_some());
         assert_eq!(idle.state(), SessionState::Connected);
         idle.set_data("/alive", b"still", None).await.expect("idle session still works");
@@ -123,12 +118,8 @@ async fn idle_session_is_kept_alive_by_heartbeats() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_timeout_is_clamped() {
     bounded(async {
-        let server = ServerProcess::start_with(&[
-            "--min-session-timeout-ms",
-            "1000",
-            "--max-session-timeout-ms",
-            "3000",
-        ]);
+        let server =
+            ServerProcess::start_with(&["--min-session-timeout-ms", "1000", "--max-session-timeout-ms", "3000"]);
         let cases = [(100, 1000), (2000, 2000), (60_000, 3000)];
         for (asked, negotiated) in cases {
             let c = connect_with(&server.addr_str(), Duration::from_millis(asked)).await;
@@ -141,20 +132,28 @@ async fn session_timeout_is_clamped() {
     .await
 }
 
-// G5: a holding CLI whose stdin closes ends its session cleanly: its ephemeral is gone when it exits.
+// G5: a holding CLI whose stdin closes (or that gets SIGTERM) ends its session cleanly: its ephemeral is gone when it exits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cli_hold_releases_on_stdin_close() {
+async fn cli_hold_releases_on_stdin_close_or_sigterm() {
     bounded(async {
         let server = ServerProcess::start();
         let observer = connect(&server.addr_str()).await;
-        let mut holder =
-            ClientProcess::spawn(&server.addr_str(), &["create", "-e", "--hold", "/lease"]);
+        let mut holder = ClientProcess::spawn(&server.addr_str(), &["create", "-e", "--hold", "/lease"]);
         assert_eq!(holder.next_line().await, "/lease");
         assert!(observer.exists("/lease").await.expect("exists").is_some());
         holder.close_stdin();
         let status = holder.wait_exit().await;
         assert!(status.success(), "{status}");
         assert_eq!(observer.exists("/lease").await.expect("exists"), None);
+
+        // SIGTERM is a request to let go too, not a crash.
+        let mut holder = ClientProcess::spawn(&server.addr_str(), &["create", "-e", "-s", "--hold", "/lease-"]);
+        let path = holder.next_line().await;
+        assert!(observer.exists(&path).await.expect("exists").is_some());
+        holder.terminate();
+        let status = holder.wait_exit().await;
+        assert!(status.success(), "{status}");
+        assert_eq!(observer.exists(&path).await.expect("exists"), None);
     })
     .await
 }

@@ -79,15 +79,9 @@ async fn exists_watch_sees_create_change_and_delete() {
         let b = connect(&server.addr_str()).await;
         let (stat, watch) = a.exists_watch("/e").await.expect("exists_watch missing");
         assert_eq!(stat, None);
-        let (_, created) = b
-            .create_with_stat("/e", b"", CreateMode::Persistent)
-            .await
-            .expect("create /e");
+        let (_, created) = b.create_with_stat("/e", b"", CreateMode::Persistent).await.expect("create /e");
         let event = fired(watch).await;
-        assert_eq!(
-            (event.kind, event.path.as_str(), event.zxid),
-            (EventKind::NodeCreated, "/e", created.czxid)
-        );
+        assert_eq!((event.kind, event.path.as_str(), event.zxid), (EventKind::NodeCreated, "/e", created.czxid));
 
         let (stat, watch) = a.exists_watch("/e").await.expect("exists_watch present");
         assert!(stat.is_some());

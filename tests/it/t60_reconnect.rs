@@ -4,14 +4,9 @@ use crate::harness::*;
 use std::time::Duration;
 use ward_client::{Client, CreateMode, Error, EventKind, SessionState};
 
-const SHORT_FLAGS: [&str; 4] = [
-    "--min-session-timeout-ms",
-    "500",
-    "--max-session-timeout-ms",
-    "40000",
-];
+const SHORT_FLAGS: [&str; 4] = ["--min-session-timeout-ms", "500", "--max-session-timeout-ms", "40000"];
 
-/// Retries `op` through ConnectionLoss until it succeeds (the client reconnects meanwhile).
+/// Waits until the client is Connected and a read gets through (ConnectionLoss meanwhile is expected).
 async fn until_connected(c: &Client) {
     wait_until("the client is connected again", DEADLINE, || async {
         c.state() == SessionState::Connected && c.exists("/").await.is_ok()
@@ -32,17 +27,13 @@ async fn cut_connection_resumes_the_same_session() {
         for cut in 1..=3 {
             let before = proxy.accepted();
             proxy.cut();
-            wait_until("the client reconnects through the proxy", DEADLINE, || async {
-                proxy.accepted() > before
-            })
-            .await;
+            wait_until("the client reconnects through the proxy", DEADLINE, || async { proxy.accepted() > before })
+                .await;
             until_connected(&c).await;
             assert_eq!(c.session_id(), session, "cut {cut}: a new session");
             let stat = observer.exists("/mine").await.expect("exists").expect("/mine kept");
             assert_eq!(stat.ephemeral_owner, Some(session));
-            c.set_data("/mine", format!("{cut}").as_bytes(), None)
-                .await
-                .expect("write after reconnect");
+            c.set_data("/mine", format!("{cut}").as_bytes(), None).await.expect("write after reconnect");
         }
         assert_eq!(observer.get_data("/mine").await.expect("get").0, b"3");
     })
@@ -93,16 +84,15 @@ async fn watch_survives_a_reconnect() {
         })
         .await;
         let set = writer.set_data("/wr", b"1", None).await.expect("set while away");
-        let made = writer
-            .create_with_stat("/later", b"", CreateMode::Persistent)
-            .await
-            .expect("create while away")
-            .1;
+        let made = writer.create_with_stat("/later", b"", CreateMode::Persistent).await.expect("create while away").1;
         proxy.unblock();
-        let event = fired(watch).await;
-        assert_eq!((event.kind, event.zxid), (EventKind::NodeDataChanged, set.mzxid));
-        let event = fired(exists_watch).await;
-        assert_eq!((event.kind, event.zxid), (EventKind::NodeCreated, made.czxid));
+        let data_event = fired(watch).await;
+        let created_event = fired(exists_watch).await;
+        assert_eq!(data_event.kind, EventKind::NodeDataChanged);
+        assert_eq!(created_event.kind, EventKind::NodeCreated);
+        // The event names the change that fired it, not whatever zxid is latest.
+        assert_eq!(data_event.zxid, set.mzxid, "zxid of the re-armed data watch's event");
+        assert_eq!(created_event.zxid, made.czxid, "zxid of the re-armed exists watch's event");
     })
     .await
 }
@@ -135,7 +125,7 @@ async fn session_expires_when_cut_off_past_its_timeout() {
         .await;
         assert_eq!(c.state(), SessionState::Expired);
         wait_until("state_changes reports Expired", DEADLINE, || {
-            let now = states.borrow_and_update().clone();
+            let now = *states.borrow_and_update();
             async move { now == SessionState::Expired }
         })
         .await;
@@ -159,19 +149,39 @@ async fn reconnects_through_another_listed_address() {
         let session = c.session_id();
         c.create("/roam", b"", CreateMode::Ephemeral).await.expect("create /roam");
         // Whichever proxy carries the session now is isolated; the other must take over.
-        let (gone, other) = if first.accepted() > 0 {
-            (&first, &second)
-        } else {
-            (&second, &first)
-        };
+        let (gone, other) = if first.accepted() > 0 { (&first, &second) } else { (&second, &first) };
         gone.isolate();
-        wait_until("the client reconnects through the other address", DEADLINE, || async {
-            other.accepted() > 0
-        })
-        .await;
+        wait_until("the client reconnects through the other address", DEADLINE, || async { other.accepted() > 0 })
+            .await;
         until_connected(&c).await;
         assert_eq!(c.session_id(), session);
         assert!(c.exists("/roam").await.expect("exists").is_some());
+    })
+    .await
+}
+
+// G7: with no server at the address, connect fails with Connect (bounded), while Client::connect to a live one works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_to_nothing_fails_with_connect() {
+    bounded(async {
+        let dead = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            listener.local_addr().expect("addr")
+        };
+        let attempt = within(
+            "a connect to a dead address",
+            DEADLINE,
+            Client::builder(&dead.to_string()).connect_timeout(Duration::from_secs(2)).connect(),
+        )
+        .await;
+        assert!(matches!(attempt, Err(Error::Connect(_))), "{:?}", attempt.map(|c| c.session_id()));
+
+        let server = ServerProcess::start();
+        let c = within("Client::connect", DEADLINE, Client::connect(&server.addr_str()))
+            .await
+            .expect("Client::connect to a live server");
+        assert_eq!(c.state(), SessionState::Connected);
+        c.close().await.expect("close");
     })
     .await
 }

@@ -35,33 +35,13 @@ pub struct Invocation {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Command {
     Help,
-    Ls {
-        path: String,
-    },
-    Tree {
-        path: String,
-    },
-    Get {
-        path: String,
-    },
-    Stat {
-        path: String,
-    },
-    Create {
-        path: String,
-        data: Vec<u8>,
-        ephemeral: bool,
-        sequential: bool,
-        hold: bool,
-    },
-    Set {
-        path: String,
-        data: Vec<u8>,
-    },
-    Rm {
-        path: String,
-        recursive: bool,
-    },
+    Ls { path: String },
+    Tree { path: String },
+    Get { path: String },
+    Stat { path: String },
+    Create { path: String, data: Vec<u8>, ephemeral: bool, sequential: bool, hold: bool },
+    Set { path: String, data: Vec<u8> },
+    Rm { path: String, recursive: bool },
 }
 
 /// A command line that does not parse; the binary exits with status 2.
@@ -115,18 +95,14 @@ where
             "--server" => server = Some(value(&name, inline_value, &mut args)?),
             "--session-timeout-ms" => {
                 let v = value(&name, inline_value, &mut args)?;
-                let ms: u64 = v
-                    .parse()
-                    .map_err(|_| UsageError(format!("--session-timeout-ms: not a number: {v}")))?;
+                let ms: u64 = v.parse().map_err(|_| UsageError(format!("--session-timeout-ms: not a number: {v}")))?;
                 session_timeout = Some(Duration::from_millis(ms));
             }
             "--hold" => flags.hold = true,
             "--ephemeral" => flags.ephemeral = true,
             "--sequential" => flags.sequential = true,
             "--recursive" => flags.recursive = true,
-            long if long.starts_with("--") => {
-                return Err(UsageError(format!("unknown option {long}")))
-            }
+            long if long.starts_with("--") => return Err(UsageError(format!("unknown option {long}"))),
             short if short.starts_with('-') && short.len() > 1 => {
                 for c in short[1..].chars() {
                     match c {
@@ -142,22 +118,14 @@ where
     }
     let command = command(positional, flags)?;
     Ok(Invocation {
-        server: server
-            .or(env_server.filter(|s| !s.is_empty()))
-            .unwrap_or_else(|| DEFAULT_SERVER.to_owned()),
+        server: server.or(env_server.filter(|s| !s.is_empty())).unwrap_or_else(|| DEFAULT_SERVER.to_owned()),
         session_timeout,
         command,
     })
 }
 
-fn value(
-    name: &str,
-    inline: Option<String>,
-    rest: &mut impl Iterator<Item = String>,
-) -> Result<String, UsageError> {
-    inline
-        .or_else(|| rest.next())
-        .ok_or_else(|| UsageError(format!("{name} needs a value")))
+fn value(name: &str, inline: Option<String>, rest: &mut impl Iterator<Item = String>) -> Result<String, UsageError> {
+    inline.or_else(|| rest.next()).ok_or_else(|| UsageError(format!("{name} needs a value")))
 }
 
 fn command(positional: Vec<String>, flags: Flags) -> Result<Command, UsageError> {
@@ -171,12 +139,9 @@ fn command(positional: Vec<String>, flags: Flags) -> Result<Command, UsageError>
         "rm" => &["-r"],
         _ => &[],
     };
-    for (set, name) in [
-        (flags.ephemeral, "-e"),
-        (flags.sequential, "-s"),
-        (flags.hold, "--hold"),
-        (flags.recursive, "-r"),
-    ] {
+    for (set, name) in
+        [(flags.ephemeral, "-e"), (flags.sequential, "-s"), (flags.hold, "--hold"), (flags.recursive, "-r")]
+    {
         if set && !allowed.contains(&name) {
             return Err(UsageError(format!("{verb} does not take {name}")));
         }
@@ -219,17 +184,11 @@ fn command(positional: Vec<String>, flags: Flags) -> Result<Command, UsageError>
         }
         "set" => {
             arity(2, 2)?;
-            Command::Set {
-                path: path(),
-                data: data(),
-            }
+            Command::Set { path: path(), data: data() }
         }
         "rm" => {
             arity(1, 1)?;
-            Command::Rm {
-                path: path(),
-                recursive: flags.recursive,
-            }
+            Command::Rm { path: path(), recursive: flags.recursive }
         }
         other => return Err(UsageError(format!("unknown command {other}"))),
     })
@@ -249,13 +208,7 @@ mod tests {
         assert_eq!(inv.server, "h:1");
         assert_eq!(
             inv.command,
-            Command::Create {
-                path: "/a".into(),
-                data: b"x".to_vec(),
-                ephemeral: true,
-                sequential: true,
-                hold: true
-            }
+            Command::Create { path: "/a".into(), data: b"x".to_vec(), ephemeral: true, sequential: true, hold: true }
         );
     }
 
@@ -272,13 +225,7 @@ mod tests {
     #[test]
     fn double_dash_allows_data_with_a_dash() {
         let inv = p(&["set", "--", "/a", "-1"]).expect("parses");
-        assert_eq!(
-            inv.command,
-            Command::Set {
-                path: "/a".into(),
-                data: b"-1".to_vec()
-            }
-        );
+        assert_eq!(inv.command, Command::Set { path: "/a".into(), data: b"-1".to_vec() });
     }
 
     #[test]

@@ -2,7 +2,9 @@
 
 use crate::args::{Command, Invocation};
 use std::fmt;
+use std::future::Future;
 use std::io::Write;
+use std::pin::Pin;
 use std::time::Duration;
 use ward_client::{Client, CreateMode, Error, SessionState, Stat};
 use ward_proto::path;
@@ -46,10 +48,7 @@ pub async fn run(invocation: Invocation) -> Result<(), Failure> {
     if let Some(timeout) = invocation.session_timeout {
         builder = builder.session_timeout(timeout);
     }
-    let client = builder
-        .connect()
-        .await
-        .map_err(ward(format!("connect to {}", invocation.server)))?;
+    let client = builder.connect().await.map_err(ward(format!("connect to {}", invocation.server)))?;
     let outcome = execute(&client, invocation.command).await;
     // Close explicitly so that our ephemerals go now, not one session timeout later.
     let closed = client.close().await.map_err(ward("close session"));
@@ -65,10 +64,7 @@ async fn execute(client: &Client, command: Command) -> Result<(), Failure> {
     match command {
         Command::Help => {}
         Command::Ls { path } => {
-            let children = client
-                .get_children(&path)
-                .await
-                .map_err(ward(format!("ls {path}")))?;
+            let children = client.get_children(&path).await.map_err(ward(format!("ls {path}")))?;
             for child in children {
                 writeln!(out, "{child}")?;
             }
@@ -79,10 +75,7 @@ async fn execute(client: &Client, command: Command) -> Result<(), Failure> {
             }
         }
         Command::Get { path } => {
-            let (data, _) = client
-                .get_data(&path)
-                .await
-                .map_err(ward(format!("get {path}")))?;
+            let (data, _) = client.get_data(&path).await.map_err(ward(format!("get {path}")))?;
             out.write_all(&data)?;
             out.write_all(b"\n")?;
         }
@@ -95,43 +88,29 @@ async fn execute(client: &Client, command: Command) -> Result<(), Failure> {
                 .map_err(ward(format!("stat {path}")))?;
             write_stat(&mut out, &stat)?;
         }
-        Command::Create {
-            path,
-            data,
-            ephemeral,
-            sequential,
-            hold,
-        } => {
+        Command::Create { path, data, ephemeral, sequential, hold } => {
             let mode = match (ephemeral, sequential) {
                 (false, false) => CreateMode::Persistent,
                 (true, false) => CreateMode::Ephemeral,
                 (false, true) => CreateMode::PersistentSequential,
                 (true, true) => CreateMode::EphemeralSequential,
             };
-            let created = client
-                .create(&path, &data, mode)
-                .await
-                .map_err(ward(format!("create {path}")))?;
+            // Registered before the path is printed: whoever sees the path may signal at once.
+            let release = hold.then(termination);
+            let created = client.create(&path, &data, mode).await.map_err(ward(format!("create {path}")))?;
             writeln!(out, "{created}")?;
             // Whoever waits for the path (a test, a script) must see it before we block.
             out.flush()?;
             drop(out);
-            if hold {
-                hold_session(client).await?;
+            if let Some(release) = release {
+                hold_session(client, release).await?;
             }
         }
         Command::Set { path, data } => {
-            client
-                .set_data(&path, &data, None)
-                .await
-                .map_err(ward(format!("set {path}")))?;
+            client.set_data(&path, &data, None).await.map_err(ward(format!("set {path}")))?;
         }
         Command::Rm { path, recursive } => {
-            let doomed = if recursive {
-                subtree(client, &path).await?
-            } else {
-                vec![path.clone()]
-            };
+            let doomed = if recursive { subtree(client, &path).await? } else { vec![path.clone()] };
             // Deepest first, so that every node is empty by the time we delete it.
             for (i, node) in doomed.iter().enumerate().rev() {
                 match client.delete(node, None).await {
@@ -187,7 +166,7 @@ fn write_stat(out: &mut impl Write, stat: &Stat) -> std::io::Result<()> {
 
 /// Keeps the session open until stdin closes, a SIGINT/SIGTERM arrives, or the session
 /// ends by itself (which is reported as a failure: the ephemerals are gone).
-async fn hold_session(client: &Client) -> Result<(), Failure> {
+async fn hold_session(client: &Client, termination: Termination) -> Result<(), Failure> {
     let (stdin_closed, stdin_eof) = tokio::sync::oneshot::channel::<()>();
     // Blocking reads of stdin on a thread of their own; tokio's stdin would need "io-std".
     std::thread::spawn(move || {
@@ -198,7 +177,7 @@ async fn hold_session(client: &Client) -> Result<(), Failure> {
     let mut states = client.state_changes();
     let session_ended = async move {
         loop {
-            let state = states.borrow_and_update().clone();
+            let state = *states.borrow_and_update();
             if matches!(state, SessionState::Expired | SessionState::Closed) {
                 return state;
             }
@@ -209,32 +188,36 @@ async fn hold_session(client: &Client) -> Result<(), Failure> {
     };
     tokio::select! {
         _ = stdin_eof => Ok(()),
-        _ = termination() => Ok(()),
+        _ = termination => Ok(()),
         state = session_ended => Err(Failure::Lost(state)),
     }
 }
 
+/// Resolves on SIGTERM or SIGINT.
+type Termination = Pin<Box<dyn Future<Output = ()>>>;
+
+/// Installs the handlers now (not on first poll), so a signal arriving before we wait on it
+/// is still a request to let go rather than the default, abrupt exit.
 #[cfg(unix)]
-async fn termination() {
+fn termination() -> Termination {
     use tokio::signal::unix::{signal, SignalKind};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
-        (Ok(mut term), Ok(mut int)) => {
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(mut term), Ok(mut int)) => Box::pin(async move {
             tokio::select! {
                 _ = term.recv() => {}
                 _ = int.recv() => {}
             }
-        }
+        }),
         // Without handlers the default action still ends the process on those signals.
-        _ => std::future::pending().await,
+        _ => Box::pin(std::future::pending()),
     }
 }
 
 #[cfg(not(unix))]
-async fn termination() {
-    if tokio::signal::ctrl_c().await.is_err() {
-        std::future::pending::<()>().await;
-    }
+fn termination() -> Termination {
+    Box::pin(async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    })
 }

@@ -31,10 +31,7 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     // One connection and one request at a time: a single-threaded runtime is all we need.
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("ward: cannot start the runtime: {e}");

@@ -9,10 +9,7 @@ use tokio::sync::mpsc;
 
 fn cli(server: &str, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ward"));
-    cmd.arg("--server")
-        .arg(server)
-        .args(args)
-        .env_remove("WARD_SERVER");
+    cmd.arg("--server").arg(server).args(args).env_remove("WARD_SERVER");
     cmd
 }
 
@@ -49,28 +46,16 @@ pub async fn run_cli_env(ward_server: &str, args: &[&str]) -> CliOutput {
 }
 
 async fn run_command(mut cmd: Command) -> CliOutput {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ward CLI");
+    let mut child =
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn ward CLI");
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
     let status = wait_exit(&mut child, DEADLINE).await;
-    let stdout = tokio::task::spawn_blocking(move || stdout.join())
-        .await
-        .expect("join stdout reader")
-        .expect("stdout reader");
-    let stderr = tokio::task::spawn_blocking(move || stderr.join())
-        .await
-        .expect("join stderr reader")
-        .expect("stderr reader");
-    CliOutput {
-        status,
-        stdout,
-        stderr,
-    }
+    let stdout =
+        tokio::task::spawn_blocking(move || stdout.join()).await.expect("join stdout reader").expect("stdout reader");
+    let stderr =
+        tokio::task::spawn_blocking(move || stderr.join()).await.expect("join stderr reader").expect("stderr reader");
+    CliOutput { status, stdout, stderr }
 }
 
 fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
@@ -127,21 +112,14 @@ impl ClientProcess {
                 }
             }
         });
-        ClientProcess {
-            child,
-            stdin,
-            lines,
-        }
+        ClientProcess { child, stdin, lines }
     }
 
     /// The next line the CLI prints; panics if it exits or stays silent past [`DEADLINE`].
     pub async fn next_line(&mut self) -> String {
         match tokio::time::timeout(DEADLINE, self.lines.recv()).await {
             Ok(Some(line)) => line,
-            Ok(None) => panic!(
-                "ward CLI closed stdout without a line (exit: {:?})",
-                self.child.try_wait()
-            ),
+            Ok(None) => panic!("ward CLI closed stdout without a line (exit: {:?})", self.child.try_wait()),
             Err(_) => panic!("ward CLI printed nothing within {DEADLINE:?}"),
         }
     }
@@ -150,6 +128,13 @@ impl ClientProcess {
     pub fn kill9(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// SIGTERM, which asks a `--hold` to end its session cleanly.
+    pub fn terminate(&mut self) {
+        let status =
+            Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().expect("run kill -TERM");
+        assert!(status.success(), "kill -TERM failed: {status}");
     }
 
     /// Closes the CLI's stdin, which asks a `--hold` to end its session cleanly.

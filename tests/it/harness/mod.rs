@@ -9,7 +9,7 @@ mod wait;
 
 pub use cli::{run_cli, run_cli_env, ClientProcess};
 pub use proxy::Proxy;
-pub use raw::{call, expect_dropped, frame, raw_connect, raw_session, recv, send};
+pub use raw::{call, expect_dropped, frame, raw_connect, raw_session, recv, send, RawConn};
 pub use server::ServerProcess;
 pub use wait::{bounded, wait_for, wait_until, within, DEADLINE};
 
@@ -21,13 +21,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A client with the default session timeout.
 pub async fn connect(addrs: &str) -> Client {
-    within(
-        "connect",
-        DEADLINE,
-        Client::builder(addrs).connect_timeout(CONNECT_TIMEOUT).connect(),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("connect to {addrs}: {e:?}"))
+    within("connect", DEADLINE, Client::builder(addrs).connect_timeout(CONNECT_TIMEOUT).connect())
+        .await
+        .unwrap_or_else(|e| panic!("connect to {addrs}: {e:?}"))
 }
 
 /// A client asking for `session_timeout`.
@@ -35,10 +31,7 @@ pub async fn connect_with(addrs: &str, session_timeout: Duration) -> Client {
     within(
         "connect",
         DEADLINE,
-        Client::builder(addrs)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .session_timeout(session_timeout)
-            .connect(),
+        Client::builder(addrs).connect_timeout(CONNECT_TIMEOUT).session_timeout(session_timeout).connect(),
     )
     .await
     .unwrap_or_else(|e| panic!("connect to {addrs}: {e:?}"))

@@ -26,28 +26,12 @@ pub struct Proxy {
 impl Proxy {
     /// Listens on 127.0.0.1:0 and forwards every connection to `upstream`.
     pub async fn start(upstream: SocketAddr) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind proxy listener");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy listener");
         let addr = listener.local_addr().expect("proxy address");
         let links = Arc::new(Mutex::new(Links::default()));
         let accepted = Arc::new(AtomicUsize::new(0));
-        let acceptor = tokio::spawn(accept_loop(
-            listener,
-            upstream,
-            Arc::clone(&links),
-            Arc::clone(&accepted),
-        ));
-        Proxy {
-            addr,
-            links,
-            accepted,
-            acceptor,
-        }
-    }
-
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
+        let acceptor = tokio::spawn(accept_loop(listener, upstream, Arc::clone(&links), Arc::clone(&accepted)));
+        Proxy { addr, links, accepted, acceptor }
     }
 
     pub fn addr_str(&self) -> String {

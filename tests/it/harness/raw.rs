@@ -7,9 +7,7 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
-use ward_proto::{
-    ClientMessage, FrameCodec, Hello, Request, Response, ServerMessage, Welcome, MAX_REPLY_FRAME,
-};
+use ward_proto::{ClientMessage, FrameCodec, Hello, Request, Response, ServerMessage, Welcome, MAX_REPLY_FRAME};
 
 pub type RawConn = Framed<TcpStream, FrameCodec<ServerMessage, ClientMessage>>;
 
@@ -47,17 +45,11 @@ pub async fn raw_session(addr: SocketAddr, timeout_ms: u32) -> (RawConn, Welcome
 }
 
 /// Sends `request` and returns its reply, skipping any watch events before it.
-pub async fn call(
-    conn: &mut RawConn,
-    xid: u64,
-    request: Request,
-) -> Result<Response, ward_proto::ErrorCode> {
+pub async fn call(conn: &mut RawConn, xid: u64, request: Request) -> Result<Response, ward_proto::ErrorCode> {
     send(conn, ClientMessage::Request { xid, request }).await;
     loop {
         match recv(conn).await {
-            Some(ServerMessage::Reply {
-                xid: got, result, ..
-            }) if got == xid => return result,
+            Some(ServerMessage::Reply { xid: got, result, .. }) if got == xid => return result,
             Some(ServerMessage::Event(_)) => continue,
             other => panic!("expected the reply to xid {xid}, got {other:?}"),
         }

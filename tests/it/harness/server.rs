@@ -66,18 +66,10 @@ impl ServerProcess {
             }
             let _ = std::io::copy(&mut reader, &mut std::io::sink());
         });
-        let mut server = ServerProcess {
-            child,
-            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            log,
-            dir,
-        };
+        let mut server = ServerProcess { child, addr: SocketAddr::from(([127, 0, 0, 1], 0)), log, dir };
         let line = match banner.recv_timeout(STARTUP) {
             Ok(line) => line,
-            Err(e) => panic!(
-                "ward-server printed no banner ({e}); stderr:\n{}",
-                server.log_tail()
-            ),
+            Err(e) => panic!("ward-server printed no banner ({e}); stderr:\n{}", server.log_tail()),
         };
         server.addr = match line.trim_end().strip_prefix(BANNER).map(str::parse) {
             Some(Ok(addr)) => addr,
@@ -105,10 +97,7 @@ impl ServerProcess {
     /// exited on its own has crashed.
     pub fn assert_running(&mut self) {
         if let Ok(Some(status)) = self.child.try_wait() {
-            panic!(
-                "ward-server exited with {status}; stderr:\n{}",
-                self.log_tail()
-            );
+            panic!("ward-server exited with {status}; stderr:\n{}", self.log_tail());
         }
     }
 
@@ -122,11 +111,7 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         self.kill9();
         if std::thread::panicking() {
-            eprintln!(
-                "--- ward-server {} stderr (last {LOG_TAIL} lines) ---\n{}\n---",
-                self.addr,
-                self.log_tail()
-            );
+            eprintln!("--- ward-server {} stderr (last {LOG_TAIL} lines) ---\n{}\n---", self.addr, self.log_tail());
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
