@@ -17,6 +17,7 @@ pub struct ClientBuilder {
     addrs: String,
     session_timeout: Duration,
     connect_timeout: Duration,
+    owner: Option<String>,
 }
 
 impl ClientBuilder {
@@ -25,6 +26,7 @@ impl ClientBuilder {
             addrs: addrs.to_string(),
             session_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
+            owner: None,
         }
     }
 
@@ -42,6 +44,15 @@ impl ClientBuilder {
         self
     }
 
+    /// A stable name for this application instance. Opening a session with an owner name
+    /// ends the previous session of the same owner at once (its ephemerals and locks are
+    /// released), as a service restarted after `kill -9` needs instead of waiting out its old
+    /// session's timeout. Give each instance its own name.
+    pub fn owner(mut self, name: &str) -> Self {
+        self.owner = Some(name.to_string());
+        self
+    }
+
     /// Opens a session on the first listed server that answers.
     pub async fn connect(self) -> Result<Client> {
         let addrs: Vec<String> =
@@ -52,7 +63,7 @@ impl ClientBuilder {
         let requested_timeout_ms = u32::try_from(self.session_timeout.as_millis()).unwrap_or(u32::MAX);
         let mut failures = Vec::new();
         for (index, addr) in addrs.iter().enumerate() {
-            let hello = Hello::new(None, requested_timeout_ms, 0);
+            let hello = Hello { owner: self.owner.clone(), ..Hello::new(None, requested_timeout_ms, 0) };
             let conn = match dial(addr, hello, self.connect_timeout).await {
                 Ok(conn) => conn,
                 Err(DialError::Unreachable(why)) => {

@@ -40,6 +40,9 @@ pub enum Error {
     /// A fenced write or fence check: that lock is no longer held with that token.
     #[error("stale fence: not the current lock holder")]
     StaleFence,
+    /// A semaphore was asked for with another number of permits than it has.
+    #[error("semaphore permits mismatch")]
+    PermitsMismatch,
     /// The client was closed.
     #[error("client closed")]
     Closed,
@@ -66,6 +69,7 @@ impl From<ErrorCode> for Error {
             ErrorCode::Unavailable => Error::Unavailable,
             ErrorCode::ProtocolVersion => Error::ProtocolVersion("refused by the server".into()),
             ErrorCode::StaleFence => Error::StaleFence,
+            ErrorCode::PermitsMismatch => Error::PermitsMismatch,
             other => Error::Protocol(format!("unknown error code {other:?}")),
         }
     }

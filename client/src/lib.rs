@@ -47,5 +47,7 @@ pub use error::{Error, Result};
 pub use lock::{Fence, LockGuard};
 pub use queue::Contender;
 pub use state::SessionState;
-pub use ward_proto::{CreateMode, ErrorCode, EventKind, Op, OpResult, ServerStats, SessionId, Stat, WatchEvent};
+pub use ward_proto::{
+    CreateMode, ErrorCode, EventKind, LockKind, Op, OpResult, ServerStats, SessionId, Stat, WatchEvent,
+};
 pub use watch::Watch;

@@ -22,7 +22,7 @@ use crate::state::SessionState;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::{oneshot, watch};
-use ward_proto::{path, CreateMode, Op, Response};
+use ward_proto::{path, CreateMode, LockKind, Op, Response};
 
 /// A lock holder's credential: a write carrying it fails unless this holder still holds.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -45,26 +45,33 @@ impl Fence {
 #[derive(Debug)]
 pub struct LockGuard {
     client: Client,
-    dir: String,
+    dirs: Vec<String>,
     tag: u64,
-    fence: Fence,
+    /// One per directory, in the order asked for.
+    fences: Vec<Fence>,
     validity: Validity,
     released: bool,
 }
 
 impl LockGuard {
     /// The token to hand to resources this lock protects; they should refuse smaller ones.
+    /// For a multi-lock, the token of the first directory (see [`fences`](Self::fences)).
     pub fn fencing_token(&self) -> u64 {
-        self.fence.token
+        self.fences[0].token
     }
 
-    /// The contender node that holds the lock.
+    /// The contender node that holds the lock (the first directory's, for a multi-lock).
     pub fn path(&self) -> &str {
-        &self.fence.path
+        &self.fences[0].path
     }
 
     pub fn fence(&self) -> Fence {
-        self.fence.clone()
+        self.fences[0].clone()
+    }
+
+    /// One fence per directory, in the order the directories were given.
+    pub fn fences(&self) -> &[Fence] {
+        &self.fences
     }
 
     /// Completes when the lock can no longer be trusted: the session expired or was closed,
@@ -82,7 +89,7 @@ impl LockGuard {
     pub async fn unlock(mut self) -> Result<()> {
         self.released = true;
         let (done, rx) = oneshot::channel();
-        let cmd = Cmd::Release { dir: self.dir.clone(), tag: self.tag, done: Some(done) };
+        let cmd = Cmd::Release { dirs: self.dirs.clone(), tag: self.tag, done: Some(done) };
         self.client.inner.tx.send(cmd).map_err(|_| Error::Closed)?;
         rx.await.map_err(|_| Error::Closed)?
     }
@@ -91,14 +98,14 @@ impl LockGuard {
 impl Drop for LockGuard {
     fn drop(&mut self) {
         if !self.released {
-            release_in_background(&self.client, &self.dir, self.tag);
+            release_in_background(&self.client, &self.dirs, self.tag);
         }
     }
 }
 
-fn release_in_background(client: &Client, dir: &str, tag: u64) {
+fn release_in_background(client: &Client, dirs: &[String], tag: u64) {
     // If the client task is gone the session is ending, and its nodes with it.
-    let _ = client.inner.tx.send(Cmd::Release { dir: dir.to_string(), tag, done: None });
+    let _ = client.inner.tx.send(Cmd::Release { dirs: dirs.to_vec(), tag, done: None });
 }
 
 /// Whether a grant is still trustworthy: the session is live and has not been in doubt
@@ -135,10 +142,10 @@ impl Validity {
     }
 }
 
-/// Releases an attempt whose `lock()` future was dropped before it returned.
+/// Releases an attempt whose future was dropped before it returned.
 struct Attempt<'a> {
     client: &'a Client,
-    dir: String,
+    dirs: Vec<String>,
     tag: u64,
     armed: bool,
 }
@@ -146,54 +153,99 @@ struct Attempt<'a> {
 impl Drop for Attempt<'_> {
     fn drop(&mut self) {
         if self.armed {
-            release_in_background(self.client, &self.dir, self.tag);
+            release_in_background(self.client, &self.dirs, self.tag);
         }
     }
 }
 
 impl Client {
-    /// Waits for the lock on `dir` (created if missing) and holds it.
+    /// Waits for the lock on `dir` (created if missing) and holds it. This is also the write
+    /// side of the read/write lock on `dir` (see [`read_lock`](Self::read_lock)).
     pub async fn lock(&self, dir: &str) -> Result<LockGuard> {
-        self.lock_with_data(dir, &[]).await
+        self.acquire(&[dir], LockKind::Exclusive, &[]).await
     }
 
     /// Like [`lock`](Self::lock), with `data` stored in the contender node for other
-    /// contenders to read (who holds it, and why).
+    /// contenders to read (who holds it, and why; see [`lock_holders`](Self::lock_holders)).
     pub async fn lock_with_data(&self, dir: &str, data: &[u8]) -> Result<LockGuard> {
-        let dir = checked(dir)?;
-        let tag = self.inner.next_tag.fetch_add(1, Ordering::Relaxed);
-        let mut attempt = Attempt { client: self, dir: dir.clone(), tag, armed: true };
-        let (path, token) = loop {
-            let (reply, reply_rx) = oneshot::channel();
-            let (granted, granted_rx) = oneshot::channel();
-            let cmd = Cmd::Lock { dir: dir.clone(), tag, data: data.to_vec(), reply, granted };
-            self.inner.tx.send(cmd).map_err(|_| Error::Closed)?;
-            match reply_rx.await.map_err(|_| Error::Closed)? {
-                Ok(Response::Lock(state)) => {
-                    if !state.held {
-                        granted_rx.await.map_err(|_| Error::Closed)??;
-                    }
-                    break (state.path, state.token);
-                }
-                Ok(other) => return Err(unexpected(other)),
-                // The acquire may have been applied: retrying under the same tag finds it.
-                Err(Error::ConnectionLoss) => self.wait_connected().await?,
-                Err(Error::NoNode) => self.create_parents(&dir).await?,
-                Err(e) => return Err(e),
-            }
-        };
-        attempt.armed = false;
-        let validity = Validity::now(self);
-        Ok(LockGuard { client: self.clone(), dir, tag, fence: Fence { path, token }, validity, released: false })
+        self.acquire(&[dir], LockKind::Exclusive, data).await
     }
 
     /// Like [`lock`](Self::lock), but gives up after `timeout`, leaving nothing behind:
     /// `Ok(None)` if the lock was not granted in time.
     pub async fn try_lock(&self, dir: &str, timeout: Duration) -> Result<Option<LockGuard>> {
-        match tokio::time::timeout(timeout, self.lock(dir)).await {
+        self.try_acquire(&[dir], LockKind::Exclusive, &[], timeout).await
+    }
+
+    /// The read side of the read/write lock on `dir`: readers share it; a writer
+    /// ([`lock`](Self::lock)) excludes everyone. First come, first served: a reader waits
+    /// only for the writers queued before it.
+    pub async fn read_lock(&self, dir: &str) -> Result<LockGuard> {
+        self.acquire(&[dir], LockKind::Shared, &[]).await
+    }
+
+    /// Takes the exclusive locks of every directory in `dirs`, all or none, queued and free
+    /// of deadlock whatever order other callers list the same directories in.
+    pub async fn lock_all(&self, dirs: &[&str]) -> Result<LockGuard> {
+        self.acquire(dirs, LockKind::Exclusive, &[]).await
+    }
+
+    /// Takes one of the `permits` permits of the semaphore `dir`. The first acquire fixes the
+    /// number; asking with another one fails with `Error::PermitsMismatch`.
+    pub async fn acquire_permit(&self, dir: &str, permits: u32) -> Result<LockGuard> {
+        self.acquire(&[dir], LockKind::Semaphore { permits }, &[]).await
+    }
+
+    /// [`acquire`](Self::acquire) with a deadline: `Ok(None)` if not granted in time.
+    pub async fn try_acquire(
+        &self,
+        dirs: &[&str],
+        kind: LockKind,
+        data: &[u8],
+        timeout: Duration,
+    ) -> Result<Option<LockGuard>> {
+        match tokio::time::timeout(timeout, self.acquire(dirs, kind, data)).await {
             Ok(guard) => guard.map(Some),
             Err(_) => Ok(None),
         }
+    }
+
+    /// The general form: one attempt of `kind` over `dirs` (created if missing), with `data`
+    /// in each contender node. Cancelling the future removes the attempt's contenders.
+    pub async fn acquire(&self, dirs: &[&str], kind: LockKind, data: &[u8]) -> Result<LockGuard> {
+        let dirs = dirs.iter().map(|d| checked(d)).collect::<Result<Vec<_>>>()?;
+        if matches!(kind, LockKind::Semaphore { permits: 0 }) {
+            return Err(Error::BadArguments("a semaphore needs at least one permit".into()));
+        }
+        let tag = self.inner.next_tag.fetch_add(1, Ordering::Relaxed);
+        let mut attempt = Attempt { client: self, dirs: dirs.clone(), tag, armed: true };
+        let nodes = loop {
+            let (reply, reply_rx) = oneshot::channel();
+            let (granted, granted_rx) = oneshot::channel();
+            let cmd = Cmd::Lock { dirs: dirs.clone(), tag, kind, data: data.to_vec(), reply, granted };
+            self.inner.tx.send(cmd).map_err(|_| Error::Closed)?;
+            match reply_rx.await.map_err(|_| Error::Closed)? {
+                Ok(Response::Lock(state)) if state.nodes.len() == dirs.len() => {
+                    if !state.held {
+                        granted_rx.await.map_err(|_| Error::Closed)??;
+                    }
+                    break state.nodes;
+                }
+                Ok(other) => return Err(unexpected(other)),
+                // The acquire may have been applied: retrying under the same tag finds it.
+                Err(Error::ConnectionLoss) => self.wait_connected().await?,
+                Err(Error::NoNode) => {
+                    for dir in &dirs {
+                        self.create_parents(dir).await?;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        attempt.armed = false;
+        let fences = nodes.into_iter().map(|n| Fence { path: n.path, token: n.token }).collect();
+        let validity = Validity::now(self);
+        Ok(LockGuard { client: self.clone(), dirs, tag, fences, validity, released: false })
     }
 
     /// Creates every missing ancestor of `path` and `path` itself, as persistent nodes.

@@ -44,4 +44,7 @@ pub enum ErrorCode {
     /// token (released, expired, or the token is not the holder's).
     #[error("stale fence: not the current lock holder")]
     StaleFence,
+    /// A semaphore acquire asked for another number of permits than the semaphore has.
+    #[error("semaphore permits mismatch")]
+    PermitsMismatch,
 }

@@ -29,12 +29,16 @@ pub struct Hello {
     /// The highest zxid this client has seen, so that a server behind it can refuse it
     /// instead of showing it older state.
     pub last_zxid_seen: Zxid,
+    /// A stable name for the application instance. A new session with the same owner ends
+    /// the previous one at once (its ephemerals and locks go), so a service restarted after
+    /// a crash need not wait out its old session's timeout.
+    pub owner: Option<String>,
 }
 
 impl Hello {
     /// A hello of this protocol version.
     pub fn new(resume: Option<(SessionId, SessionSecret)>, timeout_ms: u32, last_zxid_seen: Zxid) -> Self {
-        Hello { magic: MAGIC, version: PROTOCOL_VERSION, resume, timeout_ms, last_zxid_seen }
+        Hello { magic: MAGIC, version: PROTOCOL_VERSION, resume, timeout_ms, last_zxid_seen, owner: None }
     }
 }
 

@@ -1,33 +1,72 @@
-//! Lock queues: contender names and the order that decides who holds.
+//! Lock queues: contender names, and the rule that decides who holds.
 //!
-//! A lock is a directory of ephemeral-sequential children; the one with the lowest sequence
-//! suffix holds it. Ordering uses only the 10-digit suffix ZooKeeper appends, so Ward's
-//! contenders queue in one order with those of other ZooKeeper recipes in the same
-//! directory. Ward names its own contenders
+//! A lock is a directory of ephemeral-sequential children ordered by their 10-digit
+//! sequence suffix (only the suffix, so Ward's contenders queue in one order with those of
+//! other ZooKeeper recipes in the same directory). Ward names its own contenders
 //!
 //! ```text
-//! ward-<session:016x>-<tag:016x>__lock__<sequence:010>
+//! ward-<session:016x>-<tag:016x><infix><sequence:010>
 //! ```
 //!
 //! The session and the client's tag let a retried acquire find the contender an earlier,
-//! unanswered attempt created (no orphans after a lost reply), and the `__lock__` infix and
-//! suffix match kazoo's lock recipe, so kazoo waiters see Ward contenders in the queue.
+//! unanswered attempt created (no orphans after a lost reply). The infix says what kind of
+//! contender it is, and matches kazoo's recipes so that kazoo sees Ward's contenders:
+//!
+//! | infix       | kind       | holds when                                     |
+//! |-------------|------------|------------------------------------------------|
+//! | `__lock__`  | exclusive  | it is first in the queue                       |
+//! | `__rlock__` | shared     | no exclusive contender is ahead of it          |
+//! | `__sem__`   | semaphore  | fewer than `permits` contenders are ahead of it |
+//!
+//! Any other sequential child (Curator's `-lock-`, a plain recipe's node) counts as
+//! exclusive. A semaphore directory's data records its permits ([`semaphore_header`]).
 
 use crate::ids::SessionId;
+use serde::{Deserialize, Serialize};
 
-const INFIX: &str = "__lock__";
 const SEQ_DIGITS: usize = 10;
+const EXCLUSIVE: &str = "__lock__";
+const SHARED: &str = "__rlock__";
+const SEMAPHORE: &str = "__sem__";
 
-/// The name a contender gets before the server appends the sequence suffix.
-pub fn contender_prefix(session: SessionId, tag: u64) -> String {
-    format!("ward-{:016x}-{tag:016x}{INFIX}", session.0)
+/// What a contender asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum LockKind {
+    /// A mutex, or the write side of a read/write lock.
+    Exclusive,
+    /// The read side of a read/write lock.
+    Shared,
+    /// One of `permits` permits; every contender must agree on `permits`.
+    Semaphore { permits: u32 },
+}
+
+impl LockKind {
+    fn infix(self) -> &'static str {
+        match self {
+            LockKind::Exclusive => EXCLUSIVE,
+            LockKind::Shared => SHARED,
+            LockKind::Semaphore { .. } => SEMAPHORE,
+        }
+    }
+}
+
+/// The name a Ward contender gets before the server appends the sequence suffix.
+pub fn contender_prefix(session: SessionId, tag: u64, kind: LockKind) -> String {
+    format!("ward-{:016x}-{tag:016x}{}", session.0, kind.infix())
+}
+
+/// What every contender name of one attempt starts with, whatever its kind: how a release
+/// finds the contenders of an attempt.
+pub fn attempt_prefix(session: SessionId, tag: u64) -> String {
+    format!("ward-{:016x}-{tag:016x}__", session.0)
 }
 
 /// The session and tag of a Ward contender name.
 pub fn parse_contender(name: &str) -> Option<(SessionId, u64)> {
     let rest = name.strip_prefix("ward-")?;
-    let (head, seq) = rest.rsplit_once(INFIX)?;
-    sequence(seq)?;
+    sequence(rest)?;
+    let head = &rest[..rest.len() - SEQ_DIGITS];
+    let head = [EXCLUSIVE, SHARED, SEMAPHORE].iter().find_map(|infix| head.strip_suffix(infix))?;
     let (session, tag) = head.split_once('-')?;
     let session = u64::from_str_radix(session, 16).ok()?;
     let tag = u64::from_str_radix(tag, 16).ok()?;
@@ -45,6 +84,24 @@ pub fn sequence(name: &str) -> Option<u64> {
     }
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    Exclusive,
+    Shared,
+    Permit,
+}
+
+fn class(name: &str) -> Class {
+    let head = &name[..name.len().saturating_sub(SEQ_DIGITS)];
+    if head.ends_with(SHARED) {
+        Class::Shared
+    } else if head.ends_with(SEMAPHORE) {
+        Class::Permit
+    } else {
+        Class::Exclusive
+    }
+}
+
 /// Contenders among `children` in queue order (lowest sequence first). Children without a
 /// sequence suffix are not contenders.
 pub fn queue<'a>(children: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
@@ -54,19 +111,77 @@ pub fn queue<'a>(children: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     contenders.into_iter().map(|(_, name)| name).collect()
 }
 
+/// Which contenders of `queue` (in queue order) hold: one flag per contender. `permits`
+/// applies to semaphore contenders.
+pub fn holders(queue: &[&str], permits: u32) -> Vec<bool> {
+    let mut exclusive_ahead = false;
+    let mut permits_taken = 0u32;
+    queue
+        .iter()
+        .enumerate()
+        .map(|(index, name)| {
+            let holds = match class(name) {
+                Class::Exclusive => index == 0,
+                Class::Shared => !exclusive_ahead,
+                Class::Permit => permits_taken < permits,
+            };
+            match class(name) {
+                Class::Exclusive => exclusive_ahead = true,
+                Class::Permit => permits_taken += 1,
+                Class::Shared => {}
+            }
+            holds
+        })
+        .collect()
+}
+
+const HEADER: &str = "ward-semaphore permits=";
+
+/// The data of a semaphore's directory: it fixes the number of permits.
+pub fn semaphore_header(permits: u32) -> Vec<u8> {
+    format!("{HEADER}{permits}").into_bytes()
+}
+
+/// The permits a directory's data fixes, if it is a semaphore header.
+pub fn parse_semaphore_header(data: &[u8]) -> Option<u32> {
+    std::str::from_utf8(data).ok()?.strip_prefix(HEADER)?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn name(kind: LockKind, seq: u32) -> String {
+        format!("{}{seq:010}", contender_prefix(SessionId(0xabc), 7, kind))
+    }
+
     #[test]
     fn names_round_trip_and_order_by_suffix_only() {
-        let name = format!("{}0000000042", contender_prefix(SessionId(0xabc), 7));
-        assert_eq!(name, "ward-0000000000000abc-0000000000000007__lock__0000000042");
-        assert_eq!(parse_contender(&name), Some((SessionId(0xabc), 7)));
+        let ours = name(LockKind::Exclusive, 42);
+        assert_eq!(ours, "ward-0000000000000abc-0000000000000007__lock__0000000042");
+        assert_eq!(parse_contender(&ours), Some((SessionId(0xabc), 7)));
+        assert_eq!(parse_contender(&name(LockKind::Shared, 1)), Some((SessionId(0xabc), 7)));
         assert_eq!(parse_contender("0f1e__lock__0000000001"), None);
         let kazoo = "8a6c0d2f__lock__0000000041";
         let curator = "_c_2d5e-lock-0000000043";
-        assert_eq!(queue([name.as_str(), curator, "not-a-contender", kazoo]), vec![kazoo, &name, curator]);
+        assert_eq!(queue([ours.as_str(), curator, "not-a-contender", kazoo]), vec![kazoo, &ours, curator]);
         assert_eq!(sequence("x12345"), None);
+    }
+
+    #[test]
+    fn readers_share_until_a_writer_and_permits_count() {
+        let (w, r) = (LockKind::Exclusive, LockKind::Shared);
+        let names = [name(r, 1), name(r, 2), name(w, 3), name(r, 4), "k__rlock__0000000005".to_string()];
+        let q: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert_eq!(holders(&q, 0), [true, true, false, false, false]);
+        let names = [name(w, 1), name(r, 2)];
+        let q: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert_eq!(holders(&q, 0), [true, false]);
+        let s = LockKind::Semaphore { permits: 2 };
+        let names = [name(s, 1), name(s, 2), name(s, 3)];
+        let q: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert_eq!(holders(&q, 2), [true, true, false]);
+        assert_eq!(parse_semaphore_header(&semaphore_header(3)), Some(3));
+        assert_eq!(parse_semaphore_header(b"other"), None);
     }
 }

@@ -1,6 +1,7 @@
 //! Requests: one variant per operation.
 
 use crate::ids::Zxid;
+use crate::lock::LockKind;
 use serde::{Deserialize, Serialize};
 
 /// How a node is created (ZooKeeper's `CreateMode`).
@@ -81,20 +82,22 @@ pub enum Request {
         last_zxid: Zxid,
         watches: Vec<(WatchKind, String)>,
     },
-    /// Joins the lock queue in `dir` (see [`crate::lock`]): creates this session's
-    /// ephemeral-sequential contender for `tag`, or finds the one an earlier, unanswered
-    /// attempt created. Answered with [`Response::Lock`](crate::Response::Lock); if not yet
-    /// held, the server sends [`ServerMessage::LockGranted`](crate::ServerMessage::LockGranted)
-    /// when it is.
+    /// Joins the lock queue of every directory in `dirs` at once (one contender each, all
+    /// created by one command, so multi-locks queue in one global order and cannot deadlock),
+    /// or finds the contenders an earlier, unanswered attempt with this `tag` created.
+    /// Answered with [`Response::Lock`](crate::Response::Lock); if not yet held, the server
+    /// sends [`ServerMessage::LockGranted`](crate::ServerMessage::LockGranted) when the
+    /// attempt holds in every directory.
     LockAcquire {
-        dir: String,
+        dirs: Vec<String>,
         tag: u64,
+        kind: LockKind,
         #[serde(with = "serde_bytes")]
         data: Vec<u8>,
     },
-    /// Leaves the lock queue in `dir`: deletes this session's contender for `tag`, if any.
+    /// Leaves the lock queues: deletes this session's contenders for `tag` in `dirs`.
     LockRelease {
-        dir: String,
+        dirs: Vec<String>,
         tag: u64,
     },
     /// Asks again whether a contender holds its lock (after a reconnect, when a grant may

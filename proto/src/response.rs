@@ -65,15 +65,21 @@ pub enum Response {
     Stats(ServerStats),
 }
 
-/// A lock contender's standing.
+/// A lock attempt's standing.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LockState {
-    /// The contender node.
+    /// One contender per directory, in the order the directories were asked for.
+    pub nodes: Vec<LockNode>,
+    /// True if the attempt holds now (in every directory).
+    pub held: bool,
+}
+
+/// One contender of a lock attempt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockNode {
     pub path: String,
     /// The fencing token: the node's czxid, larger for every later holder of the lock.
     pub token: Zxid,
-    /// True if this contender holds the lock now.
-    pub held: bool,
 }
 
 /// Counters of one server, for operators and tests.

@@ -5,7 +5,7 @@
 //! every replica that applies the same log reaches the same state.
 
 use serde::{Deserialize, Serialize};
-use ward_proto::{ErrorCode, Op, Response, SessionId, SessionSecret, Zxid};
+use ward_proto::{ErrorCode, LockKind, Op, Response, SessionId, SessionSecret, Zxid};
 
 /// One entry of the command log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,19 +27,21 @@ pub enum CommandOp {
     /// All ops or none.
     Multi(Vec<Op>),
     /// Opens a session; its id becomes the zxid of this command.
-    CreateSession { timeout_ms: u32, secret: SessionSecret },
+    /// `owner`: a new session of the same owner ends the owner's previous session first.
+    CreateSession { timeout_ms: u32, secret: SessionSecret, owner: Option<String> },
     /// The client closed its session.
     CloseSession,
     /// The session's heartbeats stopped; proposed by the server tracking its deadline.
     ExpireSession,
-    /// Joins a lock queue, or finds this session's contender for `tag` from an earlier try.
-    LockAcquire { dir: String, tag: u64, data: Vec<u8> },
-    /// Leaves a lock queue: deletes this session's contender for `tag`, if there is one.
-    LockRelease { dir: String, tag: u64 },
+    /// Joins the lock queues of `dirs` as one attempt (or finds this session's contenders
+    /// for `tag` from an earlier try).
+    LockAcquire { dirs: Vec<String>, tag: u64, kind: LockKind, data: Vec<u8> },
+    /// Leaves the queues: deletes this session's contenders for `tag` in `dirs`.
+    LockRelease { dirs: Vec<String>, tag: u64 },
 }
 
-/// What applying a command produced.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What applying a command produced. Serializable: it is the Raft response of a batch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Outcome {
     /// The answer to a client's request.
     Reply(Result<Response, ErrorCode>),
@@ -48,7 +50,7 @@ pub enum Outcome {
 }
 
 /// A command after apply: its zxid and its outcome.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Applied {
     pub zxid: Zxid,
     pub outcome: Outcome,

@@ -31,7 +31,7 @@ impl Core {
         let (outcome, changes) = state.apply(cmd);
         let zxid = state.last_zxid();
         self.watches.fire(&changes, zxid);
-        for grant in lock::grants(state.tree(), &changes) {
+        for grant in lock::grants(&state, &changes) {
             let msg = Outbound::LockGranted { path: grant.path, token: grant.token };
             // A session with no connection here learns of its grant by asking again
             // (`LockWait`) when it reconnects.

@@ -2,7 +2,7 @@
 //! Checks that depend on the tree (exists, versions) happen in apply, in log order.
 
 use crate::command::CommandOp;
-use ward_proto::{path, ErrorCode, Op, Request};
+use ward_proto::{path, ErrorCode, LockKind, Op, Request};
 
 /// Turns a write request into the command op to log, or refuses it.
 pub fn prep(request: Request, max_data: usize) -> Result<CommandOp, ErrorCode> {
@@ -21,16 +21,16 @@ pub fn prep(request: Request, max_data: usize) -> Result<CommandOp, ErrorCode> {
             Ok(CommandOp::Multi(ops))
         }
         Request::CloseSession => Ok(CommandOp::CloseSession),
-        Request::LockAcquire { dir, tag, data } => {
-            valid_dir(&dir)?;
-            if data.len() > max_data {
+        Request::LockAcquire { dirs, tag, kind, data } => {
+            valid_dirs(&dirs)?;
+            if data.len() > max_data || matches!(kind, LockKind::Semaphore { permits: 0 }) {
                 return Err(ErrorCode::BadArguments);
             }
-            Ok(CommandOp::LockAcquire { dir, tag, data })
+            Ok(CommandOp::LockAcquire { dirs, tag, kind, data })
         }
-        Request::LockRelease { dir, tag } => {
-            valid_dir(&dir)?;
-            Ok(CommandOp::LockRelease { dir, tag })
+        Request::LockRelease { dirs, tag } => {
+            valid_dirs(&dirs)?;
+            Ok(CommandOp::LockRelease { dirs, tag })
         }
         _ => Err(ErrorCode::BadArguments),
     }
@@ -59,6 +59,11 @@ fn check_op(op: Op, max_data: usize) -> Result<Op, ErrorCode> {
     Ok(op)
 }
 
-fn valid_dir(dir: &str) -> Result<(), ErrorCode> {
-    path::validate(dir).map_err(|_| ErrorCode::BadArguments)
+/// A lock attempt names at least one directory, each once.
+fn valid_dirs(dirs: &[String]) -> Result<(), ErrorCode> {
+    let distinct: std::collections::HashSet<&String> = dirs.iter().collect();
+    if dirs.is_empty() || distinct.len() != dirs.len() {
+        return Err(ErrorCode::BadArguments);
+    }
+    dirs.iter().try_for_each(|dir| path::validate(dir).map_err(|_| ErrorCode::BadArguments))
 }

@@ -3,7 +3,7 @@
 use crate::core::Core;
 use crate::state::StateMachine;
 use crate::watch::ConnId;
-use ward_proto::{path, ErrorCode, EventKind, LockState, Request, Response, SessionId, WatchEvent, WatchKind, Zxid};
+use ward_proto::{path, ErrorCode, EventKind, Request, Response, SessionId, WatchEvent, WatchKind, Zxid};
 
 /// Who is reading: the watch registry and the connection that would own a watch.
 pub struct Reader<'a> {
@@ -56,9 +56,7 @@ impl Reader<'_> {
             }
             Request::LockWait { path } => {
                 valid(&path)?;
-                let node = state.tree().get(&path).ok_or(ErrorCode::NoNode)?;
-                let held = crate::lock::is_holder(state.tree(), &path);
-                Ok(Response::Lock(LockState { token: node.czxid, path, held }))
+                state.lock_state(&path).map(Response::Lock).ok_or(ErrorCode::NoNode)
             }
             Request::CheckFence { path, token } => {
                 valid(&path)?;

@@ -7,9 +7,7 @@ use crate::tree::ops::Ctx;
 use crate::tree::{DataTree, Journal};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use ward_proto::{
-    lock, path, CreateMode, ErrorCode, LockState, Op, OpResult, Response, SessionId, SessionSecret, Zxid,
-};
+use ward_proto::{ErrorCode, Op, OpResult, Response, SessionId, SessionSecret, Zxid};
 
 /// A live session as every replica knows it. Deadlines are not here: heartbeats are not
 /// logged, so deadlines live in the serving node's tracker.
@@ -17,13 +15,18 @@ use ward_proto::{
 pub struct SessionRecord {
     pub timeout_ms: u32,
     pub secret: SessionSecret,
+    /// The application instance's stable name, if it gave one.
+    pub owner: Option<String>,
 }
 
 /// Serializable as a whole: a snapshot is this value in postcard.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct StateMachine {
-    tree: DataTree,
+    pub(crate) tree: DataTree,
     sessions: BTreeMap<SessionId, SessionRecord>,
+    /// Multi-lock attempts: (session, tag) → their contender paths, so a grant is sent only
+    /// when the attempt holds in every directory.
+    pub(crate) lock_groups: BTreeMap<(SessionId, u64), Vec<String>>,
     last_zxid: Zxid,
 }
 
@@ -51,9 +54,21 @@ impl StateMachine {
         let zxid = self.last_zxid;
         let mut changes = Vec::new();
         let outcome = match &cmd.op {
-            CommandOp::CreateSession { timeout_ms, secret } => {
+            CommandOp::CreateSession { timeout_ms, secret, owner } => {
+                if let Some(owner) = owner {
+                    // The owner's previous incarnation ends now, with its ephemerals and locks.
+                    let previous: Vec<SessionId> = self
+                        .sessions
+                        .iter()
+                        .filter(|(_, r)| r.owner.as_ref() == Some(owner))
+                        .map(|(id, _)| *id)
+                        .collect();
+                    for old in previous {
+                        let _ = self.end_session(zxid, cmd.time_ms, old, &mut changes);
+                    }
+                }
                 let session = SessionId(zxid);
-                let record = SessionRecord { timeout_ms: *timeout_ms, secret: *secret };
+                let record = SessionRecord { timeout_ms: *timeout_ms, secret: *secret, owner: owner.clone() };
                 self.sessions.insert(session, record);
                 changes.push(Change::SessionCreated { session, timeout_ms: *timeout_ms });
                 Outcome::SessionCreated(session)
@@ -69,20 +84,20 @@ impl StateMachine {
                 Outcome::Reply(result.and_then(single_response))
             }
             CommandOp::Multi(ops) => Outcome::Reply(Ok(self.apply_multi(zxid, cmd, ops, &mut changes))),
-            CommandOp::LockAcquire { dir, tag, data } => {
-                let mut journal = Journal::off();
+            CommandOp::LockAcquire { dirs, tag, kind, data } => {
+                let mut journal = Journal::on();
                 let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes: &mut changes, journal: &mut journal };
-                Outcome::Reply(self.lock_acquire(&mut ctx, cmd.session, dir, *tag, data.clone()))
-            }
-            CommandOp::LockRelease { dir, tag } => {
-                let mut journal = Journal::off();
-                let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes: &mut changes, journal: &mut journal };
-                let prefix = lock::contender_prefix(cmd.session, *tag);
-                let result = match self.tree.child_with_prefix(dir, &prefix) {
-                    Some(path) => self.tree.delete(&mut ctx, &path, None).map(|()| Response::Deleted),
-                    None => Ok(Response::Deleted),
-                };
+                let result = self.lock_acquire(&mut ctx, cmd.session, dirs, *tag, *kind, data);
+                if result.is_err() {
+                    journal.rollback(&mut self.tree);
+                    changes.clear();
+                }
                 Outcome::Reply(result)
+            }
+            CommandOp::LockRelease { dirs, tag } => {
+                let mut journal = Journal::off();
+                let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes: &mut changes, journal: &mut journal };
+                Outcome::Reply(self.lock_release(&mut ctx, cmd.session, dirs, *tag))
             }
         };
         (outcome, changes)
@@ -132,29 +147,6 @@ impl StateMachine {
         }
     }
 
-    /// Finds this session's contender for `tag` (an earlier attempt whose reply was lost
-    /// created it) or creates one; either way reports whether it holds the lock.
-    fn lock_acquire(
-        &mut self,
-        ctx: &mut Ctx<'_>,
-        session: SessionId,
-        dir: &str,
-        tag: u64,
-        data: Vec<u8>,
-    ) -> Result<Response, ErrorCode> {
-        let prefix = lock::contender_prefix(session, tag);
-        let path = match self.tree.child_with_prefix(dir, &prefix) {
-            Some(existing) => existing,
-            None => {
-                let requested = path::join(dir, &prefix);
-                self.tree.create(ctx, &requested, data, CreateMode::EphemeralSequential, session)?.0
-            }
-        };
-        let token = self.tree.get(&path).map_or(0, |n| n.czxid);
-        let held = crate::lock::is_holder(&self.tree, &path);
-        Ok(Response::Lock(LockState { path, token, held }))
-    }
-
     fn end_session(
         &mut self,
         zxid: Zxid,
@@ -165,6 +157,7 @@ impl StateMachine {
         if self.sessions.remove(&session).is_none() {
             return Err(ErrorCode::SessionExpired);
         }
+        self.lock_groups.retain(|(owner, _), _| *owner != session);
         let mut journal = Journal::off();
         let mut ctx = Ctx { zxid, time_ms, changes, journal: &mut journal };
         self.tree.remove_ephemerals(&mut ctx, session);
@@ -173,7 +166,7 @@ impl StateMachine {
     }
 }
 
-/// A fence holds when its node is its lock's holder and was created by the fenced grant.
+/// A fence holds when its node holds its lock and was created by the fenced grant.
 pub fn check_fence(tree: &DataTree, path: &str, token: Zxid) -> Result<(), ErrorCode> {
     match tree.get(path) {
         Some(node) if node.czxid == token && crate::lock::is_holder(tree, path) => Ok(()),

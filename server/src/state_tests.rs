@@ -21,7 +21,10 @@ impl Harness {
     }
 
     fn session(&mut self) -> SessionId {
-        match self.run(SessionId(0), CommandOp::CreateSession { timeout_ms: 5000, secret: SessionSecret([7; 16]) }) {
+        match self.run(
+            SessionId(0),
+            CommandOp::CreateSession { timeout_ms: 5000, secret: SessionSecret([7; 16]), owner: None },
+        ) {
             (Outcome::SessionCreated(id), _) => id,
             other => panic!("{other:?}"),
         }

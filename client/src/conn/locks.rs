@@ -23,8 +23,8 @@ struct Attempt {
 #[derive(Default)]
 pub(crate) struct LockTable {
     attempts: HashMap<u64, Attempt>,
-    /// Releases not yet acknowledged: tag → (dir, who waits for the acknowledgement).
-    releases: HashMap<u64, (String, Vec<DoneSender>)>,
+    /// Releases not yet acknowledged: tag → (dirs, who waits for the acknowledgement).
+    releases: HashMap<u64, (Vec<String>, Vec<DoneSender>)>,
 }
 
 impl LockTable {
@@ -61,9 +61,9 @@ impl LockTable {
         self.attempts.iter().filter_map(|(tag, a)| a.path.clone().map(|p| (*tag, p))).collect()
     }
 
-    pub(crate) fn release(&mut self, tag: u64, dir: String, done: Option<DoneSender>) {
+    pub(crate) fn release(&mut self, tag: u64, dirs: Vec<String>, done: Option<DoneSender>) {
         self.attempts.remove(&tag);
-        let entry = self.releases.entry(tag).or_insert_with(|| (dir, Vec::new()));
+        let entry = self.releases.entry(tag).or_insert_with(|| (dirs, Vec::new()));
         entry.1.extend(done);
     }
 
@@ -75,8 +75,8 @@ impl LockTable {
         }
     }
 
-    pub(crate) fn pending_releases(&self) -> Vec<(u64, String)> {
-        self.releases.iter().map(|(tag, (dir, _))| (*tag, dir.clone())).collect()
+    pub(crate) fn pending_releases(&self) -> Vec<(u64, Vec<String>)> {
+        self.releases.iter().map(|(tag, (dirs, _))| (*tag, dirs.clone())).collect()
     }
 
     /// The session is over: attempts fail; releases succeed (the session's nodes are gone).

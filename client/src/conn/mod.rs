@@ -9,7 +9,7 @@ pub(crate) mod task;
 use crate::error::Error;
 use crate::watch::WatchSender;
 use tokio::sync::oneshot;
-use ward_proto::{Request, Response};
+use ward_proto::{LockKind, Request, Response};
 
 /// What the application asks of the connection task.
 pub(crate) enum Cmd {
@@ -21,18 +21,19 @@ pub(crate) enum Cmd {
     Close {
         reply: oneshot::Sender<Result<(), Error>>,
     },
-    /// Joins (or re-joins, after a lost reply) the lock queue in `dir` as attempt `tag`.
+    /// Joins (or re-joins, after a lost reply) the lock queues of `dirs` as attempt `tag`.
     Lock {
-        dir: String,
+        dirs: Vec<String>,
         tag: u64,
+        kind: LockKind,
         data: Vec<u8>,
         reply: oneshot::Sender<Result<Response, Error>>,
         granted: locks::GrantSender,
     },
-    /// Leaves the queue in `dir` (a guard released, or an attempt abandoned); retried across
+    /// Leaves the queues of `dirs` (a guard released, or an attempt abandoned); retried across
     /// reconnects until acknowledged.
     Release {
-        dir: String,
+        dirs: Vec<String>,
         tag: u64,
         done: Option<oneshot::Sender<Result<(), Error>>>,
     },

@@ -145,14 +145,14 @@ impl Task {
                     self.feed(writer, request, Waiter::User { reply, watch }).await?;
                 }
                 Cmd::Close { reply } => self.feed(writer, Request::CloseSession, Waiter::Close(reply)).await?,
-                Cmd::Lock { dir, tag, data, reply, granted } => {
+                Cmd::Lock { dirs, tag, kind, data, reply, granted } => {
                     self.locks.attempt(tag, granted);
-                    let request = Request::LockAcquire { dir, tag, data };
+                    let request = Request::LockAcquire { dirs, tag, kind, data };
                     self.feed(writer, request, Waiter::LockAcquire { tag, reply }).await?;
                 }
-                Cmd::Release { dir, tag, done } => {
-                    self.locks.release(tag, dir.clone(), done);
-                    self.feed(writer, Request::LockRelease { dir, tag }, Waiter::LockRelease { tag }).await?;
+                Cmd::Release { dirs, tag, done } => {
+                    self.locks.release(tag, dirs.clone(), done);
+                    self.feed(writer, Request::LockRelease { dirs, tag }, Waiter::LockRelease { tag }).await?;
                 }
             }
             next = self.rx.try_recv().ok();
@@ -179,7 +179,9 @@ impl Task {
                     Waiter::User { reply, watch } => complete_user(reply, watch, result, &mut self.watches),
                     Waiter::LockAcquire { tag, reply } => {
                         if let Ok(Response::Lock(state)) = &result {
-                            self.locks.answered(tag, &state.path, state.held);
+                            if let Some(node) = state.nodes.first() {
+                                self.locks.answered(tag, &node.path, state.held);
+                            }
                         }
                         let _ = reply.send(result.map_err(Error::from));
                     }
@@ -285,8 +287,8 @@ impl Task {
         for (tag, path) in self.locks.waiting_paths() {
             self.feed(writer, Request::LockWait { path }, Waiter::LockWait { tag }).await?;
         }
-        for (tag, dir) in self.locks.pending_releases() {
-            self.feed(writer, Request::LockRelease { dir, tag }, Waiter::LockRelease { tag }).await?;
+        for (tag, dirs) in self.locks.pending_releases() {
+            self.feed(writer, Request::LockRelease { dirs, tag }, Waiter::LockRelease { tag }).await?;
         }
         Ok(())
     }
@@ -308,8 +310,8 @@ impl Task {
                 let _ = reply.send(Err(Error::ConnectionLoss));
                 Ok(())
             }
-            Some(Cmd::Release { dir, tag, done }) => {
-                self.locks.release(tag, dir, done);
+            Some(Cmd::Release { dirs, tag, done }) => {
+                self.locks.release(tag, dirs, done);
                 Ok(())
             }
         }

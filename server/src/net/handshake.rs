@@ -89,7 +89,7 @@ async fn create(server: &Server, hello: &Hello, conn: ConnId, tx: &OutboundTx) -
         time_ms: now_ms(),
         session: SessionId(0),
         xid: 0,
-        op: CommandOp::CreateSession { timeout_ms, secret },
+        op: CommandOp::CreateSession { timeout_ms, secret, owner: hello.owner.clone() },
     };
     let unavailable = |why: &str| (ErrorCode::Unavailable, why.to_string());
     let applied = server.log.submit(cmd).await.map_err(|_| unavailable("could not order the new session"))?;

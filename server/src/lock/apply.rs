@@ -1,0 +1,93 @@
+//! Applying lock commands: joining and leaving queues, as one attempt across directories.
+
+use crate::state::StateMachine;
+use crate::tree::ops::Ctx;
+use ward_proto::{lock, path, CreateMode, ErrorCode, LockKind, LockNode, LockState, Response, SessionId};
+
+impl StateMachine {
+    /// Finds this session's contenders for `tag` (an earlier attempt whose reply was lost
+    /// created them) or creates the missing ones, one per directory, all under this
+    /// command's zxid; reports whether the attempt holds everywhere. On error the caller
+    /// rolls the journal back, so a multi-lock joins all its queues or none.
+    pub(crate) fn lock_acquire(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        session: SessionId,
+        dirs: &[String],
+        tag: u64,
+        kind: LockKind,
+        data: &[u8],
+    ) -> Result<Response, ErrorCode> {
+        let prefix = lock::contender_prefix(session, tag, kind);
+        let mut paths = Vec::with_capacity(dirs.len());
+        for dir in dirs {
+            if let LockKind::Semaphore { permits } = kind {
+                self.check_semaphore(ctx, dir, permits)?;
+            }
+            let path = match self.tree.child_with_prefix(dir, &prefix) {
+                Some(existing) => existing,
+                None => {
+                    let requested = path::join(dir, &prefix);
+                    let mode = CreateMode::EphemeralSequential;
+                    self.tree.create(ctx, &requested, data.to_vec(), mode, session)?.0
+                }
+            };
+            paths.push(path);
+        }
+        if paths.len() > 1 {
+            self.lock_groups.insert((session, tag), paths.clone());
+        }
+        let held = paths.iter().all(|p| super::is_holder(&self.tree, p));
+        let nodes = paths
+            .into_iter()
+            .map(|path| LockNode { token: self.tree.get(&path).map_or(0, |n| n.czxid), path })
+            .collect();
+        Ok(Response::Lock(LockState { nodes, held }))
+    }
+
+    /// A semaphore's permits are fixed by the first contender: it writes them into the
+    /// empty directory's data; every later acquire must ask for the same number.
+    fn check_semaphore(&mut self, ctx: &mut Ctx<'_>, dir: &str, permits: u32) -> Result<(), ErrorCode> {
+        let node = self.tree.get(dir).ok_or(ErrorCode::NoNode)?;
+        match lock::parse_semaphore_header(&node.data) {
+            Some(fixed) if fixed == permits => Ok(()),
+            Some(_) => Err(ErrorCode::PermitsMismatch),
+            None if node.data.is_empty() && lock::queue(node.children.iter().map(String::as_str)).is_empty() => {
+                self.tree.set_data(ctx, dir, lock::semaphore_header(permits), None).map(|_| ())
+            }
+            None => Err(ErrorCode::PermitsMismatch),
+        }
+    }
+
+    /// Deletes this session's contenders for `tag`; a release of nothing succeeds, so it can
+    /// be retried safely.
+    pub(crate) fn lock_release(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        session: SessionId,
+        dirs: &[String],
+        tag: u64,
+    ) -> Result<Response, ErrorCode> {
+        self.lock_groups.remove(&(session, tag));
+        let prefix = lock::attempt_prefix(session, tag);
+        for dir in dirs {
+            if let Some(path) = self.tree.child_with_prefix(dir, &prefix) {
+                self.tree.delete(ctx, &path, None)?;
+            }
+        }
+        Ok(Response::Deleted)
+    }
+
+    /// The standing of the attempt that `path` belongs to.
+    pub fn lock_state(&self, path: &str) -> Option<LockState> {
+        let paths = match super::group_of(self, path) {
+            Some(paths) => paths.clone(),
+            None => vec![path.to_string()],
+        };
+        let nodes = paths
+            .iter()
+            .map(|p| self.tree.get(p).map(|n| LockNode { path: p.clone(), token: n.czxid }))
+            .collect::<Option<Vec<_>>>()?;
+        Some(LockState { held: super::attempt_holds(self, path), nodes })
+    }
+}

@@ -1,0 +1,105 @@
+//! Lock queues on the server: who holds, and who becomes holder when contenders leave.
+//!
+//! Nothing here is stored beyond multi-lock groups: holders are derived from the tree by
+//! [`ward_proto::lock::holders`] (exclusive: first; shared: no exclusive ahead; semaphore:
+//! fewer than `permits` ahead). After an apply that deleted contenders, the holders of each
+//! touched queue are computed before and after the apply; a Ward contender that holds now
+//! and did not before has just been granted, and its session is told once. Waiters thus
+//! depend only on what is ahead of them, and one release sends one message per new holder:
+//! one for a mutex, one per reader when a writer lets a run of readers in.
+
+mod apply;
+
+use crate::command::Change;
+use crate::state::StateMachine;
+use crate::tree::DataTree;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use ward_proto::{lock, path, SessionId, Zxid};
+
+/// The permits of a directory's semaphore (1 if it is not a semaphore).
+fn permits(tree: &DataTree, dir: &str) -> u32 {
+    tree.get(dir).and_then(|n| lock::parse_semaphore_header(&n.data)).unwrap_or(1)
+}
+
+/// The names in `dir`'s queue that hold.
+fn holding<'a>(names: impl IntoIterator<Item = &'a str>, permits: u32) -> BTreeSet<&'a str> {
+    let queue = lock::queue(names);
+    let flags = lock::holders(&queue, permits);
+    queue.into_iter().zip(flags).filter(|(_, holds)| *holds).map(|(name, _)| name).collect()
+}
+
+/// True if the node at `path` holds in its directory's queue.
+pub fn is_holder(tree: &DataTree, path: &str) -> bool {
+    if path == "/" {
+        return false;
+    }
+    let dir = path::parent(path);
+    let Some(node) = tree.get(dir) else { return false };
+    holding(node.children.iter().map(String::as_str), permits(tree, dir)).contains(path::name(path))
+}
+
+/// True if every contender of the attempt `path` belongs to holds.
+pub fn attempt_holds(state: &StateMachine, path: &str) -> bool {
+    match group_of(state, path) {
+        Some(paths) => paths.iter().all(|p| is_holder(&state.tree, p)),
+        None => is_holder(&state.tree, path),
+    }
+}
+
+/// The contender paths of the multi-lock attempt `path` belongs to, if it is one.
+pub fn group_of<'a>(state: &'a StateMachine, path: &str) -> Option<&'a Vec<String>> {
+    let (session, tag) = lock::parse_contender(path::name(path))?;
+    state.lock_groups.get(&(session, tag))
+}
+
+/// A lock attempt that became held in this apply, and must be told.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Grant {
+    pub session: SessionId,
+    pub path: String,
+    pub token: Zxid,
+}
+
+/// Ward attempts that became held through the deletes in `changes`.
+pub fn grants(state: &StateMachine, changes: &[Change]) -> Vec<Grant> {
+    // Per directory: contenders deleted and created by this apply.
+    let mut touched: BTreeMap<&str, (Vec<&str>, HashSet<&str>)> = BTreeMap::new();
+    for change in changes {
+        if let Change::Deleted(p) = change {
+            if lock::sequence(path::name(p)).is_some() {
+                touched.entry(path::parent(p)).or_default().0.push(path::name(p));
+            }
+        }
+    }
+    for change in changes {
+        if let Change::Created(p) = change {
+            if let Some(entry) = touched.get_mut(path::parent(p)) {
+                entry.1.insert(path::name(p));
+            }
+        }
+    }
+    let tree = &state.tree;
+    let mut grants = Vec::new();
+    let mut told = HashSet::new();
+    for (dir, (deleted, created)) in touched {
+        let Some(node) = tree.get(dir) else { continue };
+        let permits = permits(tree, dir);
+        let now: Vec<&str> = node.children.iter().map(String::as_str).collect();
+        let before = now.iter().copied().filter(|n| !created.contains(n)).chain(deleted.iter().copied());
+        let held_before = holding(before, permits);
+        for name in holding(now.iter().copied(), permits) {
+            // A contender created by this apply learns its standing from its own reply.
+            if held_before.contains(name) || created.contains(name) {
+                continue;
+            }
+            let Some((session, tag)) = lock::parse_contender(name) else { continue };
+            let path = path::join(dir, name);
+            if !attempt_holds(state, &path) || !told.insert((session, tag)) {
+                continue;
+            }
+            let token = tree.get(&path).map_or(0, |n| n.czxid);
+            grants.push(Grant { session, path, token });
+        }
+    }
+    grants
+}
