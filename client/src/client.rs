@@ -73,6 +73,7 @@ impl Client {
     pub async fn create_with_stat(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<(String, Stat)> {
         if mode.is_sequential() { path::validate_sequential_prefix(path) } else { path::validate(path) }
             .map_err(|e| Error::BadArguments(format!("{path:?}: {e}")))?;
+        check_data(data)?;
         let request = Request::Create { path: path.to_string(), data: data.to_vec(), mode };
         match self.call(request, None).await? {
             Response::Created { path, stat } => Ok((path, stat)),
@@ -90,6 +91,7 @@ impl Client {
 
     /// Replaces a node's data; returns the new stat.
     pub async fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<Stat> {
+        check_data(data)?;
         let request = Request::SetData { path: checked(path)?, data: data.to_vec(), version };
         match self.call(request, None).await? {
             Response::DataSet(stat) => Ok(stat),
@@ -162,6 +164,9 @@ impl Client {
                 _ => path::validate(path),
             };
             valid.map_err(|e| Error::BadArguments(format!("{path:?}: {e}")))?;
+            if let Op::Create { data, .. } | Op::SetData { data, .. } = op {
+                check_data(data)?;
+            }
         }
         match self.call(Request::Multi(ops), None).await? {
             Response::Multi(results) => {
@@ -230,6 +235,19 @@ impl Client {
         self.inner.tx.send(Cmd::Request { request, watch, reply }).map_err(|_| Error::Closed)?;
         rx.await.map_err(|_| Error::Closed)?
     }
+}
+
+/// Refuses data the server would refuse, before it costs a round trip (or, past the frame
+/// limit, the connection).
+pub(crate) fn check_data(data: &[u8]) -> Result<()> {
+    if data.len() > ward_proto::MAX_DATA_LEN {
+        return Err(Error::BadArguments(format!(
+            "{} bytes of data exceed the limit of {}",
+            data.len(),
+            ward_proto::MAX_DATA_LEN
+        )));
+    }
+    Ok(())
 }
 
 pub(crate) fn checked(p: &str) -> Result<String> {

@@ -67,3 +67,20 @@ async fn close_deletes_ephemerals_and_tells_watchers() {
     assert_eq!(watch.await.unwrap().kind, EventKind::NodeDeleted);
     assert_eq!(owner.exists("/").await, Err(Error::Closed));
 }
+
+/// G2: a session's requests are handled in the order sent, so a read sent just before a
+/// write (pipelined, not awaited) does not see it, and one sent just after does.
+#[tokio::test]
+async fn pipelined_reads_see_exactly_the_earlier_writes() {
+    let addr = start().await;
+    let c = Client::connect(&addr).await.unwrap();
+    c.create("/fifo", b"0", CreateMode::Persistent).await.unwrap();
+    for round in 1..=50u32 {
+        let new = round.to_string();
+        let (before, set, after) =
+            tokio::join!(c.get_data("/fifo"), c.set_data("/fifo", new.as_bytes(), None), c.get_data("/fifo"));
+        set.unwrap();
+        assert_eq!(before.unwrap().0, (round - 1).to_string().as_bytes(), "round {round}");
+        assert_eq!(after.unwrap().0, new.as_bytes(), "round {round}");
+    }
+}

@@ -29,6 +29,9 @@ pub enum CodecError {
     /// client's version from it.
     #[error("malformed frame: {error}")]
     Malformed { error: postcard::Error, frame: BytesMut },
+    /// The peer closed the connection in the middle of a frame.
+    #[error("connection closed inside a frame ({have} bytes of it received)")]
+    Truncated { have: usize },
     #[error("cannot encode message: {0}")]
     Encode(postcard::Error),
 }
@@ -70,19 +73,28 @@ impl<In: DeserializeOwned, Out> Decoder for FrameCodec<In, Out> {
             Err(error) => Err(CodecError::Malformed { error, frame }),
         }
     }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<In>, CodecError> {
+        match self.decode(src)? {
+            Some(msg) => Ok(Some(msg)),
+            None if src.is_empty() => Ok(None),
+            None => Err(CodecError::Truncated { have: src.len() }),
+        }
+    }
 }
 
 impl<In, Out: Serialize> Encoder<Out> for FrameCodec<In, Out> {
     type Error = CodecError;
 
     fn encode(&mut self, msg: Out, dst: &mut BytesMut) -> Result<(), CodecError> {
-        let start = dst.len();
-        dst.put_u32(0);
-        let mut body = postcard::to_extend(&msg, std::mem::take(dst)).map_err(CodecError::Encode)?;
-        let len = body.len() - start - LEN_BYTES;
+        // Encoded aside first, so a message that cannot be encoded leaves the frames
+        // already buffered intact.
+        let body = postcard::to_allocvec(&msg).map_err(CodecError::Encode)?;
+        let len = body.len();
         let len = u32::try_from(len).map_err(|_| CodecError::FrameTooLarge { len, max: u32::MAX as usize })?;
-        body[start..start + LEN_BYTES].copy_from_slice(&len.to_be_bytes());
-        *dst = body;
+        dst.reserve(LEN_BYTES + body.len());
+        dst.put_u32(len);
+        dst.extend_from_slice(&body);
         Ok(())
     }
 }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: [u8; 4] = *b"WARD";
 
 /// The protocol version this crate speaks. Bump it on any incompatible change.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// A client's opening frame.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

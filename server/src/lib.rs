@@ -13,10 +13,12 @@
 //! * [`tree`]: the data tree and its mutations, with undo for multi.
 //! * [`lock`]: lock queues derived from the tree: holders, and grants after deletes.
 //! * [`log`]: the `CommandLog` seam every write passes through; the in-memory log.
+//! * [`raft`]: the durable log: openraft (one member), fsynced segments, snapshots, group commit.
 //! * [`core`]: the state machine behind its lock, publishing to watches and sessions.
 //! * [`prep`]: pure checks before a write is logged.
 //! * [`read`]: reads, and arming watches in the same view.
-//! * [`watch`]: the watch registry and each connection's outbound queue.
+//! * [`watch`]: the watch registry.
+//! * [`outbox`]: each connection's counted queue of events, grants and closes.
 //! * [`session`]: deadlines, connection ownership and the expiry sweep.
 //! * [`net`]: accept loop, handshake, per-connection reader and writer.
 //! * [`config`], [`error`].
@@ -28,7 +30,9 @@ pub mod error;
 pub mod lock;
 pub mod log;
 pub mod net;
+pub mod outbox;
 pub mod prep;
+pub mod raft;
 pub mod read;
 pub mod session;
 pub mod state;

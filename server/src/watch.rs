@@ -9,7 +9,6 @@
 use crate::command::Change;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use tokio::sync::mpsc;
 use ward_proto::{EventKind, WatchEvent, WatchKind, Zxid};
 
 /// Identifies one client connection on this server.
@@ -36,7 +35,7 @@ pub enum Outbound {
     Close(CloseReason),
 }
 
-pub type OutboundTx = mpsc::UnboundedSender<Outbound>;
+pub use crate::outbox::OutboundTx;
 
 #[derive(Default)]
 struct Watches {

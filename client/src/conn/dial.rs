@@ -41,6 +41,10 @@ async fn dial_inner(addr: &str, hello: Hello) -> Result<Connection, DialError> {
     let mut writer = FramedWrite::new(w, FrameCodec::new(MAX_REPLY_FRAME));
     writer.send(ClientMessage::Hello(hello)).await.map_err(|e| unreachable(&e))?;
     match reader.next().await {
+        // Heartbeats run at a third of the timeout: a zero timeout is a broken server.
+        Some(Ok(ServerMessage::Welcome(welcome))) if welcome.timeout_ms < 3 => {
+            Err(unreachable(&format!("unusable session timeout {} ms", welcome.timeout_ms)))
+        }
         Some(Ok(ServerMessage::Welcome(welcome))) => Ok(Connection { reader, writer, welcome }),
         Some(Ok(ServerMessage::Refused { code, reason })) => Err(DialError::Refused(code, reason)),
         Some(Ok(other)) => Err(unreachable(&format!("unexpected answer to hello: {other:?}"))),

@@ -92,7 +92,13 @@ impl Task {
         let every = self.timeout / 3;
         let mut heartbeat = tokio::time::interval_at(Instant::now() + every, every);
         heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        // ZooKeeper's read timeout: two thirds of the session timeout of silence means this
+        // server is gone (or we are cut off); there is still time to reach another. The
+        // timer is pushed back lazily, only when it fires, rather than on every frame.
+        let silence_limit = self.timeout * 2 / 3;
         let mut last_heard = Instant::now();
+        let silence = tokio::time::sleep_until(last_heard + silence_limit);
+        tokio::pin!(silence);
         loop {
             tokio::select! {
                 cmd = self.rx.recv() => {
@@ -117,12 +123,14 @@ impl Task {
                         }
                     }
                 },
-                _ = heartbeat.tick() => {
-                    // ZooKeeper's read timeout: two thirds of the session timeout of silence
-                    // means this server is gone (or we are cut off); try another in time.
-                    if last_heard.elapsed() >= self.timeout * 2 / 3 {
+                _ = &mut silence => {
+                    let due = last_heard + silence_limit;
+                    if due <= Instant::now() {
                         return End::Lost("server silent for 2/3 of the session timeout".into());
                     }
+                    silence.as_mut().reset(due);
+                }
+                _ = heartbeat.tick() => {
                     let sent = match self.feed(&mut writer, Request::Ping, Waiter::Internal).await {
                         Ok(()) => writer.flush().await,
                         Err(e) => Err(e),

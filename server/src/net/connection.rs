@@ -1,41 +1,34 @@
 //! One client connection: a reader that turns frames into ordered work items, and a writer
-//! that completes them in order and interleaves watch events.
+//! (`writer.rs`) that completes them in order and interleaves server-initiated messages.
 //!
-//! Order is the point of this file. Replies leave in request order (writes are awaited in
-//! turn, and a read runs only when it reaches the head of the queue, so it sees the
-//! session's earlier writes: G2). Before each reply the writer sends every event already
-//! queued; for a read, it collects them while holding the same state view the read uses,
-//! so an event for any change the read can see goes out first (G6).
+//! Order is the point. Requests of a session are handled in the order sent, as ZooKeeper
+//! promises (G2): the reader submits writes to the log as they arrive, and runs a read only
+//! once every write sent before it has been applied, and before it reads the next frame,
+//! so a read sees exactly the session's earlier writes. The reader also records how many
+//! events were queued on the connection when the read looked at the state; the writer sends
+//! at least those before the read's reply, so an event for any change the read can see goes
+//! out first (G6).
 
 use super::handshake;
-use crate::command::{Command, Outcome};
-use crate::log::Pending;
+use super::writer::{Item, WriterLoop};
+use crate::command::Command;
+use crate::outbox::{OutboundTx, Outbox};
 use crate::prep::prep;
 use crate::read::Reader as ReadCtx;
-use crate::watch::{CloseReason, ConnId, Outbound};
+use crate::watch::ConnId;
 use crate::{now_ms, Server};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
-use ward_proto::{ClientMessage, CodecError, ErrorCode, FrameCodec, Request, Response, ServerMessage, SessionId};
+use ward_proto::{ClientMessage, CodecError, ErrorCode, FrameCodec, Request, ServerMessage, SessionId};
 
 pub type Reader = FramedRead<OwnedReadHalf, FrameCodec<ClientMessage, ServerMessage>>;
 pub type Writer = FramedWrite<OwnedWriteHalf, FrameCodec<ClientMessage, ServerMessage>>;
-
-/// A request on its way to a reply, in arrival order.
-enum Item {
-    /// Runs when it reaches the head of the queue.
-    Read { xid: u64, request: Request },
-    /// Ordered in the log already; its reply waits for apply.
-    Write { xid: u64, pending: Pending, closes_session: bool },
-    /// Refused before reaching the log.
-    Done { xid: u64, result: Result<Response, ErrorCode> },
-}
 
 pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, conn: ConnId, cancel: CancellationToken) {
     if let Err(error) = stream.set_nodelay(true) {
@@ -45,9 +38,9 @@ pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, con
     let max = server.config.max_frame_len();
     let mut reader = FramedRead::new(r, FrameCodec::new(max));
     let mut writer = FramedWrite::new(w, FrameCodec::new(max));
-    let (out_tx, out_rx) = mpsc::unbounded_channel();
+    let (outbox, out_rx) = Outbox::channel();
 
-    let hello = handshake::run(&server, &mut reader, &mut writer, peer, conn, &out_tx);
+    let hello = handshake::run(&server, &mut reader, &mut writer, peer, conn, &outbox);
     let session = tokio::select! {
         _ = cancel.cancelled() => return,
         r = tokio::time::timeout(server.config.handshake_timeout, hello) => match r {
@@ -59,13 +52,16 @@ pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, con
             }
         },
     };
-    server.core.watches.add_conn(conn, out_tx);
+    server.core.watches.add_conn(conn, outbox.clone());
     let (queue_tx, queue_rx) = mpsc::channel(server.config.max_inflight_per_conn);
+    let (applied_tx, applied_rx) = watch::channel(0u64);
     let conn_cancel = cancel.child_token();
-    let ctx = Conn { server: server.clone(), peer, conn, session };
+    let ctx = Conn { server: server.clone(), peer, conn, session, outbox };
+    let writer_loop =
+        WriterLoop { server: server.clone(), peer, session, writer, queue: queue_rx, out: out_rx, taken: 0 };
     tokio::join!(
-        ctx.read_loop(reader, queue_tx, conn_cancel.clone()),
-        ctx.write_loop(writer, queue_rx, out_rx, conn_cancel),
+        ctx.read_loop(reader, queue_tx, applied_rx, conn_cancel.clone()),
+        writer_loop.run(applied_tx, conn_cancel),
     );
     server.core.watches.remove_conn(conn);
     server.core.sessions.detach(session, conn);
@@ -77,10 +73,19 @@ struct Conn {
     peer: SocketAddr,
     conn: ConnId,
     session: SessionId,
+    outbox: OutboundTx,
 }
 
 impl Conn {
-    async fn read_loop(&self, mut reader: Reader, queue: mpsc::Sender<Item>, cancel: CancellationToken) {
+    async fn read_loop(
+        &self,
+        mut reader: Reader,
+        queue: mpsc::Sender<Item>,
+        mut applied: watch::Receiver<u64>,
+        cancel: CancellationToken,
+    ) {
+        // Writes submitted so far; the writer counts those applied in `applied`.
+        let mut submitted = 0u64;
         loop {
             let frame = tokio::select! {
                 _ = cancel.cancelled() => return,
@@ -98,7 +103,21 @@ impl Conn {
             };
             self.server.core.sessions.touch(self.session);
             let closes_session = matches!(request, Request::CloseSession);
-            if queue.send(self.dispatch(xid, request, closes_session)).await.is_err() || closes_session {
+            let item = if request.is_write() {
+                submitted += 1;
+                self.write(xid, request, submitted, closes_session)
+            } else {
+                // FIFO per session: the writes sent before this read are applied first.
+                let caught_up = tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    r = applied.wait_for(|&n| n >= submitted) => r.is_ok(),
+                };
+                if !caught_up {
+                    return;
+                }
+                self.read(xid, request)
+            };
+            if queue.send(item).await.is_err() || closes_session {
                 return;
             }
         }
@@ -108,185 +127,28 @@ impl Conn {
         tracing::warn!(peer = %self.peer, session = %self.session, reason = why, "closing connection: bad input");
     }
 
-    fn dispatch(&self, xid: u64, request: Request, closes_session: bool) -> Item {
-        if !request.is_write() {
-            return Item::Read { xid, request };
-        }
+    fn read(&self, xid: u64, request: Request) -> Item {
+        let ctx = ReadCtx { core: &self.server.core, conn: self.conn, session: self.session };
+        let mut events = Vec::new();
+        let (zxid, events_before, result) = self.server.core.read(|state| {
+            let events_before = self.outbox.queued();
+            (state.last_zxid(), events_before, ctx.execute(state, request, &mut events))
+        });
+        Item::Read { xid, zxid, events_before, events, result }
+    }
+
+    fn write(&self, xid: u64, request: Request, number: u64, closes_session: bool) -> Item {
         if !self.server.core.sessions.is_owner(self.session, self.conn) {
             // The session moved to a newer connection (or ended): a late frame on this one
             // must not be ordered after what the new connection sends.
-            return Item::Done { xid, result: Err(ErrorCode::SessionExpired) };
+            return Item::Refused { xid, number, code: ErrorCode::SessionExpired };
         }
         match prep(request, self.server.config.max_data_len) {
             Ok(op) => {
                 let cmd = Command { time_ms: now_ms(), session: self.session, xid, op };
-                Item::Write { xid, pending: self.server.log.submit(cmd), closes_session }
+                Item::Write { xid, number, pending: self.server.log.submit(cmd), closes_session }
             }
-            Err(code) => Item::Done { xid, result: Err(code) },
-        }
-    }
-
-    async fn write_loop(
-        &self,
-        mut writer: Writer,
-        mut queue: mpsc::Receiver<Item>,
-        mut out: mpsc::UnboundedReceiver<Outbound>,
-        cancel: CancellationToken,
-    ) {
-        // Whatever ends the writer ends the reader too.
-        let _stop_reader = cancel.clone().drop_guard();
-        let mut out_buf = Vec::new();
-        loop {
-            let step = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return,
-                msg = out.recv() => self.outbound(&mut writer, msg, &mut queue, &mut out, &mut out_buf).await,
-                item = queue.recv() => match item {
-                    Some(item) => self.complete(&mut writer, item, &mut out, &mut out_buf).await,
-                    None => Step::Stop,
-                },
-            };
-            let step = match step {
-                Step::Continue if out.is_empty() && queue.is_empty() => match writer.flush().await {
-                    Ok(()) => Step::Continue,
-                    Err(_) => Step::Stop,
-                },
-                step => step,
-            };
-            if let Step::Stop = step {
-                let _ = writer.flush().await;
-                return;
-            }
-        }
-    }
-
-    async fn outbound(
-        &self,
-        writer: &mut Writer,
-        msg: Option<Outbound>,
-        queue: &mut mpsc::Receiver<Item>,
-        out: &mut mpsc::UnboundedReceiver<Outbound>,
-        buf: &mut Vec<Outbound>,
-    ) -> Step {
-        match msg {
-            Some(Outbound::Event(event)) => feed(writer, ServerMessage::Event(event)).await,
-            Some(Outbound::LockGranted { path, token }) => {
-                feed(writer, ServerMessage::LockGranted { path, token }).await
-            }
-            Some(Outbound::Close(reason)) => {
-                // Requests ordered before the close still get their replies; if one of them
-                // is this session's own CloseSession, its reply ends the connection.
-                while let Ok(item) = queue.try_recv() {
-                    if let Step::Stop = self.complete(writer, item, out, buf).await {
-                        return Step::Stop;
-                    }
-                }
-                self.close(writer, reason).await
-            }
-            None => Step::Stop,
-        }
-    }
-
-    async fn close(&self, writer: &mut Writer, reason: CloseReason) -> Step {
-        tracing::debug!(peer = %self.peer, session = %self.session, ?reason, "server closes connection");
-        if reason == CloseReason::SessionEnded {
-            let _ = feed(writer, ServerMessage::SessionExpired).await;
-        }
-        Step::Stop
-    }
-
-    /// Completes the item at the head of the queue: its events first, then its reply.
-    async fn complete(
-        &self,
-        writer: &mut Writer,
-        item: Item,
-        out: &mut mpsc::UnboundedReceiver<Outbound>,
-        buf: &mut Vec<Outbound>,
-    ) -> Step {
-        let (xid, zxid, result, closes_session) = match item {
-            Item::Read { xid, request } => {
-                let mut events = Vec::new();
-                let ctx = ReadCtx { core: &self.server.core, conn: self.conn, session: self.session };
-                let (zxid, result) = self.server.core.read(|state| {
-                    drain(out, buf);
-                    (state.last_zxid(), ctx.execute(state, request, &mut events))
-                });
-                buf.extend(events.into_iter().map(Outbound::Event));
-                (xid, zxid, result, false)
-            }
-            Item::Write { xid, mut pending, closes_session } => {
-                let applied = match pending.try_take() {
-                    Some(applied) => applied,
-                    None => {
-                        if writer.flush().await.is_err() {
-                            return Step::Stop;
-                        }
-                        pending.await
-                    }
-                };
-                drain(out, buf);
-                match applied {
-                    Ok(applied) => {
-                        let result = match applied.outcome {
-                            Outcome::Reply(result) => result,
-                            Outcome::SessionCreated(_) => Err(ErrorCode::BadArguments),
-                        };
-                        (xid, applied.zxid, result, closes_session)
-                    }
-                    Err(code) => (xid, self.server.core.read(|s| s.last_zxid()), Err(code), false),
-                }
-            }
-            Item::Done { xid, result } => {
-                drain(out, buf);
-                (xid, self.server.core.read(|s| s.last_zxid()), result, false)
-            }
-        };
-        let mut close = None;
-        for msg in buf.drain(..) {
-            match msg {
-                Outbound::Event(event) => {
-                    if let Step::Stop = feed(writer, ServerMessage::Event(event)).await {
-                        return Step::Stop;
-                    }
-                }
-                Outbound::LockGranted { path, token } => {
-                    if let Step::Stop = feed(writer, ServerMessage::LockGranted { path, token }).await {
-                        return Step::Stop;
-                    }
-                }
-                Outbound::Close(reason) => close = close.or(Some(reason)),
-            }
-        }
-        if let Step::Stop = feed(writer, ServerMessage::Reply { xid, zxid, result }).await {
-            return Step::Stop;
-        }
-        match close {
-            // Our own CloseSession ends the session too; the reply already says so.
-            Some(_) if closes_session => Step::Stop,
-            Some(reason) => self.close(writer, reason).await,
-            None if closes_session => Step::Stop,
-            None => Step::Continue,
-        }
-    }
-}
-
-enum Step {
-    Continue,
-    Stop,
-}
-
-fn drain(out: &mut mpsc::UnboundedReceiver<Outbound>, buf: &mut Vec<Outbound>) {
-    while let Ok(msg) = out.try_recv() {
-        buf.push(msg);
-    }
-}
-
-async fn feed(writer: &mut Writer, msg: ServerMessage) -> Step {
-    match writer.feed(msg).await {
-        Ok(()) => Step::Continue,
-        Err(error) => {
-            tracing::debug!(%error, "connection write failed");
-            Step::Stop
+            Err(code) => Item::Refused { xid, number, code },
         }
     }
 }

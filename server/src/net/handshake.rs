@@ -28,7 +28,8 @@ pub async fn run(
             return refuse(writer, peer, ErrorCode::BadArguments, "the first frame must be a hello".into()).await;
         }
         Err(CodecError::Malformed { frame, error }) => {
-            if let Some(prefix) = HelloPrefix::peek(&frame).filter(|p| p.tag == 0 && p.magic == MAGIC) {
+            let prefix = HelloPrefix::peek(&frame).filter(|p| p.tag == 0 && p.magic == MAGIC);
+            if let Some(prefix) = prefix.filter(|p| p.version != PROTOCOL_VERSION) {
                 return refuse_version(writer, peer, prefix.version).await;
             }
             tracing::warn!(%peer, %error, "closing connection: malformed hello");
@@ -43,7 +44,10 @@ pub async fn run(
         return refuse_version(writer, peer, hello.version).await;
     }
     let last_zxid = server.core.read(|s| s.last_zxid());
-    if hello.last_zxid_seen > last_zxid {
+    let known = hello.resume.is_some_and(|(id, _)| server.core.read(|s| s.session(id).is_some()));
+    // An unknown session is expired whatever this server's zxid; a known one must not be
+    // shown state older than what its client has already seen.
+    if known && hello.last_zxid_seen > last_zxid {
         let why = format!("client has seen zxid {} but this server is at {last_zxid}", hello.last_zxid_seen);
         return refuse(writer, peer, ErrorCode::Unavailable, why).await;
     }

@@ -4,3 +4,4 @@
 pub mod connection;
 pub mod handshake;
 pub mod listener;
+pub mod writer;

@@ -70,7 +70,7 @@ impl SessionTracker {
     /// Pushes `msg` to the connection serving `session`; false if none does.
     pub fn send(&self, session: SessionId, msg: Outbound) -> bool {
         match self.lock().get(&session).and_then(|t| t.conn.as_ref()) {
-            Some((_, tx)) => tx.send(msg).is_ok(),
+            Some((_, tx)) => tx.send(msg),
             None => false,
         }
     }

@@ -30,7 +30,7 @@ impl DataTree {
         mode: CreateMode,
         owner: SessionId,
     ) -> Result<(String, Stat), ErrorCode> {
-        if requested == "/" {
+        if requested == "/" && !mode.is_sequential() {
             return Err(ErrorCode::NodeExists);
         }
         let parent_path = path::parent(requested).to_string();

@@ -1,0 +1,41 @@
+//! A connection's queue of server-initiated messages (watch events, lock grants, closes).
+//!
+//! The queue counts what was put in it. A read records the count while it holds the state
+//! lock; since events are queued under the write lock by the apply that caused them, every
+//! event for a change the read can see is within that count, and the connection writes at
+//! least that many queued messages before the read's reply (guarantee G6).
+
+use crate::watch::Outbound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+pub struct Outbox {
+    tx: mpsc::UnboundedSender<Outbound>,
+    queued: AtomicU64,
+}
+
+/// How the rest of the server reaches a connection.
+pub type OutboundTx = Arc<Outbox>;
+
+impl Outbox {
+    pub fn channel() -> (OutboundTx, mpsc::UnboundedReceiver<Outbound>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Arc::new(Outbox { tx, queued: AtomicU64::new(0) }), rx)
+    }
+
+    /// Queues `msg`; false if the connection is gone.
+    pub fn send(&self, msg: Outbound) -> bool {
+        let sent = self.tx.send(msg).is_ok();
+        if sent {
+            // After the send: a count read later covers only messages already in the queue.
+            self.queued.fetch_add(1, Ordering::Release);
+        }
+        sent
+    }
+
+    /// How many messages have been queued so far.
+    pub fn queued(&self) -> u64 {
+        self.queued.load(Ordering::Acquire)
+    }
+}

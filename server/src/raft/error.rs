@@ -1,0 +1,42 @@
+//! Errors of the durable log. Damage names the file and the byte offset, so an operator
+//! can look at the bytes (and decide between restoring a backup and cutting the file).
+
+use std::io;
+use std::path::PathBuf;
+
+/// A file could not be read, written or trusted.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error("{op} {}: {source}", path.display())]
+    Io { path: PathBuf, op: &'static str, source: io::Error },
+    #[error(
+        "{} is damaged at byte offset {offset}: {reason}; refusing to start \
+         (the data after this point was acknowledged and cannot be dropped silently)",
+        path.display()
+    )]
+    Damaged { path: PathBuf, offset: u64, reason: String },
+    #[error("the log accepts no more writes: an earlier write or fsync failed")]
+    Failed,
+    #[error("record of {0} bytes is larger than a record can be")]
+    TooLarge(usize),
+}
+
+/// Why the durable, Raft-ordered log could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    #[error(transparent)]
+    File(#[from] FileError),
+    #[error("{what} cannot be decoded: {source}")]
+    Decode { what: String, source: postcard::Error },
+    #[error("raft configuration: {0}")]
+    Config(String),
+    #[error("raft: {0}")]
+    Raft(String),
+}
+
+impl From<OpenError> for crate::Error {
+    fn from(e: OpenError) -> Self {
+        crate::Error::Io(io::Error::other(e))
+    }
+}

@@ -1,0 +1,225 @@
+//! openraft's log store over the [`Wal`]: every append, truncate and purge is one record and
+//! one `fdatasync`; the vote is a small file replaced atomically.
+//!
+//! Entries not yet purged behind a snapshot are also kept in memory: openraft reads every
+//! committed entry back to apply it, and a store that went to disk for that would pay for
+//! the write twice. The snapshot policy bounds how many there are.
+
+use super::error::{FileError, OpenError};
+use super::fsutil::{read_checked, remove_stale_tmp, write_checked};
+use super::record::{Record, RecordRef};
+use super::types::{Entry, LogId, LogState, StorageError, TypeConfig, Vote};
+use super::wal::{Replayed, Wal};
+use openraft::storage::{LogFlushed, RaftLogStorage};
+use openraft::{AnyError, RaftLogReader, StorageIOError};
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::ops::RangeBounds;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+const VOTE_MAGIC: &[u8; 8] = b"WARDVOT1";
+
+/// What readers share with the writer.
+#[derive(Default)]
+struct Cache {
+    entries: BTreeMap<u64, Entry>,
+    last_purged: Option<LogId>,
+}
+
+/// The log store handed to openraft. Only openraft's core writes through it, one call at a
+/// time, which is what keeps appends, truncations, purges and votes in order.
+pub struct LogStore {
+    wal: Wal,
+    cache: Arc<RwLock<Cache>>,
+    vote_path: PathBuf,
+    vote: Option<Vote>,
+    /// The highest entry index each segment holds, to know which segments a purge frees.
+    segment_max: BTreeMap<u64, u64>,
+}
+
+/// A reader of the entries in memory, for openraft's apply and replication tasks.
+#[derive(Clone)]
+pub struct LogReader {
+    cache: Arc<RwLock<Cache>>,
+}
+
+impl LogStore {
+    /// Opens the log in `dir/log` and the vote in `dir/vote`.
+    pub fn open(dir: &Path, segment_bytes: u64) -> Result<LogStore, OpenError> {
+        let vote_path = dir.join("vote");
+        remove_stale_tmp(&vote_path)?;
+        let vote = match read_checked(&vote_path, VOTE_MAGIC)? {
+            Some(bytes) => Some(
+                postcard::from_bytes(&bytes)
+                    .map_err(|source| OpenError::Decode { what: vote_path.display().to_string(), source })?,
+            ),
+            None => None,
+        };
+        let (wal, replayed) = Wal::open(&dir.join("log"), segment_bytes)?;
+        let mut cache = Cache::default();
+        let mut segment_max = BTreeMap::new();
+        for Replayed { segment, record } in replayed {
+            match record {
+                Record::Entries(entries) => {
+                    if let Some(last) = entries.last() {
+                        segment_max.insert(segment, last.log_id.index);
+                    }
+                    cache.entries.extend(entries.into_iter().map(|e| (e.log_id.index, e)));
+                }
+                Record::Truncate { since } => drop(cache.entries.split_off(&since)),
+                Record::Purge { upto } => cache.purge(upto),
+            }
+        }
+        tracing::info!(
+            entries = cache.entries.len(),
+            purged = ?cache.last_purged.map(|id| id.index),
+            last = ?cache.entries.last_key_value().map(|(i, _)| *i),
+            "log opened"
+        );
+        Ok(LogStore { wal, cache: Arc::new(RwLock::new(cache)), vote_path, vote, segment_max })
+    }
+
+    /// True when nothing was ever logged: the group needs initializing.
+    pub fn is_new(&self) -> bool {
+        let cache = read(&self.cache);
+        cache.entries.is_empty() && cache.last_purged.is_none()
+    }
+
+    fn write_record(&mut self, record: &RecordRef<'_>) -> Result<u64, FileError> {
+        self.wal.append(record).inspect_err(|e| {
+            tracing::error!(error = %e, "log write failed; the log stops accepting writes");
+        })
+    }
+
+    /// Deletes the oldest full segments whose entries are all purged. Only a prefix goes, so
+    /// a truncation record can never outlive the entries it voids.
+    fn remove_purged_segments(&mut self, upto: u64) -> Result<(), FileError> {
+        let mut last = None;
+        for n in self.wal.closed_segments() {
+            match self.segment_max.get(&n) {
+                Some(max) if *max > upto => break,
+                _ => last = Some(n),
+            }
+        }
+        if let Some(last) = last {
+            self.wal.remove_through(last)?;
+            self.segment_max.retain(|n, _| *n > last);
+        }
+        Ok(())
+    }
+}
+
+impl Cache {
+    fn purge(&mut self, upto: LogId) {
+        if self.last_purged.is_none_or(|p| p.index < upto.index) {
+            self.last_purged = Some(upto);
+        }
+        self.entries = self.entries.split_off(&(upto.index + 1));
+    }
+
+    fn range<RB: RangeBounds<u64>>(&self, range: RB) -> Vec<Entry> {
+        self.entries.range(range).map(|(_, e)| e.clone()).collect()
+    }
+}
+
+/// openraft stops on a storage error: nothing is acknowledged after a failed write or fsync.
+fn write_failed(e: &FileError) -> StorageError {
+    StorageIOError::write_logs(AnyError::new(e)).into()
+}
+
+fn read(cache: &RwLock<Cache>) -> RwLockReadGuard<'_, Cache> {
+    cache.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write(cache: &RwLock<Cache>) -> RwLockWriteGuard<'_, Cache> {
+    cache.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl RaftLogReader<TypeConfig> for LogReader {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, StorageError> {
+        Ok(read(&self.cache).range(range))
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, StorageError> {
+        Ok(read(&self.cache).range(range))
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = LogReader;
+
+    async fn get_log_state(&mut self) -> Result<LogState, StorageError> {
+        let cache = read(&self.cache);
+        let last_purged_log_id = cache.last_purged;
+        let last_log_id = cache.entries.last_key_value().map(|(_, e)| e.log_id).or(last_purged_log_id);
+        Ok(LogState { last_purged_log_id, last_log_id })
+    }
+
+    async fn get_log_reader(&mut self) -> LogReader {
+        LogReader { cache: self.cache.clone() }
+    }
+
+    async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {
+        let bytes = postcard::to_allocvec(vote).map_err(|e| StorageIOError::write_vote(AnyError::new(&e)))?;
+        write_checked(&self.vote_path, VOTE_MAGIC, &bytes).map_err(|e| {
+            tracing::error!(error = %e, "saving the vote failed");
+            StorageIOError::write_vote(AnyError::new(&e))
+        })?;
+        self.vote = Some(*vote);
+        Ok(())
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, StorageError> {
+        Ok(self.vote)
+    }
+
+    async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> Result<(), StorageError>
+    where
+        I: IntoIterator<Item = Entry> + Send,
+        I::IntoIter: Send,
+    {
+        let entries: Vec<Entry> = entries.into_iter().collect();
+        let Some(last) = entries.last().map(|e| e.log_id.index) else {
+            callback.log_io_completed(Ok(()));
+            return Ok(());
+        };
+        // The write includes the fdatasync: the callback below is the acknowledgement.
+        match self.write_record(&RecordRef::Entries(&entries)) {
+            Ok(segment) => {
+                self.segment_max.insert(segment, last);
+                write(&self.cache).entries.extend(entries.into_iter().map(|e| (e.log_id.index, e)));
+                callback.log_io_completed(Ok(()));
+                Ok(())
+            }
+            Err(e) => {
+                callback.log_io_completed(Err(std::io::Error::other(e.to_string())));
+                Err(write_failed(&e))
+            }
+        }
+    }
+
+    async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        self.write_record(&RecordRef::Truncate { since: log_id.index }).map_err(|e| write_failed(&e))?;
+        drop(write(&self.cache).entries.split_off(&log_id.index));
+        Ok(())
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        self.write_record(&RecordRef::Purge { upto: log_id }).map_err(|e| write_failed(&e))?;
+        write(&self.cache).purge(log_id);
+        // The purge is durable; failing to delete old files only wastes space until the next.
+        if let Err(e) = self.remove_purged_segments(log_id.index) {
+            tracing::warn!(error = %e, "cannot remove purged log segments");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,114 @@
+//! Group commit in front of openraft: queued commands become one Raft entry per batch.
+//!
+//! openraft 0.9 turns each `client_write` into its own entry and its own fsync, with one
+//! append in flight, which caps durable writes at one per fsync (~6k/s here). The proposer
+//! drains everything queued while the previous batch was being made durable into the next
+//! `client_write`, so many commands share one fsync (`shared/research/openraft-probe.md`).
+
+use super::types::Raft;
+use crate::command::{Applied, Command, CommandOp};
+use crate::log::{CommandLog, Pending};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use ward_proto::Op;
+
+/// How large one batch may grow.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchLimits {
+    pub max_commands: usize,
+    /// Approximate: paths and data, the bulk of a command.
+    pub max_bytes: usize,
+}
+
+impl Default for BatchLimits {
+    fn default() -> Self {
+        BatchLimits { max_commands: 1024, max_bytes: 1 << 20 }
+    }
+}
+
+struct Proposal {
+    cmd: Command,
+    reply: oneshot::Sender<Applied>,
+}
+
+/// The [`CommandLog`] side: submitting only enqueues, so the queue order is the submission
+/// order, and the log order follows it.
+pub struct Proposer {
+    queue: mpsc::UnboundedSender<Proposal>,
+}
+
+impl Proposer {
+    /// Starts the proposer task on the current runtime. It ends when the proposer is dropped.
+    pub fn start(raft: Raft, limits: BatchLimits) -> (Proposer, JoinHandle<()>) {
+        let (queue, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(run(raft, rx, limits));
+        (Proposer { queue }, task)
+    }
+}
+
+impl CommandLog for Proposer {
+    fn submit(&self, cmd: Command) -> Pending {
+        let (reply, pending) = Pending::channel();
+        // If the task is gone the reply sender is dropped here: the caller sees Unavailable.
+        let _ = self.queue.send(Proposal { cmd, reply });
+        pending
+    }
+}
+
+async fn run(raft: Raft, mut queue: mpsc::UnboundedReceiver<Proposal>, limits: BatchLimits) {
+    let mut batch = Vec::new();
+    let mut replies = Vec::new();
+    while let Some(first) = queue.recv().await {
+        let mut bytes = approx_size(&first.cmd);
+        batch.push(first.cmd);
+        replies.push(first.reply);
+        while batch.len() < limits.max_commands && bytes < limits.max_bytes {
+            let Ok(next) = queue.try_recv() else { break };
+            bytes += approx_size(&next.cmd);
+            batch.push(next.cmd);
+            replies.push(next.reply);
+        }
+        let n = batch.len();
+        // One batch in flight: 0.9 serializes appends anyway, and the next batch grows while
+        // this one is being made durable.
+        match raft.client_write(std::mem::take(&mut batch)).await {
+            Ok(response) => {
+                if response.data.len() != n {
+                    tracing::error!(sent = n, got = response.data.len(), "batch reply has the wrong length");
+                }
+                for (reply, applied) in replies.drain(..).zip(response.data) {
+                    let _ = reply.send(applied);
+                }
+                // Any reply left without a result is dropped: Unavailable.
+                replies.clear();
+            }
+            Err(error) => {
+                // Not known to be durable: each caller sees Unavailable (dropped sender).
+                tracing::warn!(%error, commands = n, "batch not committed");
+                replies.clear();
+            }
+        }
+    }
+}
+
+/// The bytes a command adds to an entry, roughly.
+fn approx_size(cmd: &Command) -> usize {
+    const FIXED: usize = 48;
+    FIXED
+        + match &cmd.op {
+            CommandOp::Op(op) => op_size(op),
+            CommandOp::Multi(ops) => ops.iter().map(op_size).sum(),
+            CommandOp::LockAcquire { dirs, data, .. } => dirs.iter().map(String::len).sum::<usize>() + data.len(),
+            CommandOp::LockRelease { dirs, .. } => dirs.iter().map(String::len).sum(),
+            CommandOp::CreateSession { .. } | CommandOp::CloseSession | CommandOp::ExpireSession => 0,
+        }
+}
+
+fn op_size(op: &Op) -> usize {
+    match op {
+        Op::Create { path, data, .. } | Op::SetData { path, data, .. } => FIXED_OP + path.len() + data.len(),
+        Op::Delete { path, .. } | Op::Check { path, .. } | Op::CheckFence { path, .. } => FIXED_OP + path.len(),
+    }
+}
+
+const FIXED_OP: usize = 16;

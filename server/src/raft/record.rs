@@ -1,0 +1,159 @@
+//! The log's record format: pure encoding and decoding, no I/O.
+//!
+//! Every `append` openraft makes becomes exactly one record, written with one `pwrite` and
+//! one `fdatasync`. A crash can therefore tear at most the last record, and any damage
+//! followed by an intact later record is damage at rest, not a torn write.
+//!
+//! ```text
+//! segment header (32 bytes)                 record (8-byte aligned)
+//! offset size field                         offset size field
+//!      0    8 magic "WARDWAL1"                   0    4 payload length L (u32 LE), > 0
+//!      8    8 segment number (u64 LE)            4    4 CRC-32 of bytes 0..4, 8..16 and the payload
+//!     16    8 RSN of its first record            8    8 RSN: record serial number (u64 LE),
+//!     24    4 zero                                      +1 per record across all segments
+//!     28    4 CRC-32 of bytes 0..28             16    L payload: postcard(Record)
+//!                                             16+L    0-7 zero padding to a multiple of 8
+//! ```
+//!
+//! A zero length field ends the records of a segment: segments are pre-zeroed.
+
+use super::fsutil::array;
+use super::types::{Entry, LogId};
+use serde::{Deserialize, Serialize};
+
+pub const MAGIC: &[u8; 8] = b"WARDWAL1";
+pub const SEGMENT_HEADER: usize = 32;
+pub const RECORD_HEADER: usize = 16;
+/// Larger payloads are refused: the length must fit in the header, and a length this large
+/// read from a damaged header must not look plausible.
+pub const MAX_PAYLOAD: usize = 1 << 30;
+
+/// What one record says happened to the log.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Record {
+    /// Consecutive entries appended (one openraft `append`).
+    Entries(Vec<Entry>),
+    /// Entries from this index on were removed (a conflicting suffix on a follower).
+    Truncate { since: u64 },
+    /// Entries up to and including this id were removed behind a snapshot.
+    Purge { upto: LogId },
+}
+
+/// The borrowed twin of [`Record`], so appending does not clone entries to encode them.
+/// Serde encodes a slice and a `Vec` alike, so it decodes as a `Record`.
+#[derive(Serialize)]
+pub enum RecordRef<'a> {
+    Entries(&'a [Entry]),
+    Truncate { since: u64 },
+    Purge { upto: LogId },
+}
+
+pub fn segment_header(segment: u64, first_rsn: u64) -> [u8; SEGMENT_HEADER] {
+    let mut h = [0; SEGMENT_HEADER];
+    h[..8].copy_from_slice(MAGIC);
+    h[8..16].copy_from_slice(&segment.to_le_bytes());
+    h[16..24].copy_from_slice(&first_rsn.to_le_bytes());
+    let crc = crc32fast::hash(&h[..28]);
+    h[28..].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+/// `(segment number, first RSN)` of a valid header.
+pub fn parse_segment_header(bytes: &[u8]) -> Option<(u64, u64)> {
+    let h = bytes.get(..SEGMENT_HEADER)?;
+    let crc = u32::from_le_bytes(array(&h[28..]));
+    if &h[..8] != MAGIC || crc32fast::hash(&h[..28]) != crc {
+        return None;
+    }
+    Some((u64::from_le_bytes(array(&h[8..16])), u64::from_le_bytes(array(&h[16..24]))))
+}
+
+/// Bytes a record with an `len`-byte payload takes on disk.
+pub fn record_size(len: usize) -> usize {
+    (RECORD_HEADER + len).div_ceil(8) * 8
+}
+
+/// Appends the framed record to `out`.
+pub fn encode(rsn: u64, payload: &[u8], out: &mut Vec<u8>) {
+    let len = payload.len() as u32;
+    let start = out.len();
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&rsn.to_le_bytes());
+    out.extend_from_slice(payload);
+    out.resize(start + record_size(payload.len()), 0);
+    let crc = checksum(&out[start..start + 4], &out[start + 8..start + 16], payload);
+    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+}
+
+fn checksum(len: &[u8], rsn: &[u8], payload: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(len);
+    h.update(rsn);
+    h.update(payload);
+    h.finalize()
+}
+
+/// What is at `offset` of a segment image.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// An intact record: its RSN, its payload's range, and where the next record starts.
+    Record { rsn: u64, payload: std::ops::Range<usize>, next: usize },
+    /// A zero header, or the end of the image on a record boundary: no more records.
+    End,
+    /// Anything else: a torn record, or damage. The reason is for the operator.
+    Bad(&'static str),
+}
+
+/// Reads the record expected at `offset` with serial number `rsn`.
+pub fn read_at(image: &[u8], offset: usize, rsn: u64) -> Slot {
+    let rest = image.get(offset..).unwrap_or(&[]);
+    if rest.is_empty() {
+        return Slot::End;
+    }
+    if rest.len() < RECORD_HEADER {
+        return if rest.iter().all(|b| *b == 0) { Slot::End } else { Slot::Bad("record header cut short") };
+    }
+    let len = u32::from_le_bytes(array(&rest[..4])) as usize;
+    let stored_crc = u32::from_le_bytes(array(&rest[4..8]));
+    let stored_rsn = u64::from_le_bytes(array(&rest[8..16]));
+    if len == 0 {
+        return if rest[..RECORD_HEADER].iter().all(|b| *b == 0) { Slot::End } else { Slot::Bad("bad record header") };
+    }
+    if len > MAX_PAYLOAD || RECORD_HEADER + len > rest.len() {
+        return Slot::Bad("record extends past the end of the file");
+    }
+    let payload = &rest[RECORD_HEADER..RECORD_HEADER + len];
+    if checksum(&rest[..4], &rest[8..16], payload) != stored_crc {
+        return Slot::Bad("checksum mismatch");
+    }
+    // The padding is not checksummed but must be zero, so that no byte of a record can
+    // change unnoticed.
+    let end = record_size(len).min(rest.len());
+    if rest[RECORD_HEADER + len..end].iter().any(|b| *b != 0) {
+        return Slot::Bad("non-zero padding");
+    }
+    if stored_rsn != rsn {
+        return Slot::Bad("record out of sequence");
+    }
+    let start = offset + RECORD_HEADER;
+    Slot::Record { rsn, payload: start..start + len, next: offset + record_size(len) }
+}
+
+/// Whether an intact record with a serial number after `rsn` sits anywhere after `offset`:
+/// then the bad bytes at `offset` are damage in the middle of the log, not a torn tail.
+pub fn intact_record_after(image: &[u8], offset: usize, rsn: u64) -> Option<usize> {
+    let mut at = offset + 8;
+    while at + RECORD_HEADER <= image.len() {
+        let h = &image[at..at + RECORD_HEADER];
+        let candidate = u64::from_le_bytes(array(&h[8..16]));
+        // The serial number filters out almost every offset before a checksum is computed.
+        if candidate > rsn && candidate - rsn < 1 << 32 {
+            if let Slot::Record { .. } = read_at(image, at, candidate) {
+                return Some(at);
+            }
+        }
+        at += 8;
+    }
+    None
+}

@@ -1,0 +1,172 @@
+//! openraft's state machine: [`Core`] plus the Raft bookkeeping (last applied log id, last
+//! membership), and its snapshots.
+//!
+//! The tree itself is not persisted on every apply; a snapshot is. Startup is the newest
+//! snapshot plus a replay of the log after it. A snapshot is `postcard((meta, state))` in a
+//! checksummed file (see [`super::fsutil`]), written to a temporary file, fsynced, renamed
+//! and the directory fsynced — openraft purges the log behind it only after that.
+
+use super::error::OpenError;
+use super::fsutil::{read_checked, remove_stale_tmp, write_checked};
+use super::types::{Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
+use crate::command::Applied;
+use crate::core::Core;
+use crate::state::StateMachine;
+use openraft::storage::RaftStateMachine;
+use openraft::{AnyError, EntryPayload, RaftSnapshotBuilder, StorageIOError};
+use serde::{Deserialize, Serialize};
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const SNAPSHOT_MAGIC: &[u8; 8] = b"WARDSNP1";
+
+/// The snapshot's content, as built (borrowing the live state under its read lock)...
+#[derive(Serialize)]
+struct BodyRef<'a> {
+    meta: &'a SnapshotMeta,
+    state: &'a StateMachine,
+}
+
+/// ...and as read back.
+#[derive(Deserialize)]
+struct Body {
+    meta: SnapshotMeta,
+    state: StateMachine,
+}
+
+pub struct StateMachineStore {
+    core: Arc<Core>,
+    last_applied: Option<LogId>,
+    membership: StoredMembership,
+    snapshot_path: PathBuf,
+    /// Snapshots built by this process, to make snapshot ids unique.
+    built: u64,
+}
+
+impl StateMachineStore {
+    /// Loads the snapshot in `dir`, if any, into `core`.
+    pub fn open(dir: &Path, core: Arc<Core>) -> Result<StateMachineStore, OpenError> {
+        let snapshot_path = dir.join("snapshot");
+        remove_stale_tmp(&snapshot_path)?;
+        let mut sm = StateMachineStore {
+            core,
+            last_applied: None,
+            membership: StoredMembership::default(),
+            snapshot_path,
+            built: 0,
+        };
+        if let Some(bytes) = read_checked(&sm.snapshot_path, SNAPSHOT_MAGIC)? {
+            let body: Body = postcard::from_bytes(&bytes)
+                .map_err(|source| OpenError::Decode { what: sm.snapshot_path.display().to_string(), source })?;
+            tracing::info!(last = ?body.meta.last_log_id, zxid = body.state.last_zxid(), "snapshot loaded");
+            sm.restore(&body.meta, body.state);
+        }
+        Ok(sm)
+    }
+
+    /// Whether a snapshot was loaded (or taken).
+    pub fn has_state(&self) -> bool {
+        self.last_applied.is_some()
+    }
+
+    fn restore(&mut self, meta: &SnapshotMeta, state: StateMachine) {
+        self.core.replace_state(state);
+        self.last_applied = meta.last_log_id;
+        self.membership = meta.last_membership.clone();
+    }
+}
+
+/// A snapshot taken at one instant, written out off the apply path.
+pub struct Builder {
+    meta: SnapshotMeta,
+    data: Result<Vec<u8>, postcard::Error>,
+    path: PathBuf,
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for Builder {
+    async fn build_snapshot(&mut self) -> Result<Snapshot, StorageError> {
+        let signature = Some(self.meta.signature());
+        let data = match &self.data {
+            Ok(data) => data.clone(),
+            Err(e) => return Err(StorageIOError::write_snapshot(signature, AnyError::new(e)).into()),
+        };
+        write_checked(&self.path, SNAPSHOT_MAGIC, &data).map_err(|e| {
+            tracing::error!(error = %e, "writing the snapshot failed");
+            StorageIOError::write_snapshot(signature, AnyError::new(&e))
+        })?;
+        tracing::info!(last = ?self.meta.last_log_id, bytes = data.len(), "snapshot written");
+        Ok(Snapshot { meta: self.meta.clone(), snapshot: Box::new(Cursor::new(data)) })
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachineStore {
+    type SnapshotBuilder = Builder;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), StorageError> {
+        Ok((self.last_applied, self.membership.clone()))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Vec<Applied>>, StorageError>
+    where
+        I: IntoIterator<Item = Entry> + Send,
+        I::IntoIter: Send,
+    {
+        let mut replies = Vec::new();
+        for entry in entries {
+            self.last_applied = Some(entry.log_id);
+            let reply = match entry.payload {
+                EntryPayload::Blank => Vec::new(),
+                EntryPayload::Normal(batch) => batch.iter().map(|cmd| self.core.apply(cmd)).collect(),
+                EntryPayload::Membership(m) => {
+                    self.membership = StoredMembership::new(Some(entry.log_id), m);
+                    Vec::new()
+                }
+            };
+            replies.push(reply);
+        }
+        Ok(replies)
+    }
+
+    /// Serializes the state now, under the state's read lock (reads go on, applies wait):
+    /// openraft builds the file in another task while applies continue.
+    async fn get_snapshot_builder(&mut self) -> Builder {
+        self.built += 1;
+        let id = match self.last_applied {
+            Some(id) => format!("{}-{}-{}", id.leader_id.term, id.index, self.built),
+            None => format!("0-0-{}", self.built),
+        };
+        let meta =
+            SnapshotMeta { last_log_id: self.last_applied, last_membership: self.membership.clone(), snapshot_id: id };
+        let data = self.core.read(|state| postcard::to_allocvec(&BodyRef { meta: &meta, state }));
+        Builder { meta, data, path: self.snapshot_path.clone() }
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta,
+        snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<(), StorageError> {
+        let signature = Some(meta.signature());
+        let data = snapshot.into_inner();
+        let body: Body = postcard::from_bytes(&data)
+            .map_err(|e| StorageIOError::read_snapshot(signature.clone(), AnyError::new(&e)))?;
+        write_checked(&self.snapshot_path, SNAPSHOT_MAGIC, &data)
+            .map_err(|e| StorageIOError::write_snapshot(signature, AnyError::new(&e)))?;
+        self.restore(meta, body.state);
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, StorageError> {
+        let bytes = read_checked(&self.snapshot_path, SNAPSHOT_MAGIC)
+            .map_err(|e| StorageIOError::read_snapshot(None, AnyError::new(&e)))?;
+        let Some(bytes) = bytes else { return Ok(None) };
+        let (meta, _) = postcard::take_from_bytes::<SnapshotMeta>(&bytes)
+            .map_err(|e| StorageIOError::read_snapshot(None, AnyError::new(&e)))?;
+        Ok(Some(Snapshot { meta, snapshot: Box::new(Cursor::new(bytes)) }))
+    }
+}

@@ -1,0 +1,240 @@
+//! The write-ahead log: an ordered set of segment files holding [`Record`]s. Opening it
+//! checks every record, cuts a torn tail and refuses damage anywhere else.
+
+use super::error::FileError;
+use super::fsutil::sync_dir;
+use super::record::{self, intact_record_after, parse_segment_header, read_at, Record, RecordRef, Slot};
+use super::segment::{self, prepare_zeroed, Segment};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+
+/// A segment file's records after opening, oldest first.
+pub struct Replayed {
+    pub segment: u64,
+    pub record: Record,
+}
+
+pub struct Wal {
+    dir: PathBuf,
+    segment_bytes: u64,
+    /// Full segments, oldest first.
+    closed: Vec<(u64, PathBuf)>,
+    active: Segment,
+    next_rsn: u64,
+    /// Set by a failed write or fsync: the kernel may have dropped the dirty pages, so
+    /// nothing written after can be trusted to follow a durable prefix (fsyncgate).
+    failed: bool,
+    /// The next segment's zeroed body, being written by a helper thread so that rolling over
+    /// does not stall appends for the time it takes to zero a segment.
+    spare: Option<JoinHandle<Result<PathBuf, FileError>>>,
+    buf: Vec<u8>,
+}
+
+impl Wal {
+    /// Opens (or creates) the log in `dir` and returns every intact record in order.
+    pub fn open(dir: &Path, segment_bytes: u64) -> Result<(Wal, Vec<Replayed>), FileError> {
+        fs::create_dir_all(dir).map_err(|source| FileError::Io { path: dir.into(), op: "create", source })?;
+        let mut numbers = Vec::new();
+        let listing = fs::read_dir(dir).map_err(|source| FileError::Io { path: dir.into(), op: "list", source })?;
+        for item in listing {
+            let item = item.map_err(|source| FileError::Io { path: dir.into(), op: "list", source })?;
+            let name = item.file_name().to_string_lossy().into_owned();
+            if let Some(n) = segment::parse_name(&name) {
+                numbers.push(n);
+            } else if name.ends_with(".tmp") {
+                // A segment whose creation a crash interrupted, or an unused spare.
+                let _ = fs::remove_file(item.path());
+            }
+        }
+        numbers.sort_unstable();
+        let segment_bytes = segment_bytes.max(4096);
+        let mut replayed = Vec::new();
+        let mut closed = Vec::new();
+        let mut next_rsn = 1;
+        let mut active = None;
+        let mut prev: Option<(PathBuf, u64)> = None;
+        for (i, &number) in numbers.iter().enumerate() {
+            let path = dir.join(segment::file_name(number));
+            let image = segment::read_image(&path)?;
+            let last = i + 1 == numbers.len();
+            let damaged = |offset: u64, reason: String| FileError::Damaged { path: path.clone(), offset, reason };
+            let Some((header_number, first_rsn)) = parse_segment_header(&image) else {
+                return Err(damaged(0, "bad segment header".into()));
+            };
+            if header_number != number {
+                return Err(damaged(8, format!("header says segment {header_number}")));
+            }
+            if let Some((prev_path, prev_end)) = &prev {
+                if first_rsn != next_rsn {
+                    return Err(FileError::Damaged {
+                        path: prev_path.clone(),
+                        offset: *prev_end,
+                        reason: format!(
+                            "the records end here before #{next_rsn}, but the next file {} starts at #{first_rsn}",
+                            path.display()
+                        ),
+                    });
+                }
+            }
+            let (end, rsn) = scan(&image, first_rsn, last, &path, number, &mut replayed)?;
+            next_rsn = rsn;
+            if last {
+                active = Some(Segment::reopen(&path, number, &image, end as u64, segment_bytes)?);
+            } else {
+                closed.push((number, path.clone()));
+            }
+            prev = Some((path, end as u64));
+        }
+        let active = match active {
+            Some(segment) => segment,
+            None => {
+                let tmp = dir.join("first.wal.tmp");
+                prepare_zeroed(&tmp, segment_bytes)?;
+                Segment::install(&tmp, dir, 1, 1)?
+            }
+        };
+        let wal = Wal {
+            dir: dir.to_path_buf(),
+            segment_bytes,
+            closed,
+            active,
+            next_rsn,
+            failed: false,
+            spare: None,
+            buf: Vec::new(),
+        };
+        Ok((wal, replayed))
+    }
+
+    /// Appends one record and returns once it is on disk, with the segment that holds it.
+    pub fn append(&mut self, record: &RecordRef<'_>) -> Result<u64, FileError> {
+        if self.failed {
+            return Err(FileError::Failed);
+        }
+        let payload = postcard::to_allocvec(record).map_err(|_| FileError::TooLarge(0))?;
+        if payload.len() > record::MAX_PAYLOAD {
+            return Err(FileError::TooLarge(payload.len()));
+        }
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        record::encode(self.next_rsn, &payload, &mut buf);
+        let result = self.write(&buf);
+        self.buf = buf;
+        if result.is_err() {
+            self.failed = true;
+        }
+        result?;
+        self.next_rsn += 1;
+        if self.spare.is_none() && self.active.write_pos > self.active.size / 2 {
+            self.start_spare();
+        }
+        Ok(self.active.number)
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), FileError> {
+        if !self.active.fits(bytes.len()) {
+            self.roll(bytes.len())?;
+        }
+        self.active.append(bytes)
+    }
+
+    fn roll(&mut self, len: usize) -> Result<(), FileError> {
+        let number = self.active.number + 1;
+        let size = self.segment_bytes.max((record::SEGMENT_HEADER + len) as u64);
+        let spare = match self.spare.take() {
+            Some(handle) if size == self.segment_bytes => handle.join().ok().and_then(Result::ok),
+            _ => None,
+        };
+        let zeroed = match spare {
+            Some(path) => path,
+            None => {
+                let path = self.dir.join(format!("{number}.wal.tmp"));
+                prepare_zeroed(&path, size)?;
+                path
+            }
+        };
+        let next = Segment::install(&zeroed, &self.dir, number, self.next_rsn)?;
+        let full = std::mem::replace(&mut self.active, next);
+        self.closed.push((full.number, full.path));
+        Ok(())
+    }
+
+    fn start_spare(&mut self) {
+        let path = self.dir.join("spare.wal.tmp");
+        let size = self.segment_bytes;
+        let spawned = std::thread::Builder::new()
+            .name("ward-wal-spare".into())
+            .spawn(move || prepare_zeroed(&path, size).map(|()| path));
+        // Without the thread, rolling over zeroes the segment inline instead.
+        self.spare = spawned.ok();
+    }
+
+    /// Full segments, oldest first.
+    pub fn closed_segments(&self) -> impl Iterator<Item = u64> + '_ {
+        self.closed.iter().map(|(n, _)| *n)
+    }
+
+    /// Deletes the full segments numbered up to `last`.
+    pub fn remove_through(&mut self, last: u64) -> Result<(), FileError> {
+        let (gone, keep): (Vec<_>, Vec<_>) = self.closed.drain(..).partition(|(n, _)| *n <= last);
+        self.closed = keep;
+        if gone.is_empty() {
+            return Ok(());
+        }
+        for (_, path) in &gone {
+            fs::remove_file(path).map_err(|source| FileError::Io { path: path.clone(), op: "remove", source })?;
+            tracing::debug!(path = %path.display(), "removed a log segment behind a snapshot");
+        }
+        sync_dir(&self.dir)
+    }
+}
+
+/// Checks and decodes the records of one segment image. Returns where the intact records
+/// end and the serial number the next record takes.
+fn scan(
+    image: &[u8],
+    first_rsn: u64,
+    last: bool,
+    path: &Path,
+    number: u64,
+    out: &mut Vec<Replayed>,
+) -> Result<(usize, u64), FileError> {
+    let damaged =
+        |offset: usize, reason: String| FileError::Damaged { path: path.into(), offset: offset as u64, reason };
+    let mut pos = record::SEGMENT_HEADER;
+    let mut rsn = first_rsn;
+    let stop = loop {
+        match read_at(image, pos, rsn) {
+            Slot::Record { payload, next, .. } => {
+                let record: Record = postcard::from_bytes(&image[payload])
+                    .map_err(|e| damaged(pos, format!("record #{rsn} passes its checksum but does not decode: {e}")))?;
+                out.push(Replayed { segment: number, record });
+                pos = next;
+                rsn += 1;
+            }
+            Slot::End => break None,
+            Slot::Bad(reason) => break Some(reason),
+        }
+    };
+    let end = pos.min(image.len());
+    // Only the record written last can be torn. An intact record after the bad bytes (or
+    // after an early end) means they are damage to acknowledged data. (In a full segment an
+    // early end is caught by the next segment's first serial number instead.)
+    let later = if last { intact_record_after(image, end, rsn) } else { None };
+    if let Some(later) = later {
+        let why = stop.unwrap_or("record header zeroed");
+        return Err(damaged(
+            end,
+            format!("{why} at record #{rsn}, yet an intact later record follows at offset {later}"),
+        ));
+    }
+    match stop {
+        Some(reason) if !last => Err(damaged(end, format!("{reason} at record #{rsn} in a full segment"))),
+        Some(reason) => {
+            tracing::warn!(path = %path.display(), offset = end, reason, "dropping a torn last record (crash mid-write)");
+            Ok((end, rsn))
+        }
+        None => Ok((end, rsn)),
+    }
+}

@@ -1,0 +1,385 @@
+//! The durable log's storage: openraft's own suite, torn tails, damage, and restarts from a
+//! snapshot plus the log.
+
+use openraft::testing::{StoreBuilder, Suite};
+use openraft::{AnyError, Entry, EntryPayload, LogId, StorageIOError};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use ward_proto::{CreateMode, Op, SessionId, SessionSecret, Stat};
+use ward_server::command::{Command, CommandOp, Outcome};
+use ward_server::core::Core;
+use ward_server::log::CommandLog;
+use ward_server::raft::log_store::LogStore;
+use ward_server::raft::record::{self, RecordRef, Slot};
+use ward_server::raft::state_machine::StateMachineStore;
+use ward_server::raft::types::{StorageError, TypeConfig};
+use ward_server::raft::wal::Wal;
+use ward_server::raft::{self as durable, FileError, OpenError, RaftOptions};
+
+/// A directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("ward-raft-{name}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+struct Builder;
+
+impl StoreBuilder<TypeConfig, LogStore, StateMachineStore, TempDir> for Builder {
+    async fn build(&self) -> Result<(TempDir, LogStore, StateMachineStore), StorageError> {
+        let dir = TempDir::new("suite");
+        let err = |e: OpenError| StorageIOError::write(AnyError::new(&e));
+        let log = LogStore::open(&dir.0, 4096).map_err(err)?;
+        let sm = StateMachineStore::open(&dir.0, Arc::new(Core::default())).map_err(err)?;
+        Ok((dir, log, sm))
+    }
+}
+
+#[test]
+fn openraft_storage_suite_passes() {
+    Suite::test_all(Builder).expect("openraft storage suite");
+}
+
+// ---- torn tails and damage, at the level of the write-ahead log ----
+
+fn entry(index: u64, fill: u8) -> Entry<TypeConfig> {
+    let cmd = Command {
+        time_ms: index as i64,
+        session: SessionId(7),
+        xid: index,
+        op: CommandOp::Op(Op::SetData { path: "/a".into(), data: vec![fill; 11], version: None }),
+    };
+    Entry {
+        log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
+        payload: EntryPayload::Normal(vec![cmd]),
+    }
+}
+
+/// Writes `n` one-entry records into a fresh log in `dir`.
+fn write_log(dir: &Path, n: u64, segment_bytes: u64) {
+    let (mut wal, replayed) = Wal::open(dir, segment_bytes).expect("open");
+    assert!(replayed.is_empty());
+    for i in 1..=n {
+        wal.append(&RecordRef::Entries(&[entry(i, i as u8)])).expect("append");
+    }
+}
+
+fn segments(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "wal"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// `(offset, payload end)` of every record in a segment.
+fn record_spans(image: &[u8], first_rsn: u64) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let (mut at, mut rsn) = (record::SEGMENT_HEADER, first_rsn);
+    while let Slot::Record { payload, next, .. } = record::read_at(image, at, rsn) {
+        spans.push((at, payload.end));
+        at = next;
+        rsn += 1;
+    }
+    spans
+}
+
+fn indexes(dir: &Path) -> Result<Vec<u64>, FileError> {
+    let (_, replayed) = Wal::open(dir, 4096)?;
+    Ok(replayed
+        .into_iter()
+        .flat_map(|r| match r.record {
+            record::Record::Entries(es) => es.into_iter().map(|e| e.log_id.index).collect::<Vec<_>>(),
+            other => panic!("unexpected record {other:?}"),
+        })
+        .collect())
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for file in segments(from) {
+        std::fs::copy(&file, to.join(file.file_name().expect("name"))).expect("copy");
+    }
+}
+
+#[test]
+fn cutting_the_log_inside_its_last_two_records_keeps_exactly_the_complete_prefix() {
+    let original = TempDir::new("cut-orig");
+    write_log(&original.0, 6, 4096);
+    let files = segments(&original.0);
+    assert_eq!(files.len(), 1);
+    let image = std::fs::read(&files[0]).expect("read");
+    let spans = record_spans(&image, 1);
+    assert_eq!(spans.len(), 6);
+    let from = spans[4].0;
+    let to = spans[5].0 + record::record_size(spans[5].1 - spans[5].0 - record::RECORD_HEADER);
+    for cut in from..=to {
+        let dir = TempDir::new("cut");
+        copy_dir(&original.0, &dir.0);
+        let name = files[0].file_name().expect("name");
+        let file = std::fs::OpenOptions::new().write(true).open(dir.0.join(name)).expect("open");
+        file.set_len(cut as u64).expect("cut");
+        drop(file);
+        // A record survives when its payload is whole (its zero padding may be cut).
+        let complete = spans.iter().filter(|(_, end)| *end <= cut).count() as u64;
+        let got = indexes(&dir.0).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        assert_eq!(got, (1..=complete).collect::<Vec<_>>(), "cut at {cut}");
+        // The repaired log takes new records after the prefix, and keeps them.
+        {
+            let (mut wal, _) = Wal::open(&dir.0, 4096).expect("reopen");
+            wal.append(&RecordRef::Entries(&[entry(complete + 1, 0xEE)])).expect("append after repair");
+        }
+        let got = indexes(&dir.0).expect("reopen after append");
+        assert_eq!(got, (1..=complete + 1).collect::<Vec<_>>(), "cut at {cut}, then append");
+    }
+}
+
+#[test]
+fn a_flipped_byte_in_an_earlier_record_refuses_to_open_naming_file_and_offset() {
+    let original = TempDir::new("flip-orig");
+    write_log(&original.0, 5, 4096);
+    let files = segments(&original.0);
+    let name = files[0].file_name().expect("name").to_owned();
+    let image = std::fs::read(&files[0]).expect("read");
+    let spans = record_spans(&image, 1);
+    // Every byte of record 2 (header, payload, padding), and of the segment header.
+    let (start, end) = (spans[1].0, spans[2].0);
+    let targets = (start..end).map(|at| (at, start)).chain((0..record::SEGMENT_HEADER).map(|at| (at, 0)));
+    for (at, blamed) in targets {
+        let dir = TempDir::new("flip");
+        copy_dir(&original.0, &dir.0);
+        let mut bytes = image.clone();
+        bytes[at] ^= 0x5A;
+        std::fs::write(dir.0.join(&name), &bytes).expect("write");
+        match Wal::open(&dir.0, 4096) {
+            Err(FileError::Damaged { path, offset, reason }) => {
+                assert_eq!(path, dir.0.join(&name), "flip at {at}");
+                assert_eq!(offset, blamed as u64, "flip at {at}: {reason}");
+                let message = FileError::Damaged { path, offset, reason }.to_string();
+                assert!(message.contains(&format!("byte offset {blamed}")), "{message}");
+                assert!(message.contains(name.to_str().expect("utf-8")), "{message}");
+            }
+            Err(other) => panic!("flip at {at}: unexpected error {other}"),
+            Ok(_) => panic!("flip at {at}: damaged log opened"),
+        }
+    }
+}
+
+#[test]
+fn damage_at_the_end_of_a_full_segment_refuses_to_open() {
+    let original = TempDir::new("flip-seg");
+    // Records of ~100 bytes in 4 KiB segments: several segments.
+    write_log(&original.0, 300, 4096);
+    let files = segments(&original.0);
+    assert!(files.len() >= 3, "{} segments", files.len());
+    assert_eq!(indexes(&original.0).expect("open"), (1..=300).collect::<Vec<_>>());
+    // The last record of the first segment: nothing intact follows it in its own file.
+    let image = std::fs::read(&files[0]).expect("read");
+    let spans = record_spans(&image, 1);
+    let (at, _) = *spans.last().expect("records");
+    let mut bytes = image.clone();
+    bytes[at + record::RECORD_HEADER] ^= 1;
+    std::fs::write(&files[0], &bytes).expect("write");
+    match Wal::open(&original.0, 4096) {
+        Err(FileError::Damaged { path, offset, .. }) => {
+            assert_eq!(path, files[0]);
+            assert_eq!(offset, at as u64);
+        }
+        other => panic!("expected damage, got {:?}", other.map(|_| ())),
+    }
+}
+
+// ---- restarts through openraft: snapshot + log replay ----
+
+fn options(snapshot_every: u64) -> RaftOptions {
+    RaftOptions { segment_bytes: 4096, snapshot_every, keep_after_snapshot: 0, ..RaftOptions::default() }
+}
+
+fn cmd(session: SessionId, xid: u64, op: CommandOp) -> Command {
+    Command { time_ms: 1_000 + xid as i64, session, xid, op }
+}
+
+/// Every node (path, data, stat), sorted, plus the sessions and the last zxid.
+fn digest(core: &Core) -> Vec<u8> {
+    core.read(|s| {
+        let mut nodes: Vec<(String, Vec<u8>, Stat)> = Vec::new();
+        let mut stack = vec!["/".to_string()];
+        while let Some(path) = stack.pop() {
+            let node = s.tree().get(&path).expect("listed node exists");
+            for child in &node.children {
+                stack.push(ward_proto::path::join(&path, child));
+            }
+            nodes.push((path, node.data.clone(), node.stat()));
+        }
+        nodes.sort_by(|a, b| a.0.cmp(&b.0));
+        let sessions: Vec<(SessionId, u32)> = s.sessions().map(|(id, r)| (id, r.timeout_ms)).collect();
+        postcard::to_allocvec(&(nodes, sessions, s.last_zxid())).expect("encode digest")
+    })
+}
+
+async fn create_session(log: &dyn CommandLog) -> SessionId {
+    let op = CommandOp::CreateSession { timeout_ms: 30_000, secret: SessionSecret([3; 16]), owner: None };
+    match log.submit(cmd(SessionId(0), 0, op)).await.expect("applied").outcome {
+        Outcome::SessionCreated(id) => id,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Sequential writes (one Raft entry each), a mix of creates, sequentials, ephemerals, sets
+/// and deletes.
+async fn write_tree(log: &dyn CommandLog, session: SessionId, n: u64) {
+    for i in 0..n {
+        let op = match i % 5 {
+            0 => Op::Create { path: format!("/n{i}"), data: vec![i as u8; 5], mode: CreateMode::Persistent },
+            1 => Op::Create { path: "/seq-".into(), data: vec![], mode: CreateMode::PersistentSequential },
+            2 => Op::Create { path: format!("/e{i}"), data: vec![1], mode: CreateMode::Ephemeral },
+            3 => Op::SetData { path: format!("/n{}", i - 3), data: vec![9; 3], version: None },
+            _ => Op::Delete { path: format!("/e{}", i - 2), version: None },
+        };
+        let applied = log.submit(cmd(session, i + 1, CommandOp::Op(op))).await.expect("applied");
+        assert!(matches!(applied.outcome, Outcome::Reply(Ok(_))), "write {i}: {:?}", applied.outcome);
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
+}
+
+#[test]
+fn restart_after_snapshots_and_purges_gives_the_same_tree() {
+    let dir = TempDir::new("snap");
+    let rt = runtime();
+    let (before, session) = rt.block_on(async {
+        let core = Arc::new(Core::default());
+        let log = durable::open(&dir.0, core.clone(), options(10)).await.expect("open");
+        let session = create_session(&log).await;
+        write_tree(&log, session, 300).await;
+        let m = log
+            .raft()
+            .wait(Some(Duration::from_secs(10)))
+            .metrics(|m| m.purged.is_some_and(|p| p.index > 250), "purged")
+            .await;
+        let m = m.expect("a snapshot was taken and the log purged behind it");
+        assert!(m.snapshot.is_some());
+        let digest = digest(&core);
+        log.shutdown().await;
+        (digest, session)
+    });
+    assert!(dir.0.join("snapshot").exists());
+    let first_segment = dir.0.join("log").join("00000000000000000001.wal");
+    assert!(!first_segment.exists(), "purged segments are deleted");
+    rt.block_on(async {
+        let core = Arc::new(Core::default());
+        let log = durable::open(&dir.0, core.clone(), options(10)).await.expect("reopen");
+        assert_eq!(digest(&core), before, "same tree, sessions and zxid after restart");
+        assert_eq!(core.sessions.len(), 1, "the session's deadline restarted");
+        let zxid = core.read(|s| s.last_zxid());
+        let op = CommandOp::Op(Op::Create { path: "/after".into(), data: vec![], mode: CreateMode::Persistent });
+        let applied = log.submit(cmd(session, 1_000, op)).await.expect("write after restart");
+        assert_eq!(applied.zxid, zxid + 1);
+        log.shutdown().await;
+    });
+}
+
+#[test]
+fn restart_replays_the_log_without_a_snapshot() {
+    let dir = TempDir::new("replay");
+    let rt = runtime();
+    let before = rt.block_on(async {
+        let core = Arc::new(Core::default());
+        let log = durable::open(&dir.0, core.clone(), options(1_000_000)).await.expect("open");
+        let session = create_session(&log).await;
+        write_tree(&log, session, 40).await;
+        let digest = digest(&core);
+        log.shutdown().await;
+        digest
+    });
+    assert!(!dir.0.join("snapshot").exists());
+    rt.block_on(async {
+        let core = Arc::new(Core::default());
+        let log = durable::open(&dir.0, core.clone(), options(1_000_000)).await.expect("reopen");
+        assert_eq!(digest(&core), before);
+        log.shutdown().await;
+    });
+}
+
+#[test]
+fn concurrent_submits_share_entries_and_apply_in_submission_order() {
+    let dir = TempDir::new("batch");
+    let rt = runtime();
+    rt.block_on(async {
+        let core = Arc::new(Core::default());
+        let log = durable::open(&dir.0, core.clone(), options(1_000_000)).await.expect("open");
+        let session = create_session(&log).await;
+        let entries_before = log.raft().metrics().borrow().last_log_index.unwrap_or(0);
+        let n = 2000u64;
+        let pending: Vec<_> = (0..n)
+            .map(|i| {
+                let op = Op::Create { path: format!("/c{i}"), data: vec![], mode: CreateMode::Persistent };
+                log.submit(cmd(session, i, CommandOp::Op(op)))
+            })
+            .collect();
+        let mut last = 0;
+        for p in pending {
+            let applied = p.await.expect("applied");
+            assert!(applied.zxid > last, "zxids follow submission order");
+            last = applied.zxid;
+        }
+        let entries = log.raft().metrics().borrow().last_log_index.unwrap_or(0) - entries_before;
+        assert!(entries * 5 <= n, "{n} commands took {entries} entries: no group commit");
+        log.shutdown().await;
+    });
+}
+
+#[test]
+fn a_record_larger_than_a_segment_gets_a_segment_of_its_own() {
+    let dir = TempDir::new("big");
+    {
+        let (mut wal, _) = Wal::open(&dir.0, 4096).expect("open");
+        wal.append(&RecordRef::Entries(&[entry(1, 1)])).expect("small");
+        let mut big = entry(2, 2);
+        if let EntryPayload::Normal(cmds) = &mut big.payload {
+            cmds[0].op = CommandOp::Op(Op::SetData { path: "/a".into(), data: vec![7; 10_000], version: None });
+        }
+        wal.append(&RecordRef::Entries(&[big])).expect("big");
+        wal.append(&RecordRef::Entries(&[entry(3, 3)])).expect("small after big");
+    }
+    assert_eq!(segments(&dir.0).len(), 3);
+    assert_eq!(indexes(&dir.0).expect("reopen"), vec![1, 2, 3]);
+}
+
+#[test]
+fn zz_timing_probe() {
+    let rt = runtime();
+    let t = std::time::Instant::now();
+    for _ in 0..10 {
+        let dir = TempDir::new("probe");
+        let _ = LogStore::open(&dir.0, 4096).expect("open");
+    }
+    eprintln!("10 LogStore opens: {:?}", t.elapsed());
+    let t = std::time::Instant::now();
+    for _ in 0..10 {
+        let dir = TempDir::new("probe");
+        let _ = StateMachineStore::open(&dir.0, Arc::new(Core::default())).expect("open");
+    }
+    eprintln!("10 sm opens: {:?}", t.elapsed());
+    let t = std::time::Instant::now();
+    for _ in 0..10 { let r = tokio::runtime::Runtime::new().unwrap(); r.block_on(async {}); }
+    eprintln!("10 runtimes: {:?}", t.elapsed());
+    drop(rt);
+}
