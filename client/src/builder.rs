@@ -107,6 +107,8 @@ impl ClientBuilder {
                 session_id: welcome.session_id,
                 timeout,
                 next_tag: AtomicU64::new(1),
+                mutexes: Default::default(),
+                runtime: tokio::runtime::Handle::current(),
             };
             return Ok(Client { inner: Arc::new(inner) });
         }

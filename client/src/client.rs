@@ -28,6 +28,10 @@ pub(crate) struct Inner {
     pub timeout: Duration,
     /// Names this client's lock attempts, so a retry finds its own contender.
     pub next_tag: AtomicU64,
+    /// Local lock queues by directory, shared by the client's `Mutex` handles.
+    pub mutexes: std::sync::Mutex<std::collections::HashMap<String, std::sync::Weak<crate::mutex::Shared>>>,
+    /// The runtime the client was made on, for work started from `Drop`.
+    pub runtime: tokio::runtime::Handle,
 }
 
 impl std::fmt::Debug for Client {

@@ -23,6 +23,7 @@
 //! * `conn`: the background task owning the socket: pending requests by xid, heartbeats,
 //!   reconnect and session resume, watch re-arming.
 //! * [`lock`]: [`LockGuard`] and fencing: herd-free locks with server-side handoff.
+//! * [`mutex`]: reentrant lock handles with a local queue in front of the lock.
 //! * [`queue`]: reading a lock queue: holder, waiters, their context.
 //! * [`election`]: leader election on the lock: [`Election`], [`Leadership`], [`Observer`].
 //! * [`watch`]: [`Watch`], a one-shot watch as a future.
@@ -36,6 +37,7 @@ mod conn;
 pub mod election;
 pub mod error;
 pub mod lock;
+pub mod mutex;
 pub mod queue;
 pub mod state;
 pub mod watch;
@@ -45,6 +47,7 @@ pub use client::Client;
 pub use election::{Election, Leader, Leadership, Observer};
 pub use error::{Error, Result};
 pub use lock::{Fence, LockGuard};
+pub use mutex::{Mutex, MutexGuard};
 pub use queue::Contender;
 pub use state::SessionState;
 pub use ward_proto::{

@@ -103,3 +103,77 @@ async fn election_has_one_leader_and_observers_follow() {
     let seen = if seen.is_none() { observer.next().await.unwrap() } else { seen };
     assert_eq!(seen.unwrap().token, lead_b.fencing_token());
 }
+
+#[tokio::test]
+async fn mutex_reenters_and_hands_off_locally_with_a_new_token() {
+    let addr = start().await;
+    let c = Client::connect(&addr).await.unwrap();
+    let a = c.mutex("/locks/m");
+    let outer = a.lock().await.unwrap();
+    let inner = a.lock().await.unwrap();
+    assert_eq!(outer.fencing_token(), inner.fencing_token(), "reentrant: same token");
+    assert_eq!(c.get_children("/locks/m").await.unwrap().len(), 1);
+    let b = c.mutex("/locks/m");
+    let waiter = tokio::spawn(async move {
+        let g = b.lock().await.unwrap();
+        (g.fencing_token(), g)
+    });
+    inner.unlock().await.unwrap();
+    let old_fence = outer.fence().unwrap();
+    c.check_fence(&old_fence.path, old_fence.token).await.unwrap();
+    assert!(!waiter.is_finished());
+    outer.unlock().await.unwrap();
+    let (token, guard) = waiter.await.unwrap();
+    assert!(token > old_fence.token, "local handoff changes the token");
+    assert_eq!(c.get_children("/locks/m").await.unwrap().len(), 1, "still one contender");
+    assert_eq!(c.check_fence(&old_fence.path, old_fence.token).await, Err(Error::StaleFence));
+    c.check_fence(&old_fence.path, token).await.unwrap();
+    guard.unlock().await.unwrap();
+    assert!(c.get_children("/locks/m").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn read_write_lock_semaphore_and_multi_lock() {
+    let addr = start().await;
+    let c = Client::connect(&addr).await.unwrap();
+    let d = Client::connect(&addr).await.unwrap();
+    let r1 = c.read_lock("/rw").await.unwrap();
+    let r2 = d.read_lock("/rw").await.unwrap();
+    assert!(d.try_lock("/rw", Duration::from_millis(50)).await.unwrap().is_none());
+    drop((r1, r2));
+    let w = d.lock("/rw").await.unwrap();
+    w.unlock().await.unwrap();
+
+    let p1 = c.acquire_permit("/sem", 2).await.unwrap();
+    let p2 = d.acquire_permit("/sem", 2).await.unwrap();
+    assert_eq!(d.acquire_permit("/sem", 3).await.err(), Some(Error::PermitsMismatch));
+    let e = Client::connect(&addr).await.unwrap();
+    let waiting = tokio::spawn(async move { e.acquire_permit("/sem", 2).await.map(|g| (g, e)) });
+    p1.unlock().await.unwrap();
+    let (p3, _e) = waiting.await.unwrap().unwrap();
+    drop((p2, p3));
+
+    let ab = c.lock_all(&["/ma", "/mb"]).await.unwrap();
+    assert_eq!(ab.fences().len(), 2);
+    let ba = tokio::spawn(async move { d.lock_all(&["/mb", "/ma"]).await.map(|g| (g, d)) });
+    ab.unlock().await.unwrap();
+    let (ba, _d) = ba.await.unwrap().unwrap();
+    assert!(ba.fences()[0].path.starts_with("/mb/"));
+}
+
+#[tokio::test]
+async fn a_new_session_of_the_same_owner_ends_the_old_one_at_once() {
+    let addr = start().await;
+    let old =
+        Client::builder(&addr).owner("billing-1").session_timeout(Duration::from_secs(30)).connect().await.unwrap();
+    let held = old.lock("/locks/owned").await.unwrap();
+    let other = Client::builder(&addr).owner("billing-2").connect().await.unwrap();
+    let new = Client::builder(&addr).owner("billing-1").connect().await.unwrap();
+    // The old incarnation's lock is gone without waiting out its 30 s timeout.
+    let again = new.try_lock("/locks/owned", Duration::from_secs(10)).await.unwrap().expect("lock freed");
+    assert!(again.fencing_token() > held.fencing_token());
+    let mut state = old.state_changes();
+    state.wait_for(|s| *s == ward_client::SessionState::Expired).await.unwrap();
+    assert!(held.is_lost());
+    assert_eq!(other.exists("/").await.map(|s| s.is_some()), Ok(true), "other owners untouched");
+}

@@ -166,10 +166,12 @@ impl StateMachine {
     }
 }
 
-/// A fence holds when its node holds its lock and was created by the fenced grant.
+/// A fence holds when its node holds its lock and the token is the node's mzxid: its czxid
+/// when granted, replaced each time the holder's client passes the lock to another of its
+/// handles by rewriting the node (see the client's `Mutex`).
 pub fn check_fence(tree: &DataTree, path: &str, token: Zxid) -> Result<(), ErrorCode> {
     match tree.get(path) {
-        Some(node) if node.czxid == token && crate::lock::is_holder(tree, path) => Ok(()),
+        Some(node) if node.mzxid == token && crate::lock::is_holder(tree, path) => Ok(()),
         _ => Err(ErrorCode::StaleFence),
     }
 }
