@@ -157,6 +157,45 @@ impl Client {
         Ok(guard.map(|guard| LockGuard { shared: self.shared.clone(), guard: Some(guard) }))
     }
 
+    /// The read side of the read/write lock on `dir` (see [`crate::Client::read_lock`]).
+    pub fn read_lock(&self, dir: &str) -> Result<LockGuard> {
+        let guard = self.block(self.shared.client.read_lock(dir))?;
+        Ok(self.guard(guard))
+    }
+
+    /// Every directory's lock, all or none (see [`crate::Client::lock_all`]).
+    pub fn lock_all(&self, dirs: &[&str]) -> Result<LockGuard> {
+        let guard = self.block(self.shared.client.lock_all(dirs))?;
+        Ok(self.guard(guard))
+    }
+
+    /// One of `permits` permits of the semaphore `dir` (see [`crate::Client::acquire_permit`]).
+    pub fn acquire_permit(&self, dir: &str, permits: u32) -> Result<LockGuard> {
+        let guard = self.block(self.shared.client.acquire_permit(dir, permits))?;
+        Ok(self.guard(guard))
+    }
+
+    /// The general acquire with a deadline (see [`crate::Client::try_acquire`]).
+    pub fn try_acquire(
+        &self,
+        dirs: &[&str],
+        kind: crate::LockKind,
+        data: &[u8],
+        timeout: Duration,
+    ) -> Result<Option<LockGuard>> {
+        let guard = self.block(self.shared.client.try_acquire(dirs, kind, data, timeout))?;
+        Ok(guard.map(|g| self.guard(g)))
+    }
+
+    /// A reentrant handle on `dir` (see [`crate::Client::mutex`]).
+    pub fn mutex(&self, dir: &str) -> Mutex {
+        Mutex { shared: self.shared.clone(), inner: self.shared.client.mutex(dir) }
+    }
+
+    fn guard(&self, guard: crate::LockGuard) -> LockGuard {
+        LockGuard { shared: self.shared.clone(), guard: Some(guard) }
+    }
+
     pub fn lock_holders(&self, dir: &str) -> Result<Vec<crate::Contender>> {
         self.block(self.shared.client.lock_holders(dir))
     }
@@ -276,6 +315,53 @@ impl Drop for Leadership {
         if let Some(inner) = self.inner.take() {
             let limit = self.shared.client.session_timeout();
             let _ = self.shared.rt.block_on(async { tokio::time::timeout(limit, inner.resign()).await });
+        }
+    }
+}
+
+/// A blocking reentrant handle (see [`crate::Mutex`]).
+pub struct Mutex {
+    shared: Arc<Shared>,
+    inner: crate::Mutex,
+}
+
+impl Mutex {
+    /// Blocks until this handle holds the lock (at once, if it already does).
+    pub fn lock(&self) -> Result<MutexGuard> {
+        let inner = self.shared.rt.block_on(self.inner.lock())?;
+        Ok(MutexGuard { shared: self.shared.clone(), inner: Some(inner) })
+    }
+}
+
+/// A held blocking [`Mutex`]; dropping it leaves the lock before `drop` returns.
+#[must_use = "dropping the guard leaves the lock"]
+pub struct MutexGuard {
+    shared: Arc<Shared>,
+    inner: Option<crate::MutexGuard>,
+}
+
+impl MutexGuard {
+    pub fn fencing_token(&self) -> u64 {
+        self.inner.as_ref().map_or(0, crate::MutexGuard::fencing_token)
+    }
+
+    pub fn is_lost(&self) -> bool {
+        self.inner.as_ref().is_none_or(crate::MutexGuard::is_lost)
+    }
+
+    pub fn unlock(mut self) -> Result<()> {
+        match self.inner.take() {
+            Some(inner) => self.shared.rt.block_on(inner.unlock()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for MutexGuard {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.take() {
+            let limit = self.shared.client.session_timeout();
+            let _ = self.shared.rt.block_on(async { tokio::time::timeout(limit, inner.unlock()).await });
         }
     }
 }
