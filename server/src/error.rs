@@ -9,4 +9,7 @@ pub enum Error {
     Config(String),
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
+    /// The durable log could not open, or stopped (a write or fsync failed).
+    #[error("storage: {0}")]
+    Storage(String),
 }

@@ -60,16 +60,29 @@ pub struct Server {
     next_conn: AtomicU64,
 }
 
-/// Serves clients on `listener` until `shutdown` completes, then closes every connection
-/// and returns once their tasks have ended.
+/// Serves clients on `listener` from an in-memory log (nothing survives a restart) until
+/// `shutdown` completes. For tests and throwaway servers; see [`serve_with`].
 pub async fn serve(
     listener: TcpListener,
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
-    config.validate()?;
     let core = Arc::new(Core::default());
     let log: Arc<dyn CommandLog> = Arc::new(MemoryLog::new(core.clone()));
+    serve_with(listener, config, core, log, shutdown).await
+}
+
+/// Serves clients on `listener`, with every change going through `log` into `core`, until
+/// `shutdown` completes; then closes every connection and returns once their tasks have
+/// ended.
+pub async fn serve_with(
+    listener: TcpListener,
+    config: Config,
+    core: Arc<Core>,
+    log: Arc<dyn CommandLog>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), Error> {
+    config.validate()?;
     let server = Arc::new(Server { core, log, config, next_conn: AtomicU64::new(1) });
     let cancel = CancellationToken::new();
     let tasks = TaskTracker::new();

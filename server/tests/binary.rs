@@ -9,8 +9,10 @@ use ward_client::{Client, CreateMode};
 
 #[tokio::test]
 async fn serves_and_stops_on_sigterm() {
+    let dir = std::env::temp_dir().join(format!("ward-binary-test-{}", std::process::id()));
     let mut child = Command::new(env!("CARGO_BIN_EXE_ward-server"))
-        .args(["--listen", "127.0.0.1:0"])
+        .args(["--listen", "127.0.0.1:0", "--segment-mb", "1", "--data-dir"])
+        .arg(&dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -36,6 +38,8 @@ async fn serves_and_stops_on_sigterm() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     assert!(exit.success(), "exit status {exit}");
+    assert!(dir.join("LOCK").exists(), "the data directory was used");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -102,13 +102,17 @@ fn record_spans(image: &[u8], first_rsn: u64) -> Vec<(usize, usize)> {
 
 fn indexes(dir: &Path) -> Result<Vec<u64>, FileError> {
     let (_, replayed) = Wal::open(dir, 4096)?;
-    Ok(replayed
+    Ok(entry_indexes(replayed))
+}
+
+fn entry_indexes(replayed: Vec<ward_server::raft::wal::Replayed>) -> Vec<u64> {
+    replayed
         .into_iter()
         .flat_map(|r| match r.record {
             record::Record::Entries(es) => es.into_iter().map(|e| e.log_id.index).collect::<Vec<_>>(),
             other => panic!("unexpected record {other:?}"),
         })
-        .collect())
+        .collect()
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -126,6 +130,8 @@ fn cutting_the_log_inside_its_last_two_records_keeps_exactly_the_complete_prefix
     let image = std::fs::read(&files[0]).expect("read");
     let spans = record_spans(&image, 1);
     assert_eq!(spans.len(), 6);
+    let padded = |(at, end): (usize, usize)| record::record_size(end - at - record::RECORD_HEADER) > end - at;
+    assert!(padded(spans[4]) && padded(spans[5]), "cuts inside padding are covered");
     let from = spans[4].0;
     let to = spans[5].0 + record::record_size(spans[5].1 - spans[5].0 - record::RECORD_HEADER);
     for cut in from..=to {
@@ -137,15 +143,39 @@ fn cutting_the_log_inside_its_last_two_records_keeps_exactly_the_complete_prefix
         drop(file);
         // A record survives when its payload is whole (its zero padding may be cut).
         let complete = spans.iter().filter(|(_, end)| *end <= cut).count() as u64;
-        let got = indexes(&dir.0).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
-        assert_eq!(got, (1..=complete).collect::<Vec<_>>(), "cut at {cut}");
+        let (mut wal, replayed) = Wal::open(&dir.0, 4096).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        assert_eq!(entry_indexes(replayed), (1..=complete).collect::<Vec<_>>(), "cut at {cut}");
         // The repaired log takes new records after the prefix, and keeps them.
-        {
-            let (mut wal, _) = Wal::open(&dir.0, 4096).expect("reopen");
-            wal.append(&RecordRef::Entries(&[entry(complete + 1, 0xEE)])).expect("append after repair");
-        }
+        wal.append(&RecordRef::Entries(&[entry(complete + 1, 0xEE)])).expect("append after repair");
+        drop(wal);
         let got = indexes(&dir.0).expect("reopen after append");
         assert_eq!(got, (1..=complete + 1).collect::<Vec<_>>(), "cut at {cut}, then append");
+    }
+}
+
+#[test]
+fn a_partly_written_last_record_in_a_preallocated_file_is_dropped() {
+    // A crash mid-write persists any subset of the record's sectors; the file keeps its size.
+    let original = TempDir::new("torn-orig");
+    write_log(&original.0, 4, 4096);
+    let files = segments(&original.0);
+    let name = files[0].file_name().expect("name").to_owned();
+    let image = std::fs::read(&files[0]).expect("read");
+    let (start, end) = *record_spans(&image, 1).last().expect("records");
+    for split in start + 1..end {
+        // Only the head of the record reached the disk, or only its tail.
+        for keep_head in [true, false] {
+            let dir = TempDir::new("torn");
+            let mut bytes = image.clone();
+            let lost = if keep_head { split..end } else { start..split };
+            bytes[lost].fill(0);
+            std::fs::write(dir.0.join(&name), &bytes).expect("write");
+            // Zeroing bytes that were zero anyway leaves the record whole.
+            let whole = bytes == image;
+            let got = indexes(&dir.0).unwrap_or_else(|e| panic!("split {split}, head {keep_head}: {e}"));
+            let want: Vec<u64> = if whole { vec![1, 2, 3, 4] } else { vec![1, 2, 3] };
+            assert_eq!(got, want, "split {split}, head {keep_head}");
+        }
     }
 }
 
@@ -361,25 +391,4 @@ fn a_record_larger_than_a_segment_gets_a_segment_of_its_own() {
     }
     assert_eq!(segments(&dir.0).len(), 3);
     assert_eq!(indexes(&dir.0).expect("reopen"), vec![1, 2, 3]);
-}
-
-#[test]
-fn zz_timing_probe() {
-    let rt = runtime();
-    let t = std::time::Instant::now();
-    for _ in 0..10 {
-        let dir = TempDir::new("probe");
-        let _ = LogStore::open(&dir.0, 4096).expect("open");
-    }
-    eprintln!("10 LogStore opens: {:?}", t.elapsed());
-    let t = std::time::Instant::now();
-    for _ in 0..10 {
-        let dir = TempDir::new("probe");
-        let _ = StateMachineStore::open(&dir.0, Arc::new(Core::default())).expect("open");
-    }
-    eprintln!("10 sm opens: {:?}", t.elapsed());
-    let t = std::time::Instant::now();
-    for _ in 0..10 { let r = tokio::runtime::Runtime::new().unwrap(); r.block_on(async {}); }
-    eprintln!("10 runtimes: {:?}", t.elapsed());
-    drop(rt);
 }

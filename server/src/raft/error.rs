@@ -33,10 +33,13 @@ pub enum OpenError {
     Config(String),
     #[error("raft: {0}")]
     Raft(String),
+    /// Another process has the data directory open.
+    #[error("{} is in use by another ward-server (its LOCK file is locked)", .0.display())]
+    InUse(PathBuf),
 }
 
 impl From<OpenError> for crate::Error {
     fn from(e: OpenError) -> Self {
-        crate::Error::Io(io::Error::other(e))
+        crate::Error::Storage(e.to_string())
     }
 }

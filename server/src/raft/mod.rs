@@ -82,6 +82,8 @@ pub struct RaftLog {
     raft: Raft,
     proposer: Proposer,
     task: JoinHandle<()>,
+    /// Held (locked) while the log is open, so a second server cannot share the directory.
+    _dir_lock: std::fs::File,
 }
 
 impl CommandLog for RaftLog {
@@ -101,6 +103,7 @@ pub async fn open(data_dir: &Path, core: Arc<Core>, options: RaftOptions) -> Res
         op: "create",
         source,
     })?;
+    let dir_lock = lock_dir(data_dir)?;
     let sm = StateMachineStore::open(data_dir, core.clone())?;
     let store = LogStore::open(data_dir, options.segment_bytes)?;
     // Make the directories themselves durable if this call created them.
@@ -137,7 +140,19 @@ pub async fn open(data_dir: &Path, core: Arc<Core>, options: RaftOptions) -> Res
     restart_session_deadlines(&core);
     let (proposer, task) = Proposer::start(raft.clone(), options.batch);
     tracing::info!(last_index = ?last, zxid = core.read(|s| s.last_zxid()), "durable log open");
-    Ok(RaftLog { raft, proposer, task })
+    Ok(RaftLog { raft, proposer, task, _dir_lock: dir_lock })
+}
+
+/// Takes the data directory's `LOCK` file; the OS drops the lock if the process dies.
+fn lock_dir(data_dir: &Path) -> Result<std::fs::File, OpenError> {
+    let path = data_dir.join("LOCK");
+    let io = |source| FileError::Io { path: path.clone(), op: "lock", source };
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(OpenError::InUse(data_dir.to_path_buf())),
+        Err(std::fs::TryLockError::Error(source)) => Err(io(source).into()),
+    }
 }
 
 async fn become_leader(raft: &Raft) -> Result<(), OpenError> {
@@ -200,7 +215,7 @@ impl RaftLog {
     }
 
     /// Stops the proposer and Raft; pending commands complete with Unavailable.
-    pub async fn shutdown(self) {
+    pub async fn shutdown(&self) {
         self.task.abort();
         if let Err(error) = self.raft.shutdown().await {
             tracing::warn!(%error, "raft did not stop cleanly");

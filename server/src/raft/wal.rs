@@ -7,6 +7,7 @@ use super::record::{self, intact_record_after, parse_segment_header, read_at, Re
 use super::segment::{self, prepare_zeroed, Segment};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
 /// A segment file's records after opening, oldest first.
@@ -142,9 +143,10 @@ impl Wal {
     fn roll(&mut self, len: usize) -> Result<(), FileError> {
         let number = self.active.number + 1;
         let size = self.segment_bytes.max((record::SEGMENT_HEADER + len) as u64);
-        let spare = match self.spare.take() {
-            Some(handle) if size == self.segment_bytes => handle.join().ok().and_then(Result::ok),
-            _ => None,
+        // An oversized segment leaves the spare for the next roll.
+        let spare = match size == self.segment_bytes {
+            true => self.spare.take().and_then(|handle| handle.join().ok()).and_then(Result::ok),
+            false => None,
         };
         let zeroed = match spare {
             Some(path) => path,
@@ -161,7 +163,11 @@ impl Wal {
     }
 
     fn start_spare(&mut self) {
-        let path = self.dir.join("spare.wal.tmp");
+        // A name of its own: a thread left over from an earlier `Wal` on the same directory
+        // (reopened in the same process) must never write into this one's segment.
+        static SPARES: AtomicU64 = AtomicU64::new(0);
+        let n = SPARES.fetch_add(1, Ordering::Relaxed);
+        let path = self.dir.join(format!("spare-{}-{n}.wal.tmp", std::process::id()));
         let size = self.segment_bytes;
         let spawned = std::thread::Builder::new()
             .name("ward-wal-spare".into())
@@ -217,7 +223,9 @@ fn scan(
             Slot::Bad(reason) => break Some(reason),
         }
     };
-    let end = pos.min(image.len());
+    // Past the end of the image only when the file was cut inside the last record's padding:
+    // the next record still starts at the aligned offset (reopening zeroes the gap).
+    let end = pos;
     // Only the record written last can be torn. An intact record after the bad bytes (or
     // after an early end) means they are damage to acknowledged data. (In a full segment an
     // early end is caught by the next segment's first serial number instead.)
