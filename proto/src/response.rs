@@ -91,6 +91,9 @@ pub struct ServerStats {
     pub watches: u64,
     /// Lock grants pushed to waiters (a contender told "you hold it now"): one per handoff.
     pub lock_grants: u64,
+    /// `fdatasync` calls that made log appends durable (0 for an in-memory server): with
+    /// group commit, far fewer than acknowledged writes.
+    pub log_fsyncs: u64,
 }
 
 /// The result of one op of a multi.

@@ -60,6 +60,7 @@ impl Core {
             sessions: state.sessions().count() as u64,
             watches: self.watches.len() as u64,
             lock_grants: self.lock_grants.load(Ordering::Relaxed),
+            log_fsyncs: crate::metrics::log_fsyncs(),
         }
     }
 

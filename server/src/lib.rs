@@ -14,6 +14,7 @@
 //! * [`lock`]: lock queues derived from the tree: holders, and grants after deletes.
 //! * [`log`]: the `CommandLog` seam every write passes through; the in-memory log.
 //! * [`raft`]: the durable log: openraft (one member), fsynced segments, snapshots, group commit.
+//! * [`metrics`]: process-wide counters (log fsyncs).
 //! * [`core`]: the state machine behind its lock, publishing to watches and sessions.
 //! * [`prep`]: pure checks before a write is logged.
 //! * [`read`]: reads, and arming watches in the same view.
@@ -29,6 +30,7 @@ pub mod core;
 pub mod error;
 pub mod lock;
 pub mod log;
+pub mod metrics;
 pub mod net;
 pub mod outbox;
 pub mod prep;

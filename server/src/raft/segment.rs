@@ -106,6 +106,7 @@ impl Segment {
     pub fn append(&mut self, bytes: &[u8]) -> Result<(), FileError> {
         self.file.write_all_at(bytes, self.write_pos).map_err(io_err(&self.path, "write"))?;
         self.file.sync_data().map_err(io_err(&self.path, "fdatasync"))?;
+        crate::metrics::count_log_fsync();
         self.write_pos += bytes.len() as u64;
         Ok(())
     }
