@@ -19,6 +19,7 @@ const USAGE: &str = "usage: ward-server [--listen ADDR] [--data-dir DIR | --in-m
   --data-dir DIR                where the log and snapshots live (default ./ward-data)
   --in-memory                   keep nothing on disk: everything is lost when the server stops
   --segment-mb N                size of each preallocated log segment (default 64)
+  --snapshot-every N            take a snapshot after N log entries, then purge the log (default 5000)
   --min-session-timeout-ms N    shortest session timeout granted (default 4000)
   --max-session-timeout-ms N    longest session timeout granted (default 40000)
 Logs go to stderr; RUST_LOG sets the level (e.g. info, ward_server=debug).";
@@ -49,6 +50,14 @@ fn parse_args() -> Result<Args, String> {
                     return Err("--segment-mb must be at least 1".into());
                 }
                 raft.segment_bytes = mb << 20;
+            }
+            "--snapshot-every" => {
+                let n: u64 = value()?.parse().map_err(|e| format!("--snapshot-every: {e}"))?;
+                if n == 0 {
+                    return Err("--snapshot-every must be at least 1".into());
+                }
+                raft.snapshot_every = n;
+                raft.keep_after_snapshot = raft.keep_after_snapshot.min(n);
             }
             "--min-session-timeout-ms" => config.min_session_timeout = millis(&value()?)?,
             "--max-session-timeout-ms" => config.max_session_timeout = millis(&value()?)?,
