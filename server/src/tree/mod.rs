@@ -1,5 +1,5 @@
 //! The data tree: znodes by path, plus each session's ephemerals. Pure data, no I/O and no
-//! notifications; mutations report [`Change`]s for the watch registry to act on.
+//! notifications; mutations report [`Change`](crate::command::Change)s for the watch registry to act on.
 
 mod journal;
 pub(crate) mod ops;
