@@ -1,6 +1,7 @@
 //! Integration tests of Ward: real `ward-server` processes driven through the public
 //! client API, the `ward` CLI and raw sockets. Each test names the guarantee of
-//! docs/guarantees.md (G1..G10) it checks.
+//! docs/guarantees.md (G1..G10) it checks; the lock and election tests (t90..t93) name the
+//! "Done when" point of issue 3.
 //!
 //! One test binary, so the server is built and started from one place (`harness`).
 
@@ -14,3 +15,7 @@ mod t50_watches;
 mod t60_reconnect;
 mod t70_bad_input;
 mod t80_cli;
+mod t90_locks;
+mod t91_lock_faults;
+mod t92_election;
+mod t93_lock_cli;

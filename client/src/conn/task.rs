@@ -207,6 +207,8 @@ impl Task {
                         self.locks.released(tag, result);
                     }
                     Waiter::Close(reply) => {
+                        // Whoever sees close() return must also see the state it left.
+                        self.state.send_replace(SessionState::Closed);
                         let _ = reply.send(match result {
                             Ok(_) | Err(ErrorCode::SessionExpired) => Ok(()),
                             Err(code) => Err(code.into()),
@@ -229,6 +231,7 @@ impl Task {
             ServerMessage::SessionExpired => match self.pending.take_close() {
                 // Our own close can reach the server's bookkeeping before its reply is sent.
                 Some(reply) => {
+                    self.state.send_replace(SessionState::Closed);
                     let _ = reply.send(Ok(()));
                     Some(End::Closed)
                 }
@@ -311,6 +314,7 @@ impl Task {
             }
             Some(Cmd::Close { reply }) => {
                 // The server cannot hear us; the session ends by expiry instead.
+                self.state.send_replace(SessionState::Closed);
                 let _ = reply.send(Err(Error::ConnectionLoss));
                 Err(End::Closed)
             }

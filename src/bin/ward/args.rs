@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::time::Duration;
+use ward_client::LockKind;
 
 pub const DEFAULT_SERVER: &str = "127.0.0.1:7181";
 
@@ -20,9 +21,28 @@ commands:
                                           ephemerals) until killed or stdin closes
   set PATH DATA                         replace the data of PATH
   rm [-r] PATH                          delete PATH (-r: and everything below it)
+  holders PATH                          the holder of the lock PATH, then the waiters
+                                          in order, one a line: path token since
+                                          session data
+  lock [--shared] [--timeout SECS] PATH [PATH...] -- CMD [ARGS...]
+                                        run CMD while holding the lock PATH (all of
+                                          them, taken all or nothing); --shared: the
+                                          read side of a read/write lock
+  semaphore --permits N [--timeout SECS] PATH -- CMD [ARGS...]
+                                        run CMD while holding one of N permits
+  elect --id NAME PATH -- CMD [ARGS...]
+                                        campaign in the election PATH with NAME and
+                                          run CMD while leader
+
+lock, semaphore and elect give CMD WARD_FENCING_TOKEN and WARD_LOCK_PATH (its
+contender node; comma-separated, one per PATH) in its environment, release when it
+exits and exit with its status. If the lock or the leadership is lost, CMD gets
+SIGTERM and ward exits 3; --timeout passing first exits 4 without running CMD; a
+SIGTERM or SIGINT to ward stops CMD the same way and exits 128+signal; a CMD that
+cannot be started exits 127.
 
 The server defaults to $WARD_SERVER, then 127.0.0.1:7181. Use `--` before a DATA
-that starts with '-'.";
+that starts with '-'. Other errors exit 1, and a bad command line 2.";
 
 /// A parsed command line.
 #[derive(Debug, PartialEq, Eq)]
@@ -35,13 +55,48 @@ pub struct Invocation {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Command {
     Help,
-    Ls { path: String },
-    Tree { path: String },
-    Get { path: String },
-    Stat { path: String },
-    Create { path: String, data: Vec<u8>, ephemeral: bool, sequential: bool, hold: bool },
-    Set { path: String, data: Vec<u8> },
-    Rm { path: String, recursive: bool },
+    Ls {
+        path: String,
+    },
+    Tree {
+        path: String,
+    },
+    Get {
+        path: String,
+    },
+    Stat {
+        path: String,
+    },
+    Create {
+        path: String,
+        data: Vec<u8>,
+        ephemeral: bool,
+        sequential: bool,
+        hold: bool,
+    },
+    Set {
+        path: String,
+        data: Vec<u8>,
+    },
+    Rm {
+        path: String,
+        recursive: bool,
+    },
+    Holders {
+        path: String,
+    },
+    /// `lock` (exclusive or `--shared`, over one or more paths) and `semaphore`.
+    Lock {
+        paths: Vec<String>,
+        kind: LockKind,
+        timeout: Option<Duration>,
+        cmd: Vec<String>,
+    },
+    Elect {
+        path: String,
+        id: String,
+        cmd: Vec<String>,
+    },
 }
 
 /// A command line that does not parse; the binary exits with status 2.
@@ -60,6 +115,12 @@ struct Flags {
     sequential: bool,
     hold: bool,
     recursive: bool,
+    timeout: Option<Duration>,
+    id: Option<String>,
+    shared: bool,
+    permits: Option<u32>,
+    /// How many positional words came before the first `--`.
+    before_dashes: Option<usize>,
 }
 
 /// Parses the arguments after the program name. `env_server` is `$WARD_SERVER`, passed in
@@ -84,7 +145,10 @@ where
             _ => (arg.clone(), None),
         };
         match name.as_str() {
-            "--" => only_positional = true,
+            "--" => {
+                only_positional = true;
+                flags.before_dashes = Some(positional.len());
+            }
             "-h" | "--help" => {
                 return Ok(Invocation {
                     server: DEFAULT_SERVER.to_owned(),
@@ -97,6 +161,19 @@ where
                 let v = value(&name, inline_value, &mut args)?;
                 let ms: u64 = v.parse().map_err(|_| UsageError(format!("--session-timeout-ms: not a number: {v}")))?;
                 session_timeout = Some(Duration::from_millis(ms));
+            }
+            "--timeout" => {
+                let v = value(&name, inline_value, &mut args)?;
+                let secs = v.parse::<f64>().ok().and_then(|s| Duration::try_from_secs_f64(s).ok());
+                flags.timeout =
+                    Some(secs.ok_or_else(|| UsageError(format!("--timeout: not a number of seconds: {v}")))?);
+            }
+            "--id" => flags.id = Some(value(&name, inline_value, &mut args)?),
+            "--shared" => flags.shared = true,
+            "--permits" => {
+                let v = value(&name, inline_value, &mut args)?;
+                let n = v.parse::<u32>().ok().filter(|n| *n > 0);
+                flags.permits = Some(n.ok_or_else(|| UsageError(format!("--permits: not a positive number: {v}")))?);
             }
             "--hold" => flags.hold = true,
             "--ephemeral" => flags.ephemeral = true,
@@ -137,11 +214,21 @@ fn command(positional: Vec<String>, flags: Flags) -> Result<Command, UsageError>
     let allowed: &[&str] = match verb.as_str() {
         "create" => &["-e", "-s", "--hold"],
         "rm" => &["-r"],
+        "lock" => &["--timeout", "--shared"],
+        "semaphore" => &["--timeout", "--permits"],
+        "elect" => &["--id"],
         _ => &[],
     };
-    for (set, name) in
-        [(flags.ephemeral, "-e"), (flags.sequential, "-s"), (flags.hold, "--hold"), (flags.recursive, "-r")]
-    {
+    for (set, name) in [
+        (flags.ephemeral, "-e"),
+        (flags.sequential, "-s"),
+        (flags.hold, "--hold"),
+        (flags.recursive, "-r"),
+        (flags.timeout.is_some(), "--timeout"),
+        (flags.id.is_some(), "--id"),
+        (flags.shared, "--shared"),
+        (flags.permits.is_some(), "--permits"),
+    ] {
         if set && !allowed.contains(&name) {
             return Err(UsageError(format!("{verb} does not take {name}")));
         }
@@ -190,8 +277,46 @@ fn command(positional: Vec<String>, flags: Flags) -> Result<Command, UsageError>
             arity(1, 1)?;
             Command::Rm { path: path(), recursive: flags.recursive }
         }
+        "holders" => {
+            arity(1, 1)?;
+            Command::Holders { path: path() }
+        }
+        "lock" => {
+            let (paths, cmd) = paths_and_command(&verb, rest, flags.before_dashes, usize::MAX)?;
+            let kind = if flags.shared { LockKind::Shared } else { LockKind::Exclusive };
+            Command::Lock { paths, kind, timeout: flags.timeout, cmd }
+        }
+        "semaphore" => {
+            let permits = flags.permits.ok_or_else(|| UsageError("semaphore needs --permits N".to_owned()))?;
+            let (paths, cmd) = paths_and_command(&verb, rest, flags.before_dashes, 1)?;
+            Command::Lock { paths, kind: LockKind::Semaphore { permits }, timeout: flags.timeout, cmd }
+        }
+        "elect" => {
+            let id = flags.id.clone().ok_or_else(|| UsageError("elect needs --id NAME".to_owned()))?;
+            let (mut paths, cmd) = paths_and_command(&verb, rest, flags.before_dashes, 1)?;
+            Command::Elect { path: paths.remove(0), id, cmd }
+        }
         other => return Err(UsageError(format!("unknown command {other}"))),
     })
+}
+
+/// `PATH [PATH...] -- CMD [ARGS...]`: one to `max_paths` words before the `--`, at least
+/// one after it. Requiring the `--` keeps CMD's own options (`sh -c`) away from ours.
+fn paths_and_command(
+    verb: &str,
+    mut rest: Vec<String>,
+    before_dashes: Option<usize>,
+    max_paths: usize,
+) -> Result<(Vec<String>, Vec<String>), UsageError> {
+    let form = if max_paths == 1 { "PATH" } else { "PATH [PATH...]" };
+    let needs = || UsageError(format!("{verb} needs {form} -- CMD [ARGS...]"));
+    // `before_dashes` counts the verb too.
+    let paths = before_dashes.and_then(|n| n.checked_sub(1)).ok_or_else(needs)?;
+    if paths == 0 || paths > max_paths || rest.len() <= paths {
+        return Err(needs());
+    }
+    let cmd = rest.split_off(paths);
+    Ok((rest, cmd))
 }
 
 #[cfg(test)]
@@ -229,6 +354,29 @@ mod tests {
     }
 
     #[test]
+    fn parses_lock_and_elect_with_the_command_after_dashes() {
+        let inv = p(&["lock", "--timeout", "1.5", "/l", "--", "sh", "-c", "echo --timeout"]).expect("parses");
+        let cmd = vec!["sh".to_string(), "-c".into(), "echo --timeout".into()];
+        let paths = vec!["/l".to_string()];
+        let timeout = Some(Duration::from_millis(1500));
+        let kind = LockKind::Exclusive;
+        assert_eq!(inv.command, Command::Lock { paths: paths.clone(), kind, timeout, cmd: cmd.clone() });
+        let inv = p(&["lock", "/l", "--timeout=2", "--", "sh", "-c", "echo --timeout"]).expect("parses");
+        let timeout = Some(Duration::from_secs(2));
+        assert_eq!(inv.command, Command::Lock { paths: paths.clone(), kind, timeout, cmd: cmd.clone() });
+        let inv = p(&["lock", "--shared", "/a", "/b", "--", "sh"]).expect("parses");
+        let (paths, cmd) = (vec!["/a".to_string(), "/b".into()], vec!["sh".to_string()]);
+        assert_eq!(inv.command, Command::Lock { paths, kind: LockKind::Shared, timeout: None, cmd: cmd.clone() });
+        let inv = p(&["semaphore", "/s", "--permits", "3", "--", "sh"]).expect("parses");
+        let (paths, kind) = (vec!["/s".to_string()], LockKind::Semaphore { permits: 3 });
+        assert_eq!(inv.command, Command::Lock { paths, kind, timeout: None, cmd });
+        let inv = p(&["elect", "/e", "--id", "n1", "--", "./lead.sh", "-v"]).expect("parses");
+        let cmd = vec!["./lead.sh".to_string(), "-v".into()];
+        assert_eq!(inv.command, Command::Elect { path: "/e".into(), id: "n1".into(), cmd });
+        assert_eq!(p(&["holders", "/l"]).expect("parses").command, Command::Holders { path: "/l".into() });
+    }
+
+    #[test]
     fn refuses_bad_command_lines() {
         for bad in [
             &[][..],
@@ -239,6 +387,23 @@ mod tests {
             &["rm", "-x", "/a"],
             &["--session-timeout-ms", "soon", "ls", "/"],
             &["--server"],
+            &["lock", "/l"],
+            &["lock", "/l", "true"],
+            &["lock", "/l", "--"],
+            &["lock", "--", "/l", "true"],
+            &["lock", "--timeout", "soon", "/l", "--", "true"],
+            &["lock", "--timeout", "-1", "/l", "--", "true"],
+            &["lock", "--id", "a", "/l", "--", "true"],
+            &["elect", "/e", "--", "true"],
+            &["elect", "--id", "a", "--timeout", "1", "/e", "--", "true"],
+            &["elect", "--id", "a", "/e", "/f", "--", "true"],
+            &["semaphore", "/s", "--", "true"],
+            &["semaphore", "--permits", "0", "/s", "--", "true"],
+            &["semaphore", "--permits", "2", "/s", "/t", "--", "true"],
+            &["lock", "--permits", "2", "/s", "--", "true"],
+            &["elect", "--shared", "--id", "a", "/e", "--", "true"],
+            &["holders"],
+            &["ls", "--timeout", "1", "/"],
         ] {
             assert!(p(bad).is_err(), "{bad:?}");
         }

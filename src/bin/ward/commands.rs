@@ -1,6 +1,8 @@
 //! Running one parsed command against the server.
 
 use crate::args::{Command, Invocation};
+use crate::holders;
+use crate::run::{self, Signals};
 use std::fmt;
 use std::future::Future;
 use std::io::Write;
@@ -20,6 +22,27 @@ pub enum Failure {
     Output(std::io::Error),
     /// The held session ended before we were asked to let go.
     Lost(SessionState),
+    /// `--timeout` passed before the lock (`what`) was granted; CMD did not run.
+    NotGranted { what: String, timeout: Duration },
+    /// The lock or leadership (`what`) can no longer be trusted; CMD was sent SIGTERM.
+    LockLost { what: String },
+    /// SIGTERM or SIGINT (the number) reached ward; `then` says what ward did about it.
+    Interrupted { signal: i32, name: &'static str, then: String },
+    /// CMD could not be started.
+    Spawn { program: String, error: std::io::Error },
+}
+
+impl Failure {
+    /// The exit status this failure ends `ward` with.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Failure::Ward { .. } | Failure::Output(_) | Failure::Lost(_) => 1,
+            Failure::LockLost { .. } => 3,
+            Failure::NotGranted { .. } => 4,
+            Failure::Interrupted { signal, .. } => u8::try_from(128 + signal).unwrap_or(1),
+            Failure::Spawn { .. } => 127,
+        }
+    }
 }
 
 impl fmt::Display for Failure {
@@ -28,6 +51,14 @@ impl fmt::Display for Failure {
             Failure::Ward { what, error } => write!(f, "{what}: {error}"),
             Failure::Output(e) => write!(f, "writing output: {e}"),
             Failure::Lost(state) => write!(f, "session ended while holding: {state:?}"),
+            Failure::NotGranted { what, timeout } => {
+                write!(f, "{what} not granted within {timeout:?}; command not run")
+            }
+            Failure::LockLost { what } => {
+                write!(f, "{what} lost (session expired, or cut off from the server too long); command sent SIGTERM")
+            }
+            Failure::Interrupted { name, then, .. } => write!(f, "interrupted by {name}; {then}"),
+            Failure::Spawn { program, error } => write!(f, "cannot run {program}: {error}"),
         }
     }
 }
@@ -38,31 +69,49 @@ impl From<std::io::Error> for Failure {
     }
 }
 
-fn ward(what: impl Into<String>) -> impl FnOnce(Error) -> Failure {
+pub fn ward(what: impl Into<String>) -> impl FnOnce(Error) -> Failure {
     let what = what.into();
     move |error| Failure::Ward { what, error }
 }
 
-pub async fn run(invocation: Invocation) -> Result<(), Failure> {
+/// Runs the command; `Ok` carries the exit status (CMD's, for `lock`, `semaphore` and
+/// `elect`).
+pub async fn run(invocation: Invocation) -> Result<u8, Failure> {
+    // Before connecting: from here on SIGTERM and SIGINT are ours to handle, so that CMD is
+    // stopped and the lock released rather than ward dying with CMD still running.
+    let signals = matches!(invocation.command, Command::Lock { .. } | Command::Elect { .. }).then(Signals::install);
     let mut builder = Client::builder(&invocation.server).connect_timeout(CONNECT_TIMEOUT);
     if let Some(timeout) = invocation.session_timeout {
         builder = builder.session_timeout(timeout);
     }
     let client = builder.connect().await.map_err(ward(format!("connect to {}", invocation.server)))?;
-    let outcome = execute(&client, invocation.command).await;
+    let outcome = match (invocation.command, signals) {
+        (Command::Lock { paths, kind, timeout, cmd }, Some(signals)) => {
+            run::lock(&client, &paths, kind, timeout, &cmd, signals).await
+        }
+        (Command::Elect { path, id, cmd }, Some(signals)) => run::elect(&client, &path, &id, &cmd, signals).await,
+        (command, _) => execute(&client, command).await.map(|()| 0),
+    };
     // Close explicitly so that our ephemerals go now, not one session timeout later.
     let closed = client.close().await.map_err(ward("close session"));
     match (outcome, closed) {
         // A session that already ended cannot be closed; the first failure says why.
         (Err(failure), _) => Err(failure),
-        (Ok(()), closed) => closed,
+        (Ok(code), closed) => closed.map(|()| code),
     }
 }
 
 async fn execute(client: &Client, command: Command) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     match command {
-        Command::Help => {}
+        // Handled by `run`.
+        Command::Help | Command::Lock { .. } | Command::Elect { .. } => {}
+        Command::Holders { path } => {
+            let queue = client.lock_holders(&path).await.map_err(ward(format!("holders {path}")))?;
+            for contender in &queue {
+                writeln!(out, "{}", holders::line(contender))?;
+            }
+        }
         Command::Ls { path } => {
             let children = client.get_children(&path).await.map_err(ward(format!("ls {path}")))?;
             for child in children {

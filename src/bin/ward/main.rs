@@ -1,10 +1,14 @@
 //! `ward`: a small command-line client for a Ward server.
 //!
 //! Exit status: 0 on success, 1 when the server or the connection reported an error, 2 for
-//! a command line that does not parse.
+//! a command line that does not parse. `lock`, `semaphore` and `elect` exit with their
+//! command's status, or 3 (lock lost), 4 (`--timeout` passed), 127 (command not started),
+//! 128+N (signal N to ward).
 
 mod args;
 mod commands;
+mod holders;
+mod run;
 
 use std::process::ExitCode;
 
@@ -30,7 +34,8 @@ fn main() -> ExitCode {
         println!("{}", args::USAGE);
         return ExitCode::SUCCESS;
     }
-    // One connection and one request at a time: a single-threaded runtime is all we need.
+    // One connection and one request (or one child) at a time: a single-threaded runtime is
+    // all we need.
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -39,10 +44,10 @@ fn main() -> ExitCode {
         }
     };
     match runtime.block_on(commands::run(invocation)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(failure) => {
             eprintln!("ward: {failure}");
-            ExitCode::from(1)
+            ExitCode::from(failure.exit_code())
         }
     }
 }

@@ -95,11 +95,21 @@ pub struct ClientProcess {
 impl ClientProcess {
     /// Starts `ward --server SERVER ARGS...`.
     pub fn spawn(server: &str, args: &[&str]) -> ClientProcess {
+        // Errors of a held CLI show up in the test's output directly.
+        ClientProcess::spawn_with_stderr(server, args, Stdio::inherit())
+    }
+
+    /// Like [`spawn`](Self::spawn), with the CLI's stderr written to `stderr_file`.
+    pub fn spawn_logged(server: &str, args: &[&str], stderr_file: &std::path::Path) -> ClientProcess {
+        let file = std::fs::File::create(stderr_file).expect("create the CLI's stderr file");
+        ClientProcess::spawn_with_stderr(server, args, Stdio::from(file))
+    }
+
+    fn spawn_with_stderr(server: &str, args: &[&str], stderr: Stdio) -> ClientProcess {
         let mut child = cli(server, args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            // Errors of a held CLI show up in the test's output directly.
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("spawn ward CLI");
         let stdin = child.stdin.take();

@@ -1,15 +1,19 @@
-//! What every test needs: server processes, CLI processes, a cutting proxy, raw sockets
-//! and bounded waiting.
+//! What every test needs: server processes, CLI processes, contender processes, a cutting
+//! proxy, raw sockets, outside records of lock holders and bounded waiting.
 
 mod cli;
+mod procs;
 mod proxy;
 mod raw;
+mod record;
 mod server;
 mod wait;
 
 pub use cli::{run_cli, run_cli_env, ClientProcess};
+pub use procs::Contender;
 pub use proxy::Proxy;
 pub use raw::{call, expect_dropped, frame, raw_connect, raw_session, recv, send, RawConn};
+pub use record::{check_exclusive, RecordFile};
 pub use server::ServerProcess;
 pub use wait::{bounded, wait_for, wait_until, within, DEADLINE};
 

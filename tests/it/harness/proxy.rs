@@ -1,17 +1,31 @@
 //! A TCP proxy between a client and a server, so a test can cut the client off without
 //! touching either: `cut()` drops every current connection, `block()` makes new ones close
 //! at once (the client sees a refused reconnect), `unblock()` lets them through again.
+//! `mute_replies()` keeps forwarding what the client sends but drops what the server
+//! answers on the connections open now: a request is applied and its reply is lost.
+//! `partition()` is a silent `isolate()`: open connections stay up but carry nothing, so
+//! neither side sees a close and each must notice the silence itself.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{AbortHandle, JoinHandle};
+
+struct Link {
+    task: AbortHandle,
+    /// Set: bytes from the server are read and dropped.
+    drop_replies: Arc<AtomicBool>,
+    /// Set: bytes from the client are read and dropped.
+    drop_requests: Arc<AtomicBool>,
+}
 
 #[derive(Default)]
 struct Links {
     blocked: bool,
-    live: Vec<AbortHandle>,
+    live: Vec<Link>,
 }
 
 pub struct Proxy {
@@ -47,7 +61,28 @@ impl Proxy {
     pub fn cut(&self) {
         let mut links = self.links.lock().expect("proxy lock");
         for link in links.live.drain(..) {
-            link.abort();
+            link.task.abort();
+        }
+    }
+
+    /// On every connection open now, server→client bytes are dropped from here on while
+    /// client→server bytes still flow. New connections are not muted: `cut()` afterwards
+    /// and the client's reconnect gets a working link.
+    pub fn mute_replies(&self) {
+        let links = self.links.lock().expect("proxy lock");
+        for link in &links.live {
+            link.drop_replies.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Like `isolate()`, but the connections open now are not closed: from here on they
+    /// silently drop everything, both ways, as a network partition would.
+    pub fn partition(&self) {
+        let mut links = self.links.lock().expect("proxy lock");
+        links.blocked = true;
+        for link in &links.live {
+            link.drop_replies.store(true, Ordering::SeqCst);
+            link.drop_requests.store(true, Ordering::SeqCst);
         }
     }
 
@@ -95,18 +130,47 @@ async fn accept_loop(
             continue;
         }
         accepted.fetch_add(1, Ordering::SeqCst);
-        let task = tokio::spawn(forward(downstream, upstream));
-        guard.live.retain(|link| !link.is_finished());
-        guard.live.push(task.abort_handle());
+        let (drop_replies, drop_requests) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let task = tokio::spawn(forward(downstream, upstream, Arc::clone(&drop_replies), Arc::clone(&drop_requests)));
+        guard.live.retain(|link| !link.task.is_finished());
+        guard.live.push(Link { task: task.abort_handle(), drop_replies, drop_requests });
     }
 }
 
-async fn forward(mut downstream: TcpStream, upstream: SocketAddr) {
-    let Ok(mut up) = TcpStream::connect(upstream).await else {
+async fn forward(
+    downstream: TcpStream,
+    upstream: SocketAddr,
+    drop_replies: Arc<AtomicBool>,
+    drop_requests: Arc<AtomicBool>,
+) {
+    let Ok(up) = TcpStream::connect(upstream).await else {
         return;
     };
     let _ = downstream.set_nodelay(true);
     let _ = up.set_nodelay(true);
+    let (mut client_rx, mut client_tx) = downstream.into_split();
+    let (mut server_rx, mut server_tx) = up.into_split();
     // Aborting this task drops both sockets, which closes both connections.
-    let _ = tokio::io::copy_bidirectional(&mut downstream, &mut up).await;
+    tokio::join!(
+        relay(&mut client_rx, &mut server_tx, &drop_requests),
+        relay(&mut server_rx, &mut client_tx, &drop_replies)
+    );
+}
+
+/// Copies `from` to `to` (dropping what arrives while `drop` is set) until `from` ends, then
+/// shuts `to` down, as `copy_bidirectional` does: the other direction keeps flowing.
+async fn relay(from: &mut OwnedReadHalf, to: &mut OwnedWriteHalf, drop: &AtomicBool) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match from.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) if drop.load(Ordering::SeqCst) => {}
+            Ok(n) => {
+                if to.write_all(&buf[..n]).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = to.shutdown().await;
 }
