@@ -1,16 +1,10 @@
 //! The client against an in-process server: the basic round trips, one test per concern.
 //! The full behaviour (real processes, faults) is tested in the root package's `tests/it`.
 
-use std::time::Duration;
-use ward_client::{Client, CreateMode, Error, EventKind, SessionState};
+mod common;
 
-async fn start() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr").to_string();
-    let config = ward_server::Config { min_session_timeout: Duration::from_millis(300), ..Default::default() };
-    tokio::spawn(ward_server::serve(listener, config, std::future::pending()));
-    addr
-}
+use common::start;
+use ward_client::{Client, CreateMode, Error, EventKind, SessionState};
 
 #[tokio::test]
 async fn create_read_update_delete() {

@@ -1,16 +1,11 @@
 //! Locks and elections against an in-process server: handoff, fencing, cancellation.
 //! Process-level fault tests (kill -9, cut connections) are in the root package's `tests/it`.
 
+mod common;
+
+use common::start;
 use std::time::Duration;
 use ward_client::{Client, Error};
-
-async fn start() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr").to_string();
-    let config = ward_server::Config { min_session_timeout: Duration::from_millis(300), ..Default::default() };
-    tokio::spawn(ward_server::serve(listener, config, std::future::pending()));
-    addr
-}
 
 #[tokio::test]
 async fn handoff_is_fifo_with_growing_tokens_and_one_grant_per_release() {
