@@ -4,7 +4,7 @@ use crate::client::{Client, Inner};
 use crate::conn::dial::{dial, DialError};
 use crate::conn::task::Task;
 use crate::error::{Error, Result};
-use crate::state::SessionState;
+use crate::state::{SessionCell, SessionState};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,12 +79,12 @@ impl ClientBuilder {
             let welcome = conn.welcome.clone();
             let (tx, rx) = mpsc::unbounded_channel();
             let (state_tx, state_rx) = watch::channel(SessionState::Connected);
-            let (epoch_tx, epoch_rx) = watch::channel(0);
+            let session = crate::sync::Arc::new(SessionCell::new());
             let timeout = Duration::from_millis(u64::from(welcome.timeout_ms));
             let task = Task {
                 addrs: addrs.clone(),
                 next_addr: index + 1,
-                session: welcome.session_id,
+                session_id: welcome.session_id,
                 secret: welcome.secret,
                 requested_timeout_ms,
                 timeout,
@@ -94,7 +94,7 @@ impl ClientBuilder {
                 pending: Default::default(),
                 watches: Default::default(),
                 state: state_tx,
-                epoch: epoch_tx,
+                session: session.clone(),
                 last_ack: tokio::time::Instant::now(),
                 locks: Default::default(),
                 rx,
@@ -103,7 +103,7 @@ impl ClientBuilder {
             let inner = Inner {
                 tx,
                 state: state_rx,
-                epoch: epoch_rx,
+                session,
                 session_id: welcome.session_id,
                 timeout,
                 next_tag: AtomicU64::new(1),

@@ -5,11 +5,12 @@ use crate::conn::Cmd;
 use crate::error::{Error, Result};
 use crate::lock::Fence;
 use crate::state::SessionState;
+use crate::sync::oneshot;
 use crate::watch::{Watch, WatchSender};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 use ward_proto::{path, CreateMode, Op, OpResult, Request, Response, ServerStats, SessionId, Stat};
 
 /// A session with a Ward ensemble. Clones share the session; when the last clone is dropped
@@ -22,8 +23,8 @@ pub struct Client {
 pub(crate) struct Inner {
     pub tx: mpsc::UnboundedSender<Cmd>,
     pub state: watch::Receiver<SessionState>,
-    /// See `Task::epoch`: bumped when the session may have expired unseen.
-    pub epoch: watch::Receiver<u64>,
+    /// The session as lock guards see it (see `SessionCell`).
+    pub session: crate::sync::Arc<crate::state::SessionCell>,
     pub session_id: SessionId,
     pub timeout: Duration,
     /// Names this client's lock attempts, so a retry finds its own contender.

@@ -81,7 +81,7 @@ impl Election {
             };
             let Some(path) = holder_of(&self.dir, &children) else { return Ok(None) };
             match self.client.get_data(&path).await {
-                Ok((data, stat)) => return Ok(Some(Leader { path, data, token: stat.czxid })),
+                Ok((data, stat)) => return Ok(Some(Leader { path, data, token: stat.mzxid })),
                 // It resigned between the two reads: look again.
                 Err(Error::NoNode) => continue,
                 Err(e) => return Err(e),

@@ -40,6 +40,7 @@ pub mod lock;
 pub mod mutex;
 pub mod queue;
 pub mod state;
+mod sync;
 pub mod watch;
 
 pub use builder::ClientBuilder;

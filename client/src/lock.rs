@@ -18,10 +18,11 @@
 use crate::client::{checked, unexpected, Client};
 use crate::conn::Cmd;
 use crate::error::{Error, Result};
-use crate::state::SessionState;
+use crate::state::{SessionCell, SessionState};
+use crate::sync::{oneshot, Arc};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::mpsc;
 use ward_proto::{path, CreateMode, LockKind, Op, Response};
 
 /// A lock holder's credential: a write carrying it fails unless this holder still holds.
@@ -44,7 +45,8 @@ impl Fence {
 #[must_use = "dropping the guard releases the lock"]
 #[derive(Debug)]
 pub struct LockGuard {
-    client: Client,
+    /// To the connection task, for the release.
+    tx: mpsc::UnboundedSender<Cmd>,
     dirs: Vec<String>,
     tag: u64,
     /// One per directory, in the order asked for.
@@ -54,6 +56,17 @@ pub struct LockGuard {
 }
 
 impl LockGuard {
+    /// A guard for attempt `tag` over `dirs`, just granted; it owes `tx` one release.
+    pub(crate) fn granted(
+        tx: mpsc::UnboundedSender<Cmd>,
+        dirs: Vec<String>,
+        tag: u64,
+        fences: Vec<Fence>,
+        validity: Validity,
+    ) -> LockGuard {
+        LockGuard { tx, dirs, tag, fences, validity, released: false }
+    }
+
     /// The token to hand to resources this lock protects; they should refuse smaller ones.
     /// For a multi-lock, the token of the first directory (see [`fences`](Self::fences)).
     pub fn fencing_token(&self) -> u64 {
@@ -90,7 +103,7 @@ impl LockGuard {
         self.released = true;
         let (done, rx) = oneshot::channel();
         let cmd = Cmd::Release { dirs: self.dirs.clone(), tag: self.tag, done: Some(done) };
-        self.client.inner.tx.send(cmd).map_err(|_| Error::Closed)?;
+        self.tx.send(cmd).map_err(|_| Error::Closed)?;
         rx.await.map_err(|_| Error::Closed)?
     }
 }
@@ -98,47 +111,42 @@ impl LockGuard {
 impl Drop for LockGuard {
     fn drop(&mut self) {
         if !self.released {
-            release_in_background(&self.client, &self.dirs, self.tag);
+            release_in_background(&self.tx, &self.dirs, self.tag);
         }
     }
 }
 
-fn release_in_background(client: &Client, dirs: &[String], tag: u64) {
+fn release_in_background(tx: &mpsc::UnboundedSender<Cmd>, dirs: &[String], tag: u64) {
     // If the client task is gone the session is ending, and its nodes with it.
-    let _ = client.inner.tx.send(Cmd::Release { dirs: dirs.to_vec(), tag, done: None });
+    let _ = tx.send(Cmd::Release { dirs: dirs.to_vec(), tag, done: None });
 }
 
 /// Whether a grant is still trustworthy: the session is live and has not been in doubt
-/// since the grant.
-#[derive(Clone, Debug)]
+/// since the grant (see [`SessionCell`]). Once lost, lost for good.
+#[derive(Clone)]
 pub(crate) struct Validity {
-    state: watch::Receiver<SessionState>,
-    epoch: watch::Receiver<u64>,
-    since: u64,
+    session: Arc<SessionCell>,
+    until: u64,
 }
 
 impl Validity {
-    pub(crate) fn now(client: &Client) -> Validity {
-        let epoch = client.inner.epoch.clone();
-        let since = *epoch.borrow();
-        Validity { state: client.inner.state.clone(), epoch, since }
+    /// For a grant the caller has just been handed.
+    pub(crate) fn now(session: &Arc<SessionCell>) -> Validity {
+        Validity { session: session.clone(), until: session.trust_until() }
     }
 
     pub(crate) fn is_lost(&self) -> bool {
-        self.state.borrow().is_terminal() || *self.epoch.borrow() != self.since
+        self.session.is_lost(self.until)
     }
 
     pub(crate) async fn lost(&self) {
-        let (mut state, mut epoch) = (self.state.clone(), self.epoch.clone());
-        loop {
-            if state.borrow_and_update().is_terminal() || *epoch.borrow_and_update() != self.since {
-                return;
-            }
-            tokio::select! {
-                r = state.changed() => if r.is_err() { return },
-                r = epoch.changed() => if r.is_err() { return },
-            }
-        }
+        self.session.lost(self.until).await
+    }
+}
+
+impl std::fmt::Debug for Validity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Validity").field("lost", &self.is_lost()).finish()
     }
 }
 
@@ -153,7 +161,7 @@ struct Attempt<'a> {
 impl Drop for Attempt<'_> {
     fn drop(&mut self) {
         if self.armed {
-            release_in_background(self.client, &self.dirs, self.tag);
+            release_in_background(&self.client.inner.tx, &self.dirs, self.tag);
         }
     }
 }
@@ -244,8 +252,7 @@ impl Client {
         };
         attempt.armed = false;
         let fences = nodes.into_iter().map(|n| Fence { path: n.path, token: n.token }).collect();
-        let validity = Validity::now(self);
-        Ok(LockGuard { client: self.clone(), dirs, tag, fences, validity, released: false })
+        Ok(LockGuard::granted(self.inner.tx.clone(), dirs, tag, fences, Validity::now(&self.inner.session)))
     }
 
     /// Creates every missing ancestor of `path` and `path` itself, as persistent nodes.

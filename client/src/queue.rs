@@ -10,7 +10,7 @@ pub struct Contender {
     pub path: String,
     /// The context the contender attached (`lock_with_data`, `campaign`).
     pub data: Vec<u8>,
-    /// Its fencing token (czxid).
+    /// Its fencing token (the contender's mzxid: its czxid unless a local handoff rewrote it).
     pub token: u64,
     /// When it joined the queue (ms since the Unix epoch, the server's clock).
     pub since_ms: i64,
@@ -34,7 +34,7 @@ impl Client {
                 Ok((data, stat)) => queue.push(Contender {
                     path,
                     data,
-                    token: stat.czxid,
+                    token: stat.mzxid,
                     since_ms: stat.ctime,
                     session: stat.ephemeral_owner,
                 }),

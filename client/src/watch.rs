@@ -1,11 +1,11 @@
 //! One-shot watches as futures, and the table that routes server events to them.
 
 use crate::error::Error;
-use std::collections::HashMap;
+use crate::sync::oneshot;
+use crate::sync::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use tokio::sync::oneshot;
 use ward_proto::{EventKind, WatchEvent, WatchKind};
 
 /// A one-shot watch: resolves with the event that fired it, or with an error if the session
@@ -27,8 +27,8 @@ impl Watch {
     pub fn try_recv(&mut self) -> Option<Result<WatchEvent, Error>> {
         match self.rx.try_recv() {
             Ok(result) => Some(result),
-            Err(oneshot::error::TryRecvError::Empty) => None,
-            Err(oneshot::error::TryRecvError::Closed) => Some(Err(Error::Closed)),
+            Err(oneshot::TryRecvError::Empty) => None,
+            Err(oneshot::TryRecvError::Closed) => Some(Err(Error::Closed)),
         }
     }
 }

@@ -20,6 +20,8 @@ pub struct Config {
     /// Requests one connection may have waiting for their replies before the server stops
     /// reading from it (back-pressure instead of unbounded memory).
     pub max_inflight_per_conn: usize,
+    /// A second listener speaking ZooKeeper's protocol, bound by the caller (`None`: off).
+    pub zookeeper: Option<crate::zk::ZkListener>,
 }
 
 impl Default for Config {
@@ -31,6 +33,7 @@ impl Default for Config {
             handshake_timeout: Duration::from_secs(10),
             expiry_tick: Duration::from_millis(100),
             max_inflight_per_conn: 1024,
+            zookeeper: None,
         }
     }
 }

@@ -3,13 +3,14 @@
 
 use crate::command::{Applied, Change, Command};
 use crate::lock;
+use crate::outbox::Outbox;
 use crate::session::SessionTracker;
 use crate::state::StateMachine;
+use crate::sync::{AtomicU64, Ordering, RwLock};
 use crate::watch::{Outbound, WatchRegistry};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{PoisonError, RwLock};
+use std::sync::PoisonError;
 use std::time::Duration;
-use ward_proto::ServerStats;
+use ward_proto::{ServerStats, Zxid};
 
 /// State shared by every connection and by the log.
 #[derive(Default)]
@@ -75,5 +76,17 @@ impl Core {
     pub fn read<R>(&self, f: impl FnOnce(&StateMachine) -> R) -> R {
         let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
         f(&state)
+    }
+
+    /// A read on behalf of a connection: runs `f` in a consistent view, and returns the last
+    /// zxid of that view and how many messages `outbox` had queued when `f` looked (`f` gets
+    /// the count too). Since apply queues events under the write lock, every event for a
+    /// change `f` can see is within that count, and the connection writes them before the
+    /// read's reply (G6).
+    pub fn view<R>(&self, outbox: &Outbox, f: impl FnOnce(&Core, &StateMachine, u64) -> R) -> (Zxid, u64, R) {
+        self.read(|state| {
+            let events_before = outbox.queued();
+            (state.last_zxid(), events_before, f(self, state, events_before))
+        })
     }
 }

@@ -22,6 +22,7 @@
 //! * [`outbox`]: each connection's counted queue of events, grants and closes.
 //! * [`session`]: deadlines, connection ownership and the expiry sweep.
 //! * [`net`]: accept loop, handshake, per-connection reader and writer.
+//! * [`zk`]: the optional ZooKeeper-protocol listener on the same core.
 //! * [`config`], [`error`].
 
 pub mod command;
@@ -38,8 +39,10 @@ pub mod raft;
 pub mod read;
 pub mod session;
 pub mod state;
+mod sync;
 pub mod tree;
 pub mod watch;
+pub mod zk;
 
 pub use config::Config;
 pub use error::Error;
@@ -95,6 +98,10 @@ pub async fn serve_with(
         cancel.clone(),
     ));
     tracing::info!(addr = ?listener.local_addr().ok(), "serving");
+    if let Some(zk) = &server.config.zookeeper {
+        let zk_listener = zk.to_tokio()?;
+        tasks.spawn(zk::accept_loop(server.clone(), zk_listener, tasks.clone(), cancel.clone()));
+    }
     tokio::select! {
         _ = shutdown => tracing::info!("shutting down"),
         _ = net::listener::accept_loop(server, listener, tasks.clone(), cancel.clone()) => {}
@@ -113,3 +120,7 @@ pub(crate) fn now_ms() -> i64 {
 
 #[cfg(test)]
 mod state_tests;
+
+// The loom models of the state connection tasks and apply share (`--cfg ward_loom`).
+#[cfg(all(test, ward_loom))]
+mod loom_tests;

@@ -5,8 +5,8 @@
 //! event for a change the read can see is within that count, and the connection writes at
 //! least that many queued messages before the read's reply (guarantee G6).
 
+use crate::sync::{AtomicU64, Ordering};
 use crate::watch::Outbound;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 

@@ -1,4 +1,5 @@
-//! The watch registry: one-shot watches by path, and the outbound queue of each connection.
+//! The watch registry: one-shot watches by path, persistent watches (ZooKeeper's `addWatch`),
+//! and the outbound queue of each connection.
 //!
 //! Watches are local to the server holding the connection and never logged. Apply reports
 //! [`Change`]s and [`WatchRegistry::fire`] turns them into events, while apply still holds
@@ -7,8 +8,9 @@
 //! reply (guarantee G6).
 
 use crate::command::Change;
+use crate::sync::{Mutex, MutexGuard};
 use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::PoisonError;
 use ward_proto::{EventKind, WatchEvent, WatchKind, Zxid};
 
 /// Identifies one client connection on this server.
@@ -37,9 +39,29 @@ pub enum Outbound {
 
 pub use crate::outbox::OutboundTx;
 
+/// A watch that stays armed when it fires (ZooKeeper 3.6+ `addWatch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PersistentMode {
+    /// Every event on the path itself, children changes included.
+    Exact,
+    /// Events on the path and every descendant, except `NodeChildrenChanged`; the event
+    /// names the node that changed.
+    Recursive,
+}
+
+/// One watch a connection has on a path, as a removal or a check sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Armed {
+    OneShot(WatchKind),
+    Persistent(PersistentMode),
+}
+
 #[derive(Default)]
 struct Watches {
     by_kind: HashMap<(WatchKind, String), HashSet<ConnId>>,
+    /// Persistent watches by path. Kept apart from one-shot ones: a connection may have both
+    /// on one path, and firing must not remove these.
+    persistent: HashMap<String, HashMap<ConnId, PersistentMode>>,
     conns: HashMap<ConnId, Watcher>,
 }
 
@@ -47,6 +69,7 @@ struct Watcher {
     tx: OutboundTx,
     /// Reverse index, so a closing connection drops its watches without a scan.
     paths: HashSet<(WatchKind, String)>,
+    persistent: HashSet<String>,
 }
 
 /// Watches of every connection on this server.
@@ -64,7 +87,7 @@ impl WatchRegistry {
     }
 
     pub fn add_conn(&self, conn: ConnId, tx: OutboundTx) {
-        self.lock().conns.insert(conn, Watcher { tx, paths: HashSet::new() });
+        self.lock().conns.insert(conn, Watcher { tx, paths: HashSet::new(), persistent: HashSet::new() });
     }
 
     pub fn remove_conn(&self, conn: ConnId) {
@@ -78,6 +101,9 @@ impl WatchRegistry {
                     }
                 }
             }
+            for path in watcher.persistent {
+                w.remove_persistent(conn, &path);
+            }
         }
     }
 
@@ -90,9 +116,69 @@ impl WatchRegistry {
         w.by_kind.entry((kind, path.to_string())).or_default().insert(conn);
     }
 
+    /// Arms (or re-arms with another mode) a persistent watch.
+    pub fn add_persistent(&self, conn: ConnId, path: &str, mode: PersistentMode) {
+        let mut w = self.lock();
+        let Some(watcher) = w.conns.get_mut(&conn) else { return };
+        watcher.persistent.insert(path.to_string());
+        w.persistent.entry(path.to_string()).or_default().insert(conn, mode);
+    }
+
+    /// The watches `conn` has on `path`.
+    pub fn armed(&self, conn: ConnId, path: &str) -> Vec<Armed> {
+        let w = self.lock();
+        let Some(watcher) = w.conns.get(&conn) else { return Vec::new() };
+        let mut armed: Vec<Armed> = [WatchKind::Data, WatchKind::Exists, WatchKind::Child]
+            .into_iter()
+            .filter(|kind| watcher.paths.contains(&(*kind, path.to_string())))
+            .map(Armed::OneShot)
+            .collect();
+        if let Some(mode) = w.persistent.get(path).and_then(|conns| conns.get(&conn)) {
+            armed.push(Armed::Persistent(*mode));
+        }
+        armed
+    }
+
+    /// Disarms the watches of `conn` on `path` that `which` selects; true if any was.
+    pub fn remove(&self, conn: ConnId, path: &str, which: impl Fn(Armed) -> bool) -> bool {
+        let mut w = self.lock();
+        let mut removed = false;
+        for kind in [WatchKind::Data, WatchKind::Exists, WatchKind::Child] {
+            let key = (kind, path.to_string());
+            let Some(watcher) = w.conns.get_mut(&conn) else { return false };
+            if which(Armed::OneShot(kind)) && watcher.paths.remove(&key) {
+                removed = true;
+                if let Some(set) = w.by_kind.get_mut(&key) {
+                    set.remove(&conn);
+                    if set.is_empty() {
+                        w.by_kind.remove(&key);
+                    }
+                }
+            }
+        }
+        let mode = w.persistent.get(path).and_then(|conns| conns.get(&conn)).copied();
+        if mode.is_some_and(|m| which(Armed::Persistent(m))) {
+            w.remove_persistent(conn, path);
+            if let Some(watcher) = w.conns.get_mut(&conn) {
+                watcher.persistent.remove(path);
+            }
+            removed = true;
+        }
+        removed
+    }
+
     /// Number of armed watches (a connection watching one path twice counts once).
     pub fn len(&self) -> usize {
-        self.lock().by_kind.values().map(HashSet::len).sum()
+        self.lock().count()
+    }
+
+    /// Connections with at least one watch, distinct watched paths, and watches.
+    pub fn summary(&self) -> (usize, usize, usize) {
+        let w = self.lock();
+        let conns = w.conns.values().filter(|c| !c.paths.is_empty() || !c.persistent.is_empty()).count();
+        let paths: HashSet<&str> =
+            w.by_kind.keys().map(|(_, p)| p.as_str()).chain(w.persistent.keys().map(String::as_str)).collect();
+        (conns, paths.len(), w.count())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -103,7 +189,7 @@ impl WatchRegistry {
     /// change, whichever of its watches on the path triggered.
     pub fn fire(&self, changes: &[Change], zxid: Zxid) {
         let mut w = self.lock();
-        if w.by_kind.is_empty() {
+        if w.by_kind.is_empty() && w.persistent.is_empty() {
             return;
         }
         for change in changes {
@@ -131,6 +217,92 @@ impl WatchRegistry {
                     }
                 }
             }
+            if !w.persistent.is_empty() {
+                w.fire_persistent(path, kind, zxid, &mut told);
+            }
         }
+    }
+}
+
+impl Watches {
+    fn count(&self) -> usize {
+        self.by_kind.values().map(HashSet::len).sum::<usize>()
+            + self.persistent.values().map(HashMap::len).sum::<usize>()
+    }
+
+    fn remove_persistent(&mut self, conn: ConnId, path: &str) {
+        if let Some(conns) = self.persistent.get_mut(path) {
+            conns.remove(&conn);
+            if conns.is_empty() {
+                self.persistent.remove(path);
+            }
+        }
+    }
+
+    /// Persistent watches on `path` itself, and recursive ones on its ancestors, fire
+    /// without being removed; a connection already told of this change is not told twice.
+    fn fire_persistent(&self, path: &str, kind: EventKind, zxid: Zxid, told: &mut HashSet<ConnId>) {
+        let mut at = path;
+        loop {
+            let exact = at == path;
+            for (conn, mode) in self.persistent.get(at).into_iter().flatten() {
+                let fires = match mode {
+                    PersistentMode::Exact => exact,
+                    PersistentMode::Recursive => kind != EventKind::NodeChildrenChanged,
+                };
+                if fires && told.insert(*conn) {
+                    if let Some(watcher) = self.conns.get(conn) {
+                        let event = WatchEvent { kind, path: path.to_string(), zxid };
+                        let _ = watcher.tx.send(Outbound::Event(event));
+                    }
+                }
+            }
+            if at == "/" {
+                return;
+            }
+            at = ward_proto::path::parent(at);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outbox::Outbox;
+
+    fn events(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Outbound>) -> Vec<(EventKind, String)> {
+        let mut out = Vec::new();
+        while let Ok(Outbound::Event(e)) = rx.try_recv() {
+            out.push((e.kind, e.path));
+        }
+        out
+    }
+
+    #[test]
+    fn persistent_watches_stay_armed_and_recursive_ones_skip_children_changes() {
+        let reg = WatchRegistry::default();
+        let (tx, mut rx) = Outbox::channel();
+        reg.add_conn(1, tx);
+        reg.add_persistent(1, "/a", PersistentMode::Exact);
+        reg.add_persistent(1, "/", PersistentMode::Recursive);
+        reg.register(1, WatchKind::Data, "/a");
+        let changes = [Change::DataChanged("/a".into()), Change::ChildrenChanged("/a".into())];
+        reg.fire(&changes, 5);
+        reg.fire(&[Change::Created("/a/b/c".into()), Change::ChildrenChanged("/a/b".into())], 6);
+        assert_eq!(
+            events(&mut rx),
+            [
+                // One event per change for the connection, whichever watches matched.
+                (EventKind::NodeDataChanged, "/a".to_string()),
+                (EventKind::NodeChildrenChanged, "/a".to_string()),
+                (EventKind::NodeCreated, "/a/b/c".to_string()),
+            ]
+        );
+        assert_eq!(reg.armed(1, "/a"), [Armed::Persistent(PersistentMode::Exact)], "the one-shot watch fired");
+        assert!(reg.remove(1, "/a", |a| matches!(a, Armed::Persistent(_))));
+        assert!(!reg.remove(1, "/a", |_| true));
+        assert_eq!(reg.summary(), (1, 1, 1));
+        reg.remove_conn(1);
+        assert_eq!((reg.len(), reg.summary()), (0, (0, 0, 0)));
     }
 }

@@ -1,7 +1,7 @@
 //! Integration tests of Ward: real `ward-server` processes driven through the public
 //! client API, the `ward` CLI and raw sockets. Each test names the guarantee of
 //! docs/guarantees.md (G1..G10) it checks; the lock and election tests (t90..t93) name the
-//! "Done when" point of issue 3.
+//! "Done when" point of issue 3, and the recipe tests (t94..t98) that of issue 4.
 //!
 //! One test binary, so the server is built and started from one place (`harness`).
 
@@ -19,3 +19,8 @@ mod t90_locks;
 mod t91_lock_faults;
 mod t92_election;
 mod t93_lock_cli;
+mod t94_reentrant;
+mod t95_rwlock;
+mod t96_semaphore_multi;
+mod t97_owner_context;
+mod t98_recipe_cli;

@@ -6,8 +6,8 @@
 //! and re-sent after a reconnect: a guard dropped while disconnected still releases.
 
 use crate::error::Error;
-use std::collections::HashMap;
-use tokio::sync::oneshot;
+use crate::sync::oneshot;
+use crate::sync::HashMap;
 use ward_proto::lock::parse_contender;
 use ward_proto::path;
 

@@ -7,8 +7,8 @@ pub(crate) mod pending;
 pub(crate) mod task;
 
 use crate::error::Error;
+use crate::sync::oneshot;
 use crate::watch::WatchSender;
-use tokio::sync::oneshot;
 use ward_proto::{LockKind, Request, Response};
 
 /// What the application asks of the connection task.

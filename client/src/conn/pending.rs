@@ -1,9 +1,9 @@
 //! Requests sent and not yet answered, by xid.
 
 use crate::error::Error;
+use crate::sync::oneshot;
+use crate::sync::HashMap;
 use crate::watch::{LocalWatches, WatchSender};
-use std::collections::HashMap;
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 use ward_proto::{ErrorCode, Request, Response, WatchKind};
 

@@ -7,7 +7,8 @@ use super::locks::LockTable;
 use super::pending::{complete_user, watched_path, PendingTable, Waiter};
 use super::Cmd;
 use crate::error::Error;
-use crate::state::SessionState;
+use crate::state::{SessionCell, SessionState};
+use crate::sync::Arc;
 use crate::watch::LocalWatches;
 use futures_util::{SinkExt, StreamExt};
 use std::time::Duration;
@@ -30,7 +31,7 @@ enum End {
 pub(crate) struct Task {
     pub addrs: Vec<String>,
     pub next_addr: usize,
-    pub session: SessionId,
+    pub session_id: SessionId,
     pub secret: SessionSecret,
     pub requested_timeout_ms: u32,
     /// The negotiated timeout: heartbeats every third of it.
@@ -41,10 +42,11 @@ pub(crate) struct Task {
     pub next_xid: u64,
     pub pending: PendingTable,
     pub watches: LocalWatches,
+    /// The session state for the application ([`crate::Client::state_changes`]).
     pub state: watch::Sender<SessionState>,
-    /// Bumped when the connection has been gone so long that the session may have expired
-    /// without our knowing; a lock guard taken before the bump can no longer be trusted.
-    pub epoch: watch::Sender<u64>,
+    /// The same for lock guards, and whether the session may have expired without our
+    /// knowing (the connection gone too long): a guard taken before that is not trusted.
+    pub session: Arc<SessionCell>,
     /// When we sent the newest request that was answered: the server's deadline for the
     /// session is at least this plus the timeout.
     pub last_ack: Instant,
@@ -57,9 +59,9 @@ impl Task {
         loop {
             let end = match self.serve(conn).await {
                 End::Lost(why) => {
-                    tracing::info!(session = %self.session, reason = %why, "disconnected; reconnecting");
+                    tracing::info!(session = %self.session_id, reason = %why, "disconnected; reconnecting");
                     self.pending.fail_all(&Error::ConnectionLoss);
-                    self.state.send_replace(SessionState::Disconnected);
+                    self.publish(SessionState::Disconnected);
                     match self.reconnect().await {
                         Ok(next) => {
                             conn = next;
@@ -251,7 +253,7 @@ impl Task {
             for _ in 0..self.addrs.len() {
                 let addr = self.addrs[self.next_addr % self.addrs.len()].clone();
                 self.next_addr += 1;
-                let hello = Hello::new(Some((self.session, self.secret)), self.requested_timeout_ms, self.last_zxid);
+                let hello = Hello::new(Some((self.session_id, self.secret)), self.requested_timeout_ms, self.last_zxid);
                 let attempt = dial(&addr, hello, self.connect_timeout);
                 tokio::pin!(attempt);
                 let result = loop {
@@ -264,8 +266,8 @@ impl Task {
                 match result {
                     Ok(conn) => {
                         self.timeout = Duration::from_millis(u64::from(conn.welcome.timeout_ms));
-                        tracing::info!(session = %self.session, %addr, "session resumed");
-                        self.state.send_replace(SessionState::Connected);
+                        tracing::info!(session = %self.session_id, %addr, "session resumed");
+                        self.publish(SessionState::Connected);
                         return Ok(conn);
                     }
                     Err(DialError::Refused(ErrorCode::SessionExpired, _)) => return Err(End::Expired),
@@ -287,9 +289,14 @@ impl Task {
     }
 
     fn doubt_session(&mut self) -> bool {
-        tracing::warn!(session = %self.session, "disconnected so long the session may have expired");
-        self.epoch.send_modify(|e| *e += 1);
+        tracing::warn!(session = %self.session_id, "disconnected so long the session may have expired");
+        self.session.doubt();
         true
+    }
+
+    fn publish(&self, state: SessionState) {
+        self.session.set(state);
+        self.state.send_replace(state);
     }
 
     /// After a reconnect: ask again about lock attempts whose grant may have been missed,
@@ -331,31 +338,56 @@ impl Task {
 
     /// The session is over: say so to everyone waiting now or later.
     async fn finish(mut self, end: End) {
+        let Some(error) = self.end_session(end) else { return };
+        while let Some(cmd) = self.rx.recv().await {
+            after_end(cmd, &error);
+        }
+    }
+
+    /// Publishes the end of the session and fails everything in flight with the error it
+    /// gives every later command; `None` if the task just stops (the session is abandoned).
+    fn end_session(&mut self, end: End) -> Option<Error> {
         let (state, error) = match end {
             End::Expired => (SessionState::Expired, Error::SessionExpired),
             End::Closed => (SessionState::Closed, Error::Closed),
-            End::Abandoned | End::Lost(_) => return,
+            End::Abandoned | End::Lost(_) => return None,
         };
-        tracing::info!(session = %self.session, ?state, "session over");
-        self.state.send_replace(state);
+        tracing::info!(session = %self.session_id, ?state, "session over");
+        self.publish(state);
         self.pending.fail_all(&error);
         self.watches.fail_all(&error);
         self.locks.session_over(&error);
-        while let Some(cmd) = self.rx.recv().await {
-            match cmd {
-                Cmd::Request { reply, .. } | Cmd::Lock { reply, .. } => {
-                    let _ = reply.send(Err(error.clone()));
-                }
-                Cmd::Close { reply } => {
-                    let _ = reply.send(Ok(()));
-                }
-                // The session's nodes are gone with it: nothing left to release.
-                Cmd::Release { done, .. } => {
-                    if let Some(done) = done {
-                        let _ = done.send(Ok(()));
-                    }
-                }
+        Some(error)
+    }
+}
+
+/// Answers a command that comes after the session ended with `error`.
+fn after_end(cmd: Cmd, error: &Error) {
+    match cmd {
+        Cmd::Request { reply, .. } | Cmd::Lock { reply, .. } => {
+            let _ = reply.send(Err(error.clone()));
+        }
+        Cmd::Close { reply } => {
+            let _ = reply.send(Ok(()));
+        }
+        // The session's nodes are gone with it: nothing left to release.
+        Cmd::Release { done, .. } => {
+            if let Some(done) = done {
+                let _ = done.send(Ok(()));
             }
         }
     }
 }
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        // However the task ends (even by a panic), guards must not go on trusting a session
+        // nobody looks after any more. After `finish` the state is already terminal.
+        self.session.set(SessionState::Closed);
+    }
+}
+
+// The loom models of the connection task's completions (`--cfg ward_loom`).
+#[cfg(all(test, ward_loom))]
+#[path = "loom_tests.rs"]
+mod loom_tests;

@@ -17,6 +17,9 @@ pub(crate) enum Remote<R> {
     Acquiring(u64),
     /// The remote lock is held (by one of our handles, or about to be handed to one).
     Held(R),
+    /// Held, and passing from the holder that left to the next local waiter: nobody is
+    /// granted until the server has the new fencing token ([`LocalQueue::handed_off`]).
+    HandingOff(R),
 }
 
 /// What a handle asking for the lock should do next.
@@ -103,6 +106,11 @@ impl<R> LocalQueue<R> {
     /// leaves it held by nobody.
     pub(crate) fn cancel(&mut self, handle: u64) -> Option<R> {
         self.waiters.retain(|&h| h != handle);
+        if matches!(self.holder, Some((h, _)) if h == handle) {
+            // Granted, but gone before it looked: nobody used the grant, so the next waiter
+            // takes it as it is (or the remote lock is released).
+            self.holder = None;
+        }
         match &self.remote {
             // Its own attempt is being dropped with it and releases the contender.
             Remote::Acquiring(h) if *h == handle => {
@@ -123,10 +131,11 @@ impl<R> LocalQueue<R> {
             Some((h, _)) if *h == handle => self.holder = None,
             _ => return Exit::Nested,
         }
-        if !self.waiters.is_empty() {
-            return Exit::HandOff;
-        }
         match std::mem::replace(&mut self.remote, Remote::Idle) {
+            Remote::Held(remote) if !self.waiters.is_empty() => {
+                self.remote = Remote::HandingOff(remote);
+                Exit::HandOff
+            }
             Remote::Held(remote) => Exit::Release(remote),
             other => {
                 self.remote = other;
@@ -138,6 +147,14 @@ impl<R> LocalQueue<R> {
     /// The token changed on the server for the next local holder. Returns the remote lock
     /// if the waiters left meanwhile and it must be released.
     pub(crate) fn handed_off(&mut self, token: u64) -> Option<R> {
+        match std::mem::replace(&mut self.remote, Remote::Idle) {
+            Remote::HandingOff(remote) => self.remote = Remote::Held(remote),
+            // Lost meanwhile (see `remote_lost`): waiters take the remote lock anew.
+            other => {
+                self.remote = other;
+                return None;
+            }
+        }
         self.token = token;
         self.grant_next()
     }
@@ -146,20 +163,23 @@ impl<R> LocalQueue<R> {
     /// the remote lock anew.
     pub(crate) fn remote_lost(&mut self) -> Option<R> {
         match std::mem::replace(&mut self.remote, Remote::Idle) {
-            Remote::Held(remote) => Some(remote),
-            _ => None,
+            Remote::Held(remote) | Remote::HandingOff(remote) => Some(remote),
+            other => {
+                self.remote = other;
+                None
+            }
         }
     }
 
     pub(crate) fn remote(&self) -> Option<&R> {
         match &self.remote {
-            Remote::Held(r) => Some(r),
+            Remote::Held(r) | Remote::HandingOff(r) => Some(r),
             _ => None,
         }
     }
 
     /// Hands the held remote lock to the first waiter; if there is none, gives it back for
-    /// release.
+    /// release. Not while a hand-off is under way: it grants when done.
     fn grant_next(&mut self) -> Option<R> {
         if self.holder.is_some() || !matches!(self.remote, Remote::Held(_)) {
             return None;
@@ -204,6 +224,40 @@ mod tests {
         assert_eq!(q.poll(2), Step::Acquire);
         q.acquire_failed(2);
         assert_eq!(q.enter(3), Step::Acquire);
+    }
+
+    #[test]
+    fn nobody_is_granted_during_a_hand_off_with_the_old_token() {
+        let mut q = LocalQueue::<&str>::default();
+        assert_eq!(q.enter(1), Step::Acquire);
+        assert!(q.acquired("remote", 10).is_none());
+        assert_eq!(q.enter(2), Step::Wait);
+        assert_eq!(q.enter(3), Step::Wait);
+        assert!(matches!(q.exit(1), Exit::HandOff));
+        // Handle 3 gives up while the server records the hand-off: 2 must not hold yet.
+        assert!(q.cancel(3).is_none());
+        assert_eq!(q.poll(2), Step::Wait);
+        assert!(q.handed_off(11).is_none());
+        assert_eq!(q.poll(2), Step::Granted(11));
+    }
+
+    #[test]
+    fn a_grant_to_a_handle_that_gave_up_passes_on() {
+        let mut q = LocalQueue::<&str>::default();
+        assert_eq!(q.enter(1), Step::Acquire);
+        assert!(q.acquired("remote", 10).is_none());
+        assert_eq!(q.enter(2), Step::Wait);
+        assert_eq!(q.enter(3), Step::Wait);
+        assert!(matches!(q.exit(1), Exit::HandOff));
+        assert!(q.handed_off(11).is_none());
+        // 2 holds now, but its `lock()` was dropped before it looked.
+        assert!(q.cancel(2).is_none());
+        assert_eq!(q.poll(3), Step::Granted(11));
+        assert!(matches!(q.exit(3), Exit::Release("remote")));
+
+        assert_eq!(q.enter(4), Step::Acquire);
+        assert!(q.acquired("again", 12).is_none());
+        assert_eq!(q.cancel(4), Some("again"), "nobody left: the remote lock is released");
     }
 
     #[test]

@@ -8,30 +8,27 @@
 //! which gives the new holder a new, larger fencing token, its mzxid).
 
 mod local;
+mod queue;
+
+// The loom model of the local queue (`--cfg ward_loom`).
+#[cfg(all(test, ward_loom))]
+mod loom_tests;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::lock::{Fence, LockGuard, Validity};
-use local::{Exit, LocalQueue, Step};
+use local::Exit;
+use queue::Queue;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex as StdMutex, MutexGuard as StdGuard, PoisonError};
-use tokio::sync::Notify;
+use std::sync::{Arc, PoisonError};
 
 /// One directory's local queue, shared by the client's handles on it.
 pub(crate) struct Shared {
     client: Client,
     dir: String,
     data: Vec<u8>,
-    // A std mutex: transitions are short and never await.
-    state: StdMutex<LocalQueue<LockGuard>>,
-    changed: Notify,
+    queue: Queue<LockGuard>,
     next_handle: AtomicU64,
-}
-
-impl Shared {
-    fn state(&self) -> StdGuard<'_, LocalQueue<LockGuard>> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 /// A lock handle; see the module docs. Cheap to create; hold one per logical owner.
@@ -68,8 +65,7 @@ impl Client {
                     client: self.clone(),
                     dir: dir.to_string(),
                     data: data.to_vec(),
-                    state: StdMutex::new(LocalQueue::default()),
-                    changed: Notify::new(),
+                    queue: Queue::default(),
                     next_handle: AtomicU64::new(1),
                 });
                 registry.insert(dir.to_string(), Arc::downgrade(&shared));
@@ -81,72 +77,18 @@ impl Client {
     }
 }
 
-/// Takes a waiting handle out of the local queue if its `lock()` future is dropped.
-struct Waiting<'a> {
-    shared: &'a Arc<Shared>,
-    handle: u64,
-    armed: bool,
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            let orphan = self.shared.state().cancel(self.handle);
-            self.shared.changed.notify_waiters();
-            if let Some(remote) = orphan {
-                drop(remote); // released in the background by its own drop
-            }
-        }
-    }
-}
-
 impl Mutex {
     /// Waits until this handle holds the lock (at once, if it already does).
     pub async fn lock(&self) -> Result<MutexGuard> {
         let shared = &self.shared;
-        let mut waiting = Waiting { shared, handle: self.handle, armed: true };
-        let mut first = true;
-        loop {
-            let notified = shared.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let step = {
-                let mut state = shared.state();
-                if std::mem::take(&mut first) {
-                    state.enter(self.handle)
-                } else {
-                    state.poll(self.handle)
-                }
-            };
-            match step {
-                Step::Granted(token) => {
-                    waiting.armed = false;
-                    let validity = Validity::now(&shared.client);
-                    return Ok(MutexGuard {
-                        shared: shared.clone(),
-                        handle: self.handle,
-                        token,
-                        validity,
-                        left: false,
-                    });
-                }
-                Step::Acquire => match shared.client.lock_with_data(&shared.dir, &shared.data).await {
-                    Ok(remote) => {
-                        let token = remote.fencing_token();
-                        let orphan = shared.state().acquired(remote, token);
-                        shared.changed.notify_waiters();
-                        drop(orphan);
-                    }
-                    Err(e) => {
-                        waiting.armed = false;
-                        shared.state().acquire_failed(self.handle);
-                        shared.changed.notify_waiters();
-                        return Err(e);
-                    }
-                },
-                Step::Wait => notified.await,
-            }
-        }
+        let acquire = || async {
+            let remote = shared.client.lock_with_data(&shared.dir, &shared.data).await?;
+            let token = remote.fencing_token();
+            Ok::<_, Error>((remote, token))
+        };
+        let token = shared.queue.hold(self.handle, acquire).await?;
+        let validity = Validity::now(&shared.client.inner.session);
+        Ok(MutexGuard { shared: shared.clone(), handle: self.handle, token, validity, left: false })
     }
 }
 
@@ -157,7 +99,7 @@ impl MutexGuard {
 
     /// The fence for writes made under this guard (see [`Client::set_data_fenced`]).
     pub fn fence(&self) -> Option<Fence> {
-        let path = self.shared.state().remote().map(|r| r.path().to_string())?;
+        let path = self.shared.queue.with_remote(|r| r.path().to_string())?;
         Some(Fence { path, token: self.token })
     }
 
@@ -193,7 +135,7 @@ impl Drop for MutexGuard {
 }
 
 async fn leave(shared: Arc<Shared>, handle: u64) -> Result<()> {
-    let exit = shared.state().exit(handle);
+    let exit = shared.queue.exit(handle);
     match exit {
         Exit::Nested => Ok(()),
         Exit::Release(remote) => remote.unlock().await,
@@ -205,12 +147,28 @@ async fn leave(shared: Arc<Shared>, handle: u64) -> Result<()> {
 /// handoff on the server and makes the new holder's token (the node's mzxid) larger than
 /// every earlier one, so a fenced write by the previous holder now fails.
 async fn hand_off(shared: &Shared) -> Result<()> {
+    // If this future is dropped halfway (a bounded blocking drop), the queue must not stay
+    // in hand-off with its waiters asleep: give the remote lock up and let them start over.
+    struct Abandoned<'a>(&'a Shared, bool);
+    impl Drop for Abandoned<'_> {
+        fn drop(&mut self) {
+            if self.1 {
+                drop(self.0.queue.remote_lost());
+            }
+        }
+    }
+    let mut abandoned = Abandoned(shared, true);
+    let result = hand_off_inner(shared).await;
+    abandoned.1 = false;
+    result
+}
+
+async fn hand_off_inner(shared: &Shared) -> Result<()> {
     loop {
-        let Some(path) = shared.state().remote().map(|r| r.path().to_string()) else { return Ok(()) };
+        let Some(path) = shared.queue.with_remote(|r| r.path().to_string()) else { return Ok(()) };
         match shared.client.set_data(&path, &shared.data, None).await {
             Ok(stat) => {
-                let orphan = shared.state().handed_off(stat.mzxid);
-                shared.changed.notify_waiters();
+                let orphan = shared.queue.handed_off(stat.mzxid);
                 return match orphan {
                     Some(remote) => remote.unlock().await,
                     None => Ok(()),
@@ -228,8 +186,6 @@ async fn hand_off(shared: &Shared) -> Result<()> {
 
 /// The remote lock is gone (session over, contender deleted): waiters start over.
 fn lost(shared: &Shared, error: Error) -> Result<()> {
-    let remote = shared.state().remote_lost();
-    shared.changed.notify_waiters();
-    drop(remote);
+    drop(shared.queue.remote_lost());
     Err(error)
 }

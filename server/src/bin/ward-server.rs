@@ -14,8 +14,10 @@ use ward_server::log::{CommandLog, MemoryLog};
 use ward_server::raft::{self, RaftOptions};
 use ward_server::Config;
 
-const USAGE: &str = "usage: ward-server [--listen ADDR] [--data-dir DIR | --in-memory] [--min-session-timeout-ms N] [--max-session-timeout-ms N]
+const USAGE: &str = "usage: ward-server [--listen ADDR] [--zk-listen ADDR|off] [--data-dir DIR | --in-memory] [--min-session-timeout-ms N] [--max-session-timeout-ms N]
   --listen ADDR                 client address (default 127.0.0.1:7181; port 0 picks a free one)
+  --zk-listen ADDR|off          ZooKeeper-protocol address (default 127.0.0.1:2181, skipped with a
+                                warning if that is taken; an explicit ADDR must bind)
   --data-dir DIR                where the log and snapshots live (default ./ward-data)
   --in-memory                   keep nothing on disk: everything is lost when the server stops
   --segment-mb N                size of each preallocated log segment (default 64)
@@ -26,6 +28,8 @@ Logs go to stderr; RUST_LOG sets the level (e.g. info, ward_server=debug).";
 
 struct Args {
     listen: SocketAddr,
+    /// `None`: no ZooKeeper listener; `Some((addr, explicit))`.
+    zk_listen: Option<(SocketAddr, bool)>,
     raft: RaftOptions,
     /// `None`: in memory only.
     data_dir: Option<PathBuf>,
@@ -34,6 +38,7 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut listen = SocketAddr::from(([127, 0, 0, 1], 7181));
+    let mut zk_listen = Some((ward_server::zk::DEFAULT_ADDR, false));
     let mut config = Config::default();
     let mut data_dir = Some(PathBuf::from("ward-data"));
     let mut raft = RaftOptions::default();
@@ -42,6 +47,12 @@ fn parse_args() -> Result<Args, String> {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
         match flag.as_str() {
             "--listen" => listen = value()?.parse().map_err(|e| format!("--listen: {e}"))?,
+            "--zk-listen" => {
+                zk_listen = match value()?.as_str() {
+                    "off" => None,
+                    addr => Some((addr.parse().map_err(|e| format!("--zk-listen: {e}"))?, true)),
+                }
+            }
             "--data-dir" => data_dir = Some(PathBuf::from(value()?)),
             "--in-memory" => data_dir = None,
             "--segment-mb" => {
@@ -65,7 +76,7 @@ fn parse_args() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    Ok(Args { listen, raft, data_dir, config })
+    Ok(Args { listen, zk_listen, raft, data_dir, config })
 }
 
 fn millis(s: &str) -> Result<Duration, String> {
@@ -124,10 +135,30 @@ async fn run(args: Args) -> Result<(), ward_server::Error> {
     };
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let addr = listener.local_addr()?;
-    // The first line on stdout: scripts and tests read the address from it.
-    let mut stdout = std::io::stdout();
-    writeln!(stdout, "ward-server listening on {addr}")?;
+    let mut config = args.config;
+    config.zookeeper = match args.zk_listen {
+        None => None,
+        Some((zk_addr, explicit)) => match ward_server::zk::ZkListener::bind(zk_addr) {
+            Ok(zk) => Some(zk),
+            // The default port is often taken (a real ZooKeeper, another Ward): serve without.
+            Err(error) if !explicit => {
+                tracing::warn!(addr = %zk_addr, %error, "ZooKeeper listener not started; use --zk-listen ADDR");
+                None
+            }
+            Err(error) => return Err(error.into()),
+        },
+    };
+    // The first line on stdout: scripts and tests read the address from it. The second, if
+    // any, says where ZooKeeper clients connect. One write for both: a reader that stops
+    // after the first line must not make a later write fail.
+    let mut lines = format!("ward-server listening on {addr}\n");
+    if let Some(zk) = &config.zookeeper {
+        lines.push_str(&format!("ward-server zookeeper listening on {}\n", zk.local_addr()?));
+    }
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(lines.as_bytes())?;
     stdout.flush()?;
+    drop(stdout);
     let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<String>();
     if let Some(raft) = durable.clone() {
         tokio::spawn(async move {
@@ -145,7 +176,7 @@ async fn run(args: Args) -> Result<(), ward_server::Error> {
             }
         }
     };
-    ward_server::serve_with(listener, args.config, core, log, stop).await?;
+    ward_server::serve_with(listener, config, core, log, stop).await?;
     if let Some(raft) = durable {
         raft.shutdown().await;
     }

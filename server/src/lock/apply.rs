@@ -40,7 +40,7 @@ impl StateMachine {
         let held = paths.iter().all(|p| super::is_holder(&self.tree, p));
         let nodes = paths
             .into_iter()
-            .map(|path| LockNode { token: self.tree.get(&path).map_or(0, |n| n.czxid), path })
+            .map(|path| LockNode { token: self.tree.get(&path).map_or(0, |n| n.mzxid), path })
             .collect();
         Ok(Response::Lock(LockState { nodes, held }))
     }
@@ -86,7 +86,7 @@ impl StateMachine {
         };
         let nodes = paths
             .iter()
-            .map(|p| self.tree.get(p).map(|n| LockNode { path: p.clone(), token: n.czxid }))
+            .map(|p| self.tree.get(p).map(|n| LockNode { path: p.clone(), token: n.mzxid }))
             .collect::<Option<Vec<_>>>()?;
         Some(LockState { held: super::attempt_holds(self, path), nodes })
     }

@@ -97,7 +97,7 @@ pub fn grants(state: &StateMachine, changes: &[Change]) -> Vec<Grant> {
             if !attempt_holds(state, &path) || !told.insert((session, tag)) {
                 continue;
             }
-            let token = tree.get(&path).map_or(0, |n| n.czxid);
+            let token = tree.get(&path).map_or(0, |n| n.mzxid);
             grants.push(Grant { session, path, token });
         }
     }

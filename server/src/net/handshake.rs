@@ -7,7 +7,7 @@ use crate::{now_ms, Server};
 use futures_util::{SinkExt, StreamExt};
 use std::net::SocketAddr;
 use ward_proto::{
-    ClientMessage, CodecError, ErrorCode, Hello, HelloPrefix, ServerMessage, SessionId, SessionSecret, Welcome, MAGIC,
+    ClientMessage, CodecError, ErrorCode, HelloPrefix, ServerMessage, SessionId, SessionSecret, Welcome, MAGIC,
     PROTOCOL_VERSION,
 };
 
@@ -53,7 +53,7 @@ pub async fn run(
     }
     let welcome = match hello.resume {
         Some((session, secret)) => resume(server, session, secret, conn, tx),
-        None => create(server, &hello, conn, tx).await,
+        None => create(server, hello.timeout_ms, hello.owner.clone(), conn, tx).await,
     };
     match welcome {
         Ok(welcome) => {
@@ -66,7 +66,9 @@ pub async fn run(
     }
 }
 
-fn resume(
+/// Resumes `session` on connection `conn` if `secret` is its secret and it is not expiring.
+/// Shared with the ZooKeeper listener.
+pub(crate) fn resume(
     server: &Server,
     session: SessionId,
     secret: SessionSecret,
@@ -83,17 +85,25 @@ fn resume(
     }
 }
 
-async fn create(server: &Server, hello: &Hello, conn: ConnId, tx: &OutboundTx) -> Result<Welcome, (ErrorCode, String)> {
+/// Orders a new session with a fresh random secret and binds it to connection `conn`. Shared
+/// with the ZooKeeper listener.
+pub(crate) async fn create(
+    server: &Server,
+    requested_timeout_ms: u32,
+    owner: Option<String>,
+    conn: ConnId,
+    tx: &OutboundTx,
+) -> Result<Welcome, (ErrorCode, String)> {
     let mut secret = [0u8; 16];
     getrandom::getrandom(&mut secret)
         .map_err(|e| (ErrorCode::Unavailable, format!("no randomness for a secret: {e}")))?;
     let secret = SessionSecret(secret);
-    let timeout_ms = server.config.negotiate_timeout(hello.timeout_ms);
+    let timeout_ms = server.config.negotiate_timeout(requested_timeout_ms);
     let cmd = Command {
         time_ms: now_ms(),
         session: SessionId(0),
         xid: 0,
-        op: CommandOp::CreateSession { timeout_ms, secret, owner: hello.owner.clone() },
+        op: CommandOp::CreateSession { timeout_ms, secret, owner },
     };
     let unavailable = |why: &str| (ErrorCode::Unavailable, why.to_string());
     let applied = server.log.submit(cmd).await.map_err(|_| unavailable("could not order the new session"))?;

@@ -4,4 +4,5 @@
 pub mod connection;
 pub mod handshake;
 pub mod listener;
+pub mod order;
 pub mod writer;

@@ -1,28 +1,51 @@
 //! The writing half of a connection: replies in request order, with server-initiated
 //! messages (watch events, lock grants, closes) placed before the replies that must follow
 //! them.
+//!
+//! The ordering logic is shared by both listeners: what differs between Ward's protocol and
+//! ZooKeeper's is only how a reply or an event is encoded, which a [`Wire`] says.
 
-use super::connection::Writer;
+use super::order::Fences;
 use crate::command::Outcome;
 use crate::log::Pending;
 use crate::watch::{CloseReason, Outbound};
 use crate::Server;
-use futures_util::SinkExt;
+use futures_util::{Sink, SinkExt};
+use std::collections::VecDeque;
+use std::fmt::Display;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
-use ward_proto::{ErrorCode, Response, ServerMessage, SessionId, WatchEvent, Zxid};
+use ward_proto::{ErrorCode, Response, SessionId, WatchEvent, Zxid};
+
+/// How one protocol encodes what the writer sends.
+pub trait Wire: Send {
+    /// What the reader attaches to each request so its reply can be encoded (Ward: the xid;
+    /// ZooKeeper: the xid and the opcode).
+    type Tag: Send;
+    /// A read's answer, computed by the reader in its view of the state.
+    type Answer: Send;
+    /// One outgoing message.
+    type Msg: Send;
+
+    /// A server-initiated message; `None` if this protocol has no way to say it.
+    fn outbound(&mut self, msg: Outbound) -> Option<Self::Msg>;
+    fn read_reply(&mut self, tag: Self::Tag, zxid: Zxid, answer: Self::Answer) -> Self::Msg;
+    fn write_reply(&mut self, tag: Self::Tag, zxid: Zxid, result: Result<Response, ErrorCode>) -> Self::Msg;
+    /// The last message when the session ended under the connection, if the protocol has one.
+    fn session_expired(&mut self) -> Option<Self::Msg>;
+}
 
 /// A request on its way to a reply, in arrival order.
-pub enum Item {
+pub enum Item<W: Wire> {
     /// Already answered by the reader; `events_before` messages had been queued on the
     /// connection when it looked, and go out first. `events` fired at once (re-armed watches).
-    Read { xid: u64, zxid: Zxid, events_before: u64, events: Vec<WatchEvent>, result: Result<Response, ErrorCode> },
+    Read { tag: W::Tag, zxid: Zxid, events_before: u64, events: Vec<WatchEvent>, answer: W::Answer },
     /// The `number`th write of the connection, ordered in the log; its reply waits for apply.
-    Write { xid: u64, number: u64, pending: Pending, closes_session: bool },
+    Write { tag: W::Tag, number: u64, pending: Pending, closes_session: bool },
     /// The `number`th write, refused before reaching the log.
-    Refused { xid: u64, number: u64, code: ErrorCode },
+    Refused { tag: W::Tag, number: u64, code: ErrorCode },
 }
 
 enum Step {
@@ -32,18 +55,27 @@ enum Step {
     Stop,
 }
 
-pub struct WriterLoop {
+pub struct WriterLoop<W: Wire, S> {
     pub server: Arc<Server>,
     pub peer: SocketAddr,
     pub session: SessionId,
-    pub writer: Writer,
-    pub queue: mpsc::Receiver<Item>,
+    pub wire: W,
+    pub writer: S,
+    pub queue: mpsc::Receiver<Item<W>>,
     pub out: mpsc::UnboundedReceiver<Outbound>,
     /// Messages taken from `out` so far; compared with the outbox's count of those queued.
     pub taken: u64,
+    /// Messages taken but held back by a fence (the last `held.len()` of those taken).
+    pub held: VecDeque<Outbound>,
+    pub fences: Fences,
 }
 
-impl WriterLoop {
+impl<W, S> WriterLoop<W, S>
+where
+    W: Wire,
+    S: Sink<W::Msg> + Unpin + Send,
+    S::Error: Display,
+{
     pub async fn run(mut self, applied: watch::Sender<u64>, cancel: CancellationToken) {
         // Whatever ends the writer ends the reader too.
         let _stop_reader = cancel.clone().drop_guard();
@@ -56,7 +88,7 @@ impl WriterLoop {
                         self.taken += 1;
                         match msg {
                             Outbound::Close(reason) => Step::Close(reason),
-                            msg => self.send_outbound(msg).await,
+                            msg => self.send_or_hold(msg).await,
                         }
                     }
                     None => Step::Stop,
@@ -94,25 +126,60 @@ impl WriterLoop {
         }
         tracing::debug!(peer = %self.peer, session = %self.session, ?reason, "server closes connection");
         if reason == CloseReason::SessionEnded {
-            let _ = self.feed(ServerMessage::SessionExpired).await;
+            if let Some(msg) = self.wire.session_expired() {
+                let _ = self.feed(msg).await;
+            }
         }
         Step::Stop
     }
 
+    /// Sends a message just taken, unless a read that has not seen its change is still to
+    /// be answered (or older messages are held): then it waits for that reply.
+    async fn send_or_hold(&mut self, msg: Outbound) -> Step {
+        if self.held.is_empty() && self.fences.allows(self.taken) {
+            self.send_outbound(msg).await
+        } else {
+            self.held.push_back(msg);
+            Step::Continue
+        }
+    }
+
+    /// Sends the held messages the fences now allow.
+    async fn release_held(&mut self) -> Step {
+        while !self.held.is_empty() {
+            let index = self.taken - self.held.len() as u64 + 1;
+            if !self.fences.allows(index) {
+                break;
+            }
+            if let Some(msg) = self.held.pop_front() {
+                if let Step::Stop = self.send_outbound(msg).await {
+                    return Step::Stop;
+                }
+            }
+        }
+        Step::Continue
+    }
+
     async fn send_outbound(&mut self, msg: Outbound) -> Step {
-        match msg {
-            Outbound::Event(event) => self.feed(ServerMessage::Event(event)).await,
-            Outbound::LockGranted { path, token } => self.feed(ServerMessage::LockGranted { path, token }).await,
-            Outbound::Close(_) => Step::Stop,
+        match self.wire.outbound(msg) {
+            Some(msg) => self.feed(msg).await,
+            None => Step::Continue,
         }
     }
 
     /// Completes the item at the head of the queue: the messages that must precede its
     /// reply, then the reply.
-    async fn complete(&mut self, item: Item, applied: &watch::Sender<u64>) -> Step {
+    async fn complete(&mut self, item: Item<W>, applied: &watch::Sender<u64>) -> Step {
         let mut close = None;
-        let (xid, zxid, result, closes_session) = match item {
-            Item::Read { xid, zxid, events_before, events, result } => {
+        let (msg, closes_session) = match item {
+            Item::Read { tag, zxid, events_before, events, answer } => {
+                // Held messages come first: they are older than any still in `out`.
+                while self.taken - (self.held.len() as u64) < events_before {
+                    let Some(msg) = self.held.pop_front() else { break };
+                    if let Step::Stop = self.send_outbound(msg).await {
+                        return Step::Stop;
+                    }
+                }
                 while self.taken < events_before {
                     let msg = self.out.recv().await;
                     self.taken += 1;
@@ -127,13 +194,24 @@ impl WriterLoop {
                     }
                 }
                 for event in events {
-                    if let Step::Stop = self.feed(ServerMessage::Event(event)).await {
+                    if let Step::Stop = self.send_outbound(Outbound::Event(event)).await {
                         return Step::Stop;
                     }
                 }
-                (xid, zxid, result, false)
+                let reply = self.wire.read_reply(tag, zxid, answer);
+                if let Step::Stop = self.feed(reply).await {
+                    return Step::Stop;
+                }
+                self.fences.pop();
+                if let Step::Stop = self.release_held().await {
+                    return Step::Stop;
+                }
+                return match close {
+                    Some(reason) => Step::Close(reason),
+                    None => Step::Continue,
+                };
             }
-            Item::Write { xid, number, mut pending, closes_session } => {
+            Item::Write { tag, number, mut pending, closes_session } => {
                 let outcome = match pending.try_take() {
                     Some(outcome) => outcome,
                     None => {
@@ -150,7 +228,7 @@ impl WriterLoop {
                     match msg {
                         Outbound::Close(reason) => close = close.or(Some(reason)),
                         msg => {
-                            if let Step::Stop = self.send_outbound(msg).await {
+                            if let Step::Stop = self.send_or_hold(msg).await {
                                 return Step::Stop;
                             }
                         }
@@ -162,17 +240,17 @@ impl WriterLoop {
                             Outcome::Reply(result) => result,
                             Outcome::SessionCreated(_) => Err(ErrorCode::BadArguments),
                         };
-                        (xid, applied.zxid, result, closes_session)
+                        (self.wire.write_reply(tag, applied.zxid, result), closes_session)
                     }
-                    Err(code) => (xid, self.last_zxid(), Err(code), false),
+                    Err(code) => (self.wire.write_reply(tag, self.last_zxid(), Err(code)), false),
                 }
             }
-            Item::Refused { xid, number, code } => {
+            Item::Refused { tag, number, code } => {
                 applied.send_replace(number);
-                (xid, self.last_zxid(), Err(code), false)
+                (self.wire.write_reply(tag, self.last_zxid(), Err(code)), false)
             }
         };
-        if let Step::Stop = self.feed(ServerMessage::Reply { xid, zxid, result }).await {
+        if let Step::Stop = self.feed(msg).await {
             return Step::Stop;
         }
         match close {
@@ -187,7 +265,7 @@ impl WriterLoop {
         self.server.core.read(|s| s.last_zxid())
     }
 
-    async fn feed(&mut self, msg: ServerMessage) -> Step {
+    async fn feed(&mut self, msg: W::Msg) -> Step {
         match self.writer.feed(msg).await {
             Ok(()) => Step::Continue,
             Err(error) => {

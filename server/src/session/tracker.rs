@@ -1,8 +1,9 @@
 //! Deadlines and connection ownership of live sessions.
 
+use crate::sync::{Mutex, MutexGuard};
 use crate::watch::{CloseReason, ConnId, Outbound, OutboundTx};
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::PoisonError;
 use std::time::Duration;
 use tokio::time::Instant;
 use ward_proto::SessionId;

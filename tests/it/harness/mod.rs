@@ -13,7 +13,7 @@ pub use cli::{run_cli, run_cli_env, ClientProcess};
 pub use procs::Contender;
 pub use proxy::Proxy;
 pub use raw::{call, expect_dropped, frame, raw_connect, raw_session, recv, send, RawConn};
-pub use record::{check_exclusive, RecordFile};
+pub use record::{check_at_most, check_exclusive, check_read_write, RecordFile};
 pub use server::ServerProcess;
 pub use wait::{bounded, wait_for, wait_until, within, DEADLINE};
 

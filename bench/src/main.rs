@@ -1,0 +1,245 @@
+//! `ward-bench`: Ward and Apache ZooKeeper side by side on one machine, in one run.
+//!
+//! By default it starts its own durable `ward-server` (every acknowledged write fsynced) on a
+//! temporary data directory and runs every workload against it; `--zk HOST:PORT` runs each
+//! workload against that ZooKeeper too, alternating systems workload by workload, and prints
+//! one table with the Ward/ZooKeeper ratio. See docs/benchmarks.md.
+
+mod floors;
+mod procinfo;
+mod report;
+mod server;
+mod stats;
+mod sys;
+mod workloads;
+
+use report::{Results, WARD, ZK};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Instant;
+use sys::{Error, System};
+use workloads::{Sizes, WORKLOADS};
+
+const USAGE: &str =
+    "usage: ward-bench [--ward HOST:PORT] [--zk HOST:PORT] [--json FILE] [--svg FILE] [--quick] [--runs N] [--only IDS]
+  --ward HOST:PORT  use this running Ward server (default: start a durable ward-server on a temp dir)
+  --zk HOST:PORT    also run every workload against this ZooKeeper server, alternating systems
+  --json FILE       write every figure as {workload, metric, system, value} objects in one array
+  --svg FILE        draw the Ward/ZooKeeper ratio of the headline figures as a bar chart
+  --markdown FILE   write the table as Markdown
+  --quick           shorten every workload (a smoke run)
+  --runs N          run every workload N times per system and report medians (default 1)
+  --only IDS        run only these workloads, comma-separated: a,b,c,d,e10,e100,f,g,h,w
+  --ward-pid PID, --zk-pid PID   server PIDs for memory figures (default: found by port)";
+
+/// Workloads that report the server's memory growth.
+const MEMORY_WORKLOADS: &[&str] = &["f", "g", "h"];
+
+struct Args {
+    ward: Option<String>,
+    zk: Option<String>,
+    json: Option<PathBuf>,
+    svg: Option<PathBuf>,
+    markdown: Option<PathBuf>,
+    quick: bool,
+    runs: usize,
+    only: Option<Vec<String>>,
+    ward_pid: Option<u32>,
+    zk_pid: Option<u32>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        ward: None,
+        zk: None,
+        json: None,
+        svg: None,
+        markdown: None,
+        quick: false,
+        runs: 1,
+        only: None,
+        ward_pid: None,
+        zk_pid: None,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--ward" => a.ward = Some(value()?),
+            "--zk" => a.zk = Some(value()?),
+            "--json" => a.json = Some(value()?.into()),
+            "--svg" => a.svg = Some(value()?.into()),
+            "--markdown" => a.markdown = Some(value()?.into()),
+            "--quick" => a.quick = true,
+            "--runs" => a.runs = value()?.parse().map_err(|e| format!("--runs: {e}"))?,
+            "--only" => a.only = Some(value()?.split(',').map(|s| s.trim().to_string()).collect()),
+            "--ward-pid" => a.ward_pid = Some(value()?.parse().map_err(|e| format!("--ward-pid: {e}"))?),
+            "--zk-pid" => a.zk_pid = Some(value()?.parse().map_err(|e| format!("--zk-pid: {e}"))?),
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if a.runs == 0 {
+        return Err("--runs must be at least 1".into());
+    }
+    if let Some(only) = &a.only {
+        if let Some(bad) = only.iter().find(|id| !WORKLOADS.iter().any(|(w, _)| w == id)) {
+            return Err(format!("--only: no workload {bad:?}"));
+        }
+    }
+    Ok(a)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(why) => {
+            if !why.is_empty() {
+                eprintln!("ward-bench: {why}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ward-bench: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let tmp = std::env::temp_dir().join(format!("ward-bench-{}", std::process::id()));
+    let outcome = match std::fs::create_dir_all(&tmp) {
+        Ok(()) => runtime.block_on(run(&args, &tmp)),
+        Err(e) => Err(Error(format!("{}: {e}", tmp.display()))),
+    };
+    let _ = std::fs::remove_dir_all(&tmp);
+    drop(runtime);
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("ward-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs everything; `Ok(false)` if a workload failed or a lock was violated.
+async fn run(args: &Args, tmp: &std::path::Path) -> Result<bool, Error> {
+    let started = Instant::now();
+    let mut owned = None;
+    let mut ward = match &args.ward {
+        Some(addr) => sys::Ward { addr: addr.clone(), pid: args.ward_pid.or_else(|| procinfo::pid_listening_on(addr)) },
+        None => {
+            let s = server::start(&tmp.join("ward-data"))?;
+            let ward = sys::Ward { addr: s.addr.clone(), pid: Some(s.pid) };
+            owned = Some(s);
+            ward
+        }
+    };
+    let zk = args.zk.as_ref().map(|addr| sys::ZooKeeper {
+        addr: addr.clone(),
+        pid: args.zk_pid.or_else(|| procinfo::pid_listening_on(addr)),
+        lock_events: Arc::new(AtomicU64::new(0)),
+    });
+    eprintln!(
+        "ward-bench: Ward at {} (pid {}){}; {} mode, {} run(s) per workload",
+        ward.addr,
+        ward.pid.map_or("unknown".into(), |p| p.to_string()),
+        zk.as_ref().map_or(String::new(), |z| format!(
+            ", ZooKeeper at {} (pid {})",
+            z.addr,
+            z.pid.map_or("unknown".into(), |p| p.to_string())
+        )),
+        if args.quick { "quick" } else { "full" },
+        args.runs
+    );
+    let sizes = if args.quick { Sizes::quick() } else { Sizes::full() };
+    let mut results = Results::default();
+    let mut ok = true;
+
+    let floors = floors::measure(tmp, args.quick).await?;
+    results.record("floors", WARD, &floors);
+    if zk.is_some() {
+        results.record("floors", ZK, &floors);
+    }
+
+    let tag = std::process::id();
+    let mut restarts = 0;
+    for (id, title) in WORKLOADS {
+        if args.only.as_ref().is_some_and(|only| !only.iter().any(|o| o == id)) {
+            continue;
+        }
+        for round in 0..args.runs {
+            let base = format!("/bench-{tag}-{round}");
+            // Memory is measured as the server's RSS growth, which memory freed by earlier
+            // workloads (and kept by the allocator) would hide: a fresh server for these.
+            if owned.is_some() && MEMORY_WORKLOADS.contains(id) {
+                drop(owned.take()); // stop the old server before the new one starts
+                restarts += 1;
+                let s = server::start(&tmp.join(format!("ward-data-{restarts}")))?;
+                ward = sys::Ward { addr: s.addr.clone(), pid: Some(s.pid) };
+                owned = Some(s);
+            }
+            // Alternate which system goes first from round to round.
+            let zk_first = round % 2 == 1;
+            let mut order: Vec<bool> = vec![false];
+            if zk.is_some() {
+                if zk_first {
+                    order.insert(0, true);
+                } else {
+                    order.push(true);
+                }
+            }
+            for is_zk in order {
+                let t0 = Instant::now();
+                let (name, outcome) = match (&zk, is_zk) {
+                    (Some(z), true) => (z.name(), workloads::run(z, id, &base, &sizes).await),
+                    _ => (ward.name(), workloads::run(&ward, id, &base, &sizes).await),
+                };
+                match outcome {
+                    Ok(figures) => {
+                        let violations: f64 =
+                            figures.rows.iter().filter(|(m, _)| m.ends_with("violations")).map(|(_, v)| v).sum();
+                        if violations > 0.0 {
+                            eprintln!("ward-bench: {title} on {name}: {violations} lock violations");
+                            ok = false;
+                        }
+                        results.record(title, name, &figures);
+                        eprintln!("  {title:<36} {name:<9} run {}  {:6.1} s", round + 1, t0.elapsed().as_secs_f64());
+                    }
+                    Err(e) => {
+                        eprintln!("ward-bench: {title} on {name} failed: {e}");
+                        ok = false;
+                    }
+                }
+            }
+        }
+    }
+    drop(owned);
+    results.add_memory_rows();
+
+    println!("{}", results.table(zk.is_some()));
+    if zk.is_some() {
+        println!("Targets (issue 6):\n{}", report::targets(&results));
+        println!("memory per X: Ward's RSS delta against ZooKeeper's live heap delta after a full GC (its RSS delta without jcmd).");
+    }
+    eprintln!("ward-bench: finished in {:.1} s", started.elapsed().as_secs_f64());
+    if let Some(path) = &args.json {
+        std::fs::write(path, results.json())?;
+    }
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, results.markdown())?;
+    }
+    if let Some(path) = &args.svg {
+        let title = format!(
+            "ward-bench: Ward vs ZooKeeper{}",
+            if args.runs > 1 { format!(", median of {} runs", args.runs) } else { String::new() }
+        );
+        std::fs::write(path, report::svg(&results, &title))?;
+    }
+    Ok(ok)
+}

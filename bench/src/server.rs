@@ -1,0 +1,71 @@
+//! A `ward-server` this benchmark starts and stops itself.
+
+use crate::sys::{Error, Result};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+pub struct OwnedServer {
+    child: Child,
+    pub addr: String,
+    pub pid: u32,
+    dir: PathBuf,
+}
+
+impl Drop for OwnedServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = std::fs::remove_file(self.dir.with_extension("log"));
+    }
+}
+
+/// The `ward-server` binary next to this program. Under `cargo run` (which builds only this
+/// package) it is brought up to date first; otherwise it is built only if it is missing.
+fn binary() -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let dir = exe.parent().ok_or_else(|| Error("no directory for the running binary".into()))?;
+    let server = dir.join("ward-server");
+    let cargo = std::env::var("CARGO").ok();
+    if server.exists() && cargo.is_none() {
+        return Ok(server);
+    }
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut build = Command::new(cargo.unwrap_or_else(|| "cargo".into()));
+    build.current_dir(&workspace).args(["build", "--quiet", "-p", "ward-server", "--bin", "ward-server"]);
+    if !cfg!(debug_assertions) {
+        build.arg("--release");
+    }
+    let status = build.status()?;
+    if !status.success() || !server.exists() {
+        return Err(Error(format!("could not build {}", server.display())));
+    }
+    Ok(server)
+}
+
+/// Starts a durable `ward-server` on a free loopback port with its log in `data_dir`.
+pub fn start(data_dir: &Path) -> Result<OwnedServer> {
+    let bin = binary()?;
+    let log = std::fs::File::create(data_dir.with_extension("log"))?;
+    let mut child = Command::new(&bin)
+        .args(["--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()?;
+    let pid = child.id();
+    let stdout = child.stdout.take().ok_or_else(|| Error("no stdout".into()))?;
+    let mut lines = BufReader::new(stdout);
+    let mut first = String::new();
+    lines.read_line(&mut first)?;
+    // Keep reading whatever else it prints so it never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines.lines() {});
+    let Some(addr) = first.trim().strip_prefix("ward-server listening on ") else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(Error(format!("unexpected first line from ward-server: {first:?}")));
+    };
+    Ok(OwnedServer { addr: addr.to_string(), pid, child, dir: data_dir.to_path_buf() })
+}

@@ -1,0 +1,177 @@
+//! Loom models of where connection tasks meet the apply path: the real [`Core`] (its state
+//! lock), [`WatchRegistry`](crate::watch::WatchRegistry), [`Outbox`] and
+//! [`SessionTracker`](crate::session::SessionTracker), with their locks and counters
+//! swapped for loom's by `--cfg ward_loom` (see `sync.rs`). Run with
+//! `RUSTFLAGS="--cfg ward_loom" cargo test --release -p ward-server --lib loom_tests`.
+//!
+//! Each model is a few loom threads doing what the tasks do (a connection reading with a
+//! watch, apply deleting, a connection closing); loom runs every interleaving of their
+//! synchronization points (up to `LOOM_MAX_PREEMPTIONS`) and the asserts must hold in all.
+
+use crate::command::{Command, CommandOp, Outcome};
+use crate::core::Core;
+use crate::outbox::Outbox;
+use crate::read::Reader;
+use crate::watch::{CloseReason, ConnId, Outbound};
+use loom::sync::Arc;
+use loom::thread;
+use tokio::sync::mpsc;
+use ward_proto::{CreateMode, ErrorCode, EventKind, Op, Request, Response, SessionId, SessionSecret, WatchEvent, Zxid};
+
+fn command(session: SessionId, op: CommandOp) -> Command {
+    Command { time_ms: 1, session, xid: 0, op }
+}
+
+/// A core with one live session and the persistent node `/n`.
+fn core_with_node() -> (Arc<Core>, SessionId) {
+    let core = Arc::new(Core::default());
+    let create = CommandOp::CreateSession { timeout_ms: 10_000, secret: SessionSecret([1; 16]), owner: None };
+    let session = match core.apply(&command(SessionId(0), create)).outcome {
+        Outcome::SessionCreated(id) => id,
+        other => panic!("{other:?}"),
+    };
+    let op = Op::Create { path: "/n".into(), data: b"x".to_vec(), mode: CreateMode::Persistent };
+    core.apply(&command(session, CommandOp::Op(op)));
+    (core, session)
+}
+
+fn delete_n(core: &Core, session: SessionId) -> Zxid {
+    core.apply(&command(session, CommandOp::Op(Op::Delete { path: "/n".into(), version: None }))).zxid
+}
+
+/// What a connection reads: through [`Core::view`], as `SessionConn::view` (`net/order.rs`)
+/// does for both listeners.
+fn read(core: &Core, outbox: &Outbox, conn: ConnId, session: SessionId, request: Request) -> ReadSeen {
+    let mut events = Vec::new();
+    let (zxid, events_before, result) =
+        core.view(outbox, |core, state, _| Reader { core, conn, session }.execute(state, request, &mut events));
+    ReadSeen { zxid, events_before, result }
+}
+
+struct ReadSeen {
+    zxid: Zxid,
+    events_before: u64,
+    result: Result<Response, ErrorCode>,
+}
+
+fn drain(rx: &mut mpsc::UnboundedReceiver<Outbound>) -> Vec<Outbound> {
+    let mut out = Vec::new();
+    while let Ok(msg) = rx.try_recv() {
+        out.push(msg);
+    }
+    out
+}
+
+fn events(msgs: &[Outbound]) -> Vec<&WatchEvent> {
+    msgs.iter().filter_map(|m| if let Outbound::Event(e) = m { Some(e) } else { None }).collect()
+}
+
+/// Model 6 (G6): a connection reads `/n` with a watch while apply deletes `/n`. The watch
+/// is armed under the read lock, so it is either armed before the delete (and the delete
+/// fires it, exactly once) or the read sees the node gone and arms nothing; it is never left
+/// armed on a deleted node. And whatever the read saw, the events for the changes it saw
+/// were queued before it looked: `events_before` covers them.
+#[test]
+fn watch_armed_while_the_node_is_deleted_fires_or_is_never_armed() {
+    loom::model(|| {
+        let (core, session) = core_with_node();
+        let (outbox, mut rx) = Outbox::channel();
+        core.watches.add_conn(1, outbox.clone());
+        // Armed before the race: the delete also changes `/`'s children, and that event tells
+        // whether the read's reply would go out after the events it depends on.
+        let armed = read(&core, &outbox, 1, session, Request::GetChildren { path: "/".into(), watch: true });
+        assert!(armed.result.is_ok());
+
+        let reader = {
+            let core = core.clone();
+            thread::spawn(move || read(&core, &outbox, 1, session, Request::GetData { path: "/n".into(), watch: true }))
+        };
+        let deleted_at = delete_n(&core, session);
+        let seen = reader.join().expect("reader");
+
+        let msgs = drain(&mut rx);
+        let events = events(&msgs);
+        let on_n: Vec<_> = events.iter().filter(|e| e.path == "/n").collect();
+        match &seen.result {
+            Ok(Response::Data { .. }) => {
+                // Read before the delete: its watch was armed, and the delete fired it once.
+                assert!(seen.zxid < deleted_at);
+                assert_eq!(seen.events_before, 0, "nothing had changed yet");
+                assert_eq!(on_n.len(), 1, "the armed watch fires exactly once: {events:?}");
+                assert_eq!(on_n[0].kind, EventKind::NodeDeleted);
+            }
+            Err(ErrorCode::NoNode) => {
+                // Read after the delete: nothing armed, and the delete's event on `/` was
+                // already counted, so it goes out before this reply.
+                assert!(seen.zxid >= deleted_at);
+                assert!(on_n.is_empty(), "no watch was armed on a deleted node: {events:?}");
+                assert!(seen.events_before >= 1, "the reply shows the delete, so its event must precede it");
+            }
+            other => panic!("unexpected read result {other:?}"),
+        }
+        assert_eq!(core.watches.len(), 0, "a watch leaked on a deleted node");
+    });
+}
+
+/// Model 6b: a connection closing (`remove_conn`, as `order.rs` does when its tasks end)
+/// races with a read arming a watch and with apply firing it. Whatever the order, the
+/// registry ends empty: a watch armed by a connection that is going away is not leaked, and
+/// firing one never reaches a removed connection's entry.
+#[test]
+fn watch_of_a_closing_connection_is_not_leaked() {
+    loom::model(|| {
+        let (core, session) = core_with_node();
+        let (outbox, _rx) = Outbox::channel();
+        core.watches.add_conn(1, outbox.clone());
+
+        let reader = {
+            let core = core.clone();
+            thread::spawn(move || read(&core, &outbox, 1, session, Request::Exists { path: "/n".into(), watch: true }))
+        };
+        let closer = {
+            let core = core.clone();
+            thread::spawn(move || core.watches.remove_conn(1))
+        };
+        delete_n(&core, session);
+        reader.join().expect("reader");
+        closer.join().expect("closer");
+        assert_eq!(core.watches.len(), 0, "a closed connection's watch leaked");
+    });
+}
+
+/// Model 7 (G5, G7): a connection attaching to a session (a resume) races with apply ending
+/// the session. Either the attach is refused, or the new connection is told the session
+/// ended; the connection it replaced is told exactly once why it lost the session; and the
+/// tracker forgets the session.
+#[test]
+fn session_attached_while_it_ends_is_told_or_refused() {
+    loom::model(|| {
+        let (core, session) = core_with_node();
+        let (old, mut old_rx) = Outbox::channel();
+        assert!(core.sessions.attach(session, 1, old));
+        let (new, mut new_rx) = Outbox::channel();
+
+        let attacher = {
+            let core = core.clone();
+            thread::spawn(move || core.sessions.attach(session, 2, new))
+        };
+        core.apply(&command(session, CommandOp::ExpireSession));
+        let attached = attacher.join().expect("attacher");
+
+        let closes = |msgs: Vec<Outbound>| -> Vec<CloseReason> {
+            msgs.into_iter().filter_map(|m| if let Outbound::Close(r) = m { Some(r) } else { None }).collect()
+        };
+        let old_closes = closes(drain(&mut old_rx));
+        let new_closes = closes(drain(&mut new_rx));
+        assert_eq!(old_closes.len(), 1, "the replaced connection hears once: {old_closes:?}");
+        if attached {
+            assert_eq!(old_closes, [CloseReason::SessionMoved]);
+            assert_eq!(new_closes, [CloseReason::SessionEnded], "an attached connection learns the session ended");
+        } else {
+            assert_eq!(old_closes, [CloseReason::SessionEnded]);
+            assert!(new_closes.is_empty());
+        }
+        assert!(core.sessions.is_empty(), "the ended session is forgotten");
+        assert!(!core.sessions.is_owner(session, 2));
+    });
+}

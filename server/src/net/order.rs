@@ -1,0 +1,151 @@
+//! Per-session order, shared by every listener: a connection's reader submits writes as
+//! they arrive and runs a read only once the session's earlier writes are applied; the
+//! writer ([`super::writer`]) completes items in arrival order. Both protocols (Ward's and
+//! ZooKeeper's) run their sessions through [`SessionConn::run`], so they keep the same guarantees.
+
+use super::writer::{Item, Wire, WriterLoop};
+use crate::command::Command;
+use crate::core::Core;
+use crate::log::Pending;
+use crate::outbox::OutboundTx;
+use crate::prep::prep;
+use crate::state::StateMachine;
+use crate::watch::{ConnId, Outbound};
+use crate::{now_ms, Server};
+use futures_util::Sink;
+use std::collections::VecDeque;
+use std::fmt::Display;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+use ward_proto::{ErrorCode, Request, SessionId, Zxid};
+
+/// A connection bound to a session, after its handshake.
+pub struct SessionConn {
+    pub server: Arc<Server>,
+    pub peer: SocketAddr,
+    pub conn: ConnId,
+    pub session: SessionId,
+    pub outbox: OutboundTx,
+    fences: Fences,
+}
+
+/// The `events_before` of every read that has looked at the state and not been answered
+/// yet, oldest first. A queued message numbered beyond the oldest fence reports a change
+/// that read did not see: it must wait until the read's reply is out, or a client that arms
+/// its watch on the reply (every ZooKeeper client) would get the event before the watch.
+#[derive(Clone, Default)]
+pub struct Fences(Arc<Mutex<VecDeque<u64>>>);
+
+impl Fences {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<u64>> {
+        // A VecDeque of numbers cannot be left half-updated by a panic.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn push(&self, events_before: u64) {
+        self.lock().push_back(events_before);
+    }
+
+    /// The read at the head of the queue has been answered.
+    pub fn pop(&self) {
+        self.lock().pop_front();
+    }
+
+    /// May message number `index` (1-based, in queue order) be sent now?
+    pub fn allows(&self, index: u64) -> bool {
+        self.lock().front().is_none_or(|&fence| index <= fence)
+    }
+}
+
+/// The reader's half of per-session FIFO: counts writes submitted and waits for the writer
+/// to report them applied before a read looks at the state.
+pub struct Sequencer {
+    submitted: u64,
+    applied: watch::Receiver<u64>,
+}
+
+impl Sequencer {
+    /// Numbers the next write.
+    pub fn next_write(&mut self) -> u64 {
+        self.submitted += 1;
+        self.submitted
+    }
+
+    /// Waits until every write submitted so far is applied; false if the writer is gone.
+    pub async fn caught_up(&mut self) -> bool {
+        let submitted = self.submitted;
+        self.applied.wait_for(|&n| n >= submitted).await.is_ok()
+    }
+}
+
+impl SessionConn {
+    pub fn new(server: Arc<Server>, peer: SocketAddr, conn: ConnId, session: SessionId, outbox: OutboundTx) -> Self {
+        SessionConn { server, peer, conn, session, outbox, fences: Fences::default() }
+    }
+
+    /// Runs `f` in a view of the state, recording the last zxid and how many messages were
+    /// queued on the connection then: the writer sends those before the read's reply (G6),
+    /// and no later one (the fence). The result must be queued as an `Item::Read`.
+    pub fn view<R>(&self, f: impl FnOnce(&Core, &StateMachine) -> R) -> (Zxid, u64, R) {
+        self.server.core.view(&self.outbox, |core, state, events_before| {
+            // Under the state lock no event can be queued between counting and fencing.
+            self.fences.push(events_before);
+            f(core, state)
+        })
+    }
+
+    /// Preps and submits a write of this session, unless the connection no longer owns it.
+    pub fn submit(&self, xid: u64, request: Request) -> Result<Pending, ErrorCode> {
+        if !self.server.core.sessions.is_owner(self.session, self.conn) {
+            // The session moved to a newer connection (or ended): a late frame on this one
+            // must not be ordered after what the new connection sends.
+            return Err(ErrorCode::SessionExpired);
+        }
+        let op = prep(request, self.server.config.max_data_len)?;
+        Ok(self.server.log.submit(Command { time_ms: now_ms(), session: self.session, xid, op }))
+    }
+
+    /// Serves the session: `read_loop` turns frames into items, the shared writer completes
+    /// them in order on `sink`. Returns when either side ends; the connection's watches go
+    /// and the session stays alive until its deadline.
+    pub async fn run<W, S, F, Fut>(
+        &self,
+        out_rx: mpsc::UnboundedReceiver<Outbound>,
+        wire: W,
+        sink: S,
+        cancel: CancellationToken,
+        read_loop: F,
+    ) where
+        W: Wire,
+        S: Sink<W::Msg> + Unpin + Send,
+        S::Error: Display,
+        F: FnOnce(Sequencer, mpsc::Sender<Item<W>>, CancellationToken) -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        let server = &self.server;
+        server.core.watches.add_conn(self.conn, self.outbox.clone());
+        let (queue_tx, queue_rx) = mpsc::channel(server.config.max_inflight_per_conn);
+        let (applied_tx, applied_rx) = watch::channel(0u64);
+        let conn_cancel = cancel.child_token();
+        let writer_loop = WriterLoop {
+            server: server.clone(),
+            peer: self.peer,
+            session: self.session,
+            wire,
+            writer: sink,
+            queue: queue_rx,
+            out: out_rx,
+            taken: 0,
+            held: VecDeque::new(),
+            fences: self.fences.clone(),
+        };
+        let sequencer = Sequencer { submitted: 0, applied: applied_rx };
+        tokio::join!(read_loop(sequencer, queue_tx, conn_cancel.clone()), writer_loop.run(applied_tx, conn_cancel));
+        server.core.watches.remove_conn(self.conn);
+        server.core.sessions.detach(self.session, self.conn);
+        tracing::debug!(peer = %self.peer, session = %self.session, "connection closed");
+    }
+}

@@ -1,0 +1,231 @@
+//! One ZooKeeper connection: four-letter words, the connect handshake, then requests through
+//! the same ordering machinery as Ward's own connections (`net::order`, `net::writer`): a
+//! session's requests are answered in the order sent, reads see the session's earlier
+//! writes, and a notification goes out before any reply that could show its change.
+
+use super::jute::In;
+use super::ops::{self, Action, Render};
+use super::records::{connect_response, ConnectRequest};
+use super::reply::{ZkAnswer, ZkTag, ZkWire};
+use super::stats::{ConnStats, Shared};
+use super::{fourlw, MAX_PACKET};
+use crate::net::handshake;
+use crate::net::order::{Sequencer, SessionConn};
+use crate::net::writer::Item;
+use crate::outbox::{OutboundTx, Outbox};
+use crate::watch::ConnId;
+use crate::Server;
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
+use tokio_util::sync::CancellationToken;
+use ward_proto::{ErrorCode, SessionId, SessionSecret};
+
+type Reader = FramedRead<OwnedReadHalf, LengthDelimitedCodec>;
+type Writer = FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>;
+
+pub async fn serve(
+    server: Arc<Server>,
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    conn: ConnId,
+    cancel: CancellationToken,
+) {
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
+    }
+    let stats = shared.open(conn, peer);
+    serve_conn(server, &shared, stats, stream, peer, conn, cancel).await;
+    shared.close(conn);
+}
+
+async fn serve_conn(
+    server: Arc<Server>,
+    shared: &Shared,
+    stats: Arc<ConnStats>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    conn: ConnId,
+    cancel: CancellationToken,
+) {
+    let (mut r, mut w) = stream.into_split();
+    // ZooKeeper reads the first four bytes as a length, unless they spell a command.
+    let mut head = [0u8; 4];
+    let first = tokio::time::timeout(server.config.handshake_timeout, r.read_exact(&mut head));
+    tokio::select! {
+        _ = cancel.cancelled() => return,
+        read = first => if !matches!(read, Ok(Ok(_))) { return },
+    }
+    if let Some(word) = fourlw::Word::parse(&head) {
+        let text = fourlw::answer(word, &server, shared);
+        let _ = w.write_all(text.as_bytes()).await;
+        let _ = w.shutdown().await;
+        return;
+    }
+    // The length is judged now: the framed reader would first wait for more bytes.
+    if u32::from_be_bytes(head) as usize > MAX_PACKET {
+        tracing::warn!(%peer, len = u32::from_be_bytes(head), "closing ZooKeeper connection: packet too large");
+        return;
+    }
+    let codec = || LengthDelimitedCodec::builder().max_frame_length(MAX_PACKET).new_codec();
+    let mut reader = FramedRead::new(r, codec());
+    reader.read_buffer_mut().extend_from_slice(&head);
+    let mut writer = FramedWrite::new(w, codec());
+    let (outbox, out_rx) = Outbox::channel();
+    let connect = connect(&server, &mut reader, &mut writer, peer, conn, &outbox);
+    let session = tokio::select! {
+        _ = cancel.cancelled() => return,
+        r = tokio::time::timeout(server.config.handshake_timeout, connect) => match r {
+            Ok(Some(session)) => session,
+            Ok(None) => return,
+            Err(_) => {
+                tracing::info!(%peer, "closing ZooKeeper connection: no connect request in time");
+                return;
+            }
+        },
+    };
+    stats.session.store(session.0, Ordering::Relaxed);
+    let timeout = server.core.read(|s| s.session(session).map_or(0, |r| r.timeout_ms));
+    stats.timeout_ms.store(timeout, Ordering::Relaxed);
+    let ctx = SessionConn::new(server, peer, conn, session, outbox);
+    let wire = ZkWire { stats: stats.clone() };
+    ctx.run(out_rx, wire, writer, cancel, |seq, queue, cancel| read_loop(&ctx, &stats, reader, seq, queue, cancel))
+        .await;
+}
+
+/// The connect handshake: a new session, or a resumed one shown with its password.
+async fn connect(
+    server: &Server,
+    reader: &mut Reader,
+    writer: &mut Writer,
+    peer: SocketAddr,
+    conn: ConnId,
+    tx: &OutboundTx,
+) -> Option<SessionId> {
+    let frame = match reader.next().await? {
+        Ok(frame) => frame,
+        Err(error) => {
+            tracing::warn!(%peer, %error, "closing ZooKeeper connection: bad connect frame");
+            return None;
+        }
+    };
+    let req = match ConnectRequest::decode(&frame) {
+        Ok(req) => req,
+        Err(error) => {
+            tracing::warn!(%peer, %error, "closing ZooKeeper connection: malformed connect request");
+            return None;
+        }
+    };
+    let session = SessionId(u64::try_from(req.session_id).unwrap_or(0));
+    let last_zxid = server.core.read(|s| s.last_zxid());
+    let known = session.0 != 0 && server.core.read(|s| s.session(session).is_some());
+    if known && u64::try_from(req.last_zxid_seen).unwrap_or(0) > last_zxid {
+        // ZooKeeper's answer too: close, so the client tries a server that has caught up.
+        tracing::info!(%peer, seen = req.last_zxid_seen, last_zxid, "refusing ZooKeeper client ahead of this server");
+        return None;
+    }
+    let result = if session.0 == 0 {
+        let timeout = u32::try_from(req.timeout_ms).unwrap_or(0);
+        handshake::create(server, timeout, None, conn, tx).await
+    } else {
+        match <[u8; 16]>::try_from(req.passwd.as_slice()) {
+            Ok(secret) => handshake::resume(server, session, SessionSecret(secret), conn, tx),
+            Err(_) => Err((ErrorCode::SessionExpired, "password of the wrong length".into())),
+        }
+    };
+    match result {
+        Ok(welcome) => {
+            tracing::debug!(%peer, session = %welcome.session_id, read_only = req.read_only, "ZooKeeper session attached");
+            let body = connect_response(welcome.timeout_ms, welcome.session_id, &welcome.secret.0);
+            writer.send(Bytes::from(body)).await.ok()?;
+            Some(welcome.session_id)
+        }
+        Err((ErrorCode::SessionExpired, why)) => {
+            // A zero timeout is how ZooKeeper tells a client its session is gone.
+            tracing::info!(%peer, %why, "ZooKeeper session expired");
+            let _ = writer.send(Bytes::from(connect_response(0, SessionId(0), &[0; 16]))).await;
+            None
+        }
+        Err((code, why)) => {
+            tracing::info!(%peer, ?code, %why, "closing ZooKeeper connection");
+            None
+        }
+    }
+}
+
+async fn read_loop(
+    ctx: &SessionConn,
+    stats: &ConnStats,
+    mut reader: Reader,
+    mut seq: Sequencer,
+    queue: mpsc::Sender<Item<ZkWire>>,
+    cancel: CancellationToken,
+) {
+    loop {
+        let frame = tokio::select! {
+            _ = cancel.cancelled() => return,
+            frame = reader.next() => frame,
+        };
+        let frame = match frame {
+            None => return,
+            Some(Ok(frame)) => frame,
+            Some(Err(error)) => return drop_peer(ctx, &error.to_string()),
+        };
+        let mut r = In::new(&frame);
+        let (xid, code) = match (r.int(), r.int()) {
+            (Ok(xid), Ok(code)) => (xid, code),
+            _ => return drop_peer(ctx, "request header ends early"),
+        };
+        stats.received(xid);
+        ctx.server.core.sessions.touch(ctx.session);
+        let action = match ops::parse(code, &mut r) {
+            Ok(action) => action,
+            Err(error) => return drop_peer(ctx, &format!("opcode {code}: {error}")),
+        };
+        let mut closes_session = false;
+        let item = match action {
+            Action::Write { request, render } => {
+                closes_session = matches!(render, Render::CloseSession);
+                let number = seq.next_write();
+                let tag = ZkTag { xid, render };
+                match ctx.submit(u64::try_from(xid).unwrap_or(0), request) {
+                    Ok(pending) => Item::Write { tag, number, pending, closes_session },
+                    Err(code) => Item::Refused { tag, number, code },
+                }
+            }
+            Action::Read(op) => {
+                // FIFO per session: the writes sent before this read are applied first.
+                let caught_up = tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    r = seq.caught_up() => r,
+                };
+                if !caught_up {
+                    return;
+                }
+                let mut events = Vec::new();
+                let (zxid, events_before, answer) =
+                    ctx.view(|core, state| super::read::execute(ctx, core, state, op, &mut events));
+                Item::Read { tag: ZkTag { xid, render: Render::None }, zxid, events_before, events, answer }
+            }
+            Action::Fail(code) => {
+                let (zxid, events_before, answer) = ctx.view(|_, _| ZkAnswer::fail(code));
+                Item::Read { tag: ZkTag { xid, render: Render::None }, zxid, events_before, events: Vec::new(), answer }
+            }
+        };
+        if queue.send(item).await.is_err() || closes_session {
+            return;
+        }
+    }
+}
+
+fn drop_peer(ctx: &SessionConn, why: &str) {
+    tracing::warn!(peer = %ctx.peer, session = %ctx.session, reason = why, "closing ZooKeeper connection: bad input");
+}

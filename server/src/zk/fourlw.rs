@@ -1,0 +1,181 @@
+//! Four-letter words: a connection whose first four bytes spell a command gets a text answer
+//! in ZooKeeper's format, then the server closes it.
+
+use super::stats::Shared;
+use crate::Server;
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+
+/// The version we claim: the ZooKeeper protocol we speak, then ours (tools parse the
+/// leading `X.Y.Z`).
+pub const VERSION: &str = concat!("3.8.0-ward-", env!("CARGO_PKG_VERSION"), ", built on 1970-01-01 00:00 UTC");
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Word {
+    Ruok,
+    Srvr,
+    Stat,
+    Mntr,
+    Conf,
+    Cons,
+    Envi,
+    Wchs,
+    Isro,
+    /// A word ZooKeeper knows that Ward does not answer (ZooKeeper's own answer when a word
+    /// is not whitelisted).
+    Other([u8; 4]),
+}
+
+impl Word {
+    pub fn parse(head: &[u8; 4]) -> Option<Word> {
+        Some(match head {
+            b"ruok" => Word::Ruok,
+            b"srvr" => Word::Srvr,
+            b"stat" => Word::Stat,
+            b"mntr" => Word::Mntr,
+            b"conf" => Word::Conf,
+            b"cons" => Word::Cons,
+            b"envi" => Word::Envi,
+            b"wchs" => Word::Wchs,
+            b"isro" => Word::Isro,
+            b"crst" | b"dump" | b"gtmk" | b"stmk" | b"reqs" | b"srst" | b"wchc" | b"wchp" | b"dirs" => {
+                Word::Other(*head)
+            }
+            _ => return None,
+        })
+    }
+}
+
+pub fn answer(word: Word, server: &Server, shared: &Shared) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = write_answer(&mut out, word, server, shared);
+    out
+}
+
+struct Numbers {
+    zxid: u64,
+    znodes: usize,
+    sessions: usize,
+    ephemerals: usize,
+    data_size: usize,
+}
+
+fn numbers(server: &Server) -> Numbers {
+    server.core.read(|state| {
+        let sessions: Vec<_> = state.sessions().map(|(id, _)| id).collect();
+        Numbers {
+            zxid: state.last_zxid(),
+            znodes: state.tree().len(),
+            sessions: sessions.len(),
+            ephemerals: sessions.iter().map(|id| state.tree().ephemerals(*id).count()).sum(),
+            data_size: 0,
+        }
+    })
+}
+
+fn write_answer(out: &mut String, word: Word, server: &Server, shared: &Shared) -> std::fmt::Result {
+    let n = numbers(server);
+    let conns = shared.connections();
+    let received = shared.totals.received.load(Ordering::Relaxed);
+    let sent = shared.totals.sent.load(Ordering::Relaxed);
+    let summary = |out: &mut String| {
+        writeln!(out, "Latency min/avg/max: 0/0.0/0")?;
+        writeln!(out, "Received: {received}")?;
+        writeln!(out, "Sent: {sent}")?;
+        writeln!(out, "Connections: {}", conns.len())?;
+        writeln!(out, "Outstanding: 0")?;
+        writeln!(out, "Zxid: {:#x}", n.zxid)?;
+        writeln!(out, "Mode: standalone")?;
+        writeln!(out, "Node count: {}", n.znodes)
+    };
+    let cons = |out: &mut String| -> std::fmt::Result {
+        for c in &conns {
+            let (recved, sent) = (c.received.load(Ordering::Relaxed), c.sent.load(Ordering::Relaxed));
+            write!(out, " /{}[1](queued=0,recved={recved},sent={sent}", c.peer)?;
+            let session = c.session.load(Ordering::Relaxed);
+            if session != 0 {
+                write!(
+                    out,
+                    ",sid={session:#x},lop=NA,est={},to={}",
+                    c.established_ms,
+                    c.timeout_ms.load(Ordering::Relaxed)
+                )?;
+                write!(
+                    out,
+                    ",lcxid={:#x},lzxid={:#x}",
+                    c.last_cxid.load(Ordering::Relaxed),
+                    c.last_zxid.load(Ordering::Relaxed)
+                )?;
+                write!(out, ",lresp=0,llat=0,minlat=0,avglat=0.0,maxlat=0")?;
+            }
+            writeln!(out, ")")?;
+        }
+        writeln!(out)
+    };
+    match word {
+        Word::Ruok => write!(out, "imok"),
+        Word::Isro => write!(out, "rw"),
+        Word::Srvr => {
+            writeln!(out, "Zookeeper version: {VERSION}")?;
+            summary(out)
+        }
+        Word::Stat => {
+            writeln!(out, "Zookeeper version: {VERSION}")?;
+            writeln!(out, "Clients:")?;
+            cons(out)?;
+            summary(out)
+        }
+        Word::Cons => cons(out),
+        Word::Mntr => {
+            let (_, _, watches) = server.core.watches.summary();
+            let rows: [(&str, String); 16] = [
+                ("zk_version", VERSION.to_string()),
+                ("zk_server_state", "standalone".into()),
+                ("zk_ephemerals_count", n.ephemerals.to_string()),
+                ("zk_num_alive_connections", conns.len().to_string()),
+                ("zk_avg_latency", "0.0".into()),
+                ("zk_outstanding_requests", "0".into()),
+                ("zk_znode_count", n.znodes.to_string()),
+                ("zk_global_sessions", n.sessions.to_string()),
+                ("zk_packets_sent", sent.to_string()),
+                ("zk_packets_received", received.to_string()),
+                ("zk_watch_count", watches.to_string()),
+                ("zk_min_latency", "0".into()),
+                ("zk_max_latency", "0".into()),
+                ("zk_approximate_data_size", n.data_size.to_string()),
+                ("zk_uptime", shared.started.elapsed().as_millis().to_string()),
+                ("zk_local_sessions", "0".into()),
+            ];
+            rows.iter().try_for_each(|(k, v)| writeln!(out, "{k}\t{v}"))
+        }
+        Word::Conf => {
+            let ms = |d: std::time::Duration| d.as_millis();
+            writeln!(out, "clientPort={}", shared.addr.port())?;
+            writeln!(out, "secureClientPort=-1")?;
+            writeln!(out, "tickTime=2000")?;
+            writeln!(out, "maxClientCnxns=0")?;
+            writeln!(out, "minSessionTimeout={}", ms(server.config.min_session_timeout))?;
+            writeln!(out, "maxSessionTimeout={}", ms(server.config.max_session_timeout))?;
+            writeln!(out, "clientPortListenBacklog=-1")?;
+            writeln!(out, "serverId=0")
+        }
+        Word::Envi => {
+            writeln!(out, "Environment:")?;
+            writeln!(out, "zookeeper.version={VERSION}")?;
+            writeln!(out, "host.name={}", shared.addr.ip())?;
+            writeln!(out, "os.name={}", std::env::consts::OS)?;
+            writeln!(out, "os.arch={}", std::env::consts::ARCH)?;
+            let dir = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default();
+            writeln!(out, "user.dir={dir}")
+        }
+        Word::Wchs => {
+            let (watching, paths, watches) = server.core.watches.summary();
+            writeln!(out, "{watching} connections watching {paths} paths")?;
+            writeln!(out, "Total watches:{watches}")
+        }
+        Word::Other(word) => {
+            writeln!(out, "{} is not executed because it is not in the whitelist.", String::from_utf8_lossy(&word))
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! ZooKeeper compatibility: a second listener speaking ZooKeeper 3.8's jute protocol, so
+//! kazoo, zkCli and Curator work against Ward unchanged, on the same tree and sessions as
+//! Ward's own clients. Every change still goes through the command log; reads, order and
+//! watches use the same machinery as Ward's listener (`net::order`, `net::writer`).
+//!
+//! * [`jute`]: the primitive codec, bounded by the frame.
+//! * [`records`]: ZooKeeper's records and numbers.
+//! * [`ops`]: requests → Ward writes or reads.
+//! * [`read`]: reads, and what only ZooKeeper has (ACLs, persistent watches...).
+//! * [`reply`]: replies and notifications on the wire.
+//! * [`connection`]: per connection: four-letter words, connect, the request loop.
+//! * [`fourlw`]: `ruok`, `srvr`, `stat`, `mntr`, `conf`, `cons`, `envi`, `wchs`.
+//!
+//! What differs from ZooKeeper is listed in docs/zookeeper-compat.md.
+
+pub mod connection;
+pub mod fourlw;
+pub mod jute;
+pub mod ops;
+pub mod read;
+pub mod records;
+pub mod reply;
+pub mod stats;
+
+use crate::Server;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// The largest packet accepted, judged from its length prefix before the body is read:
+/// ZooKeeper's default `jute.maxbuffer` (0xfffff bytes).
+pub const MAX_PACKET: usize = 0xfffff;
+
+/// ZooKeeper's customary client address.
+pub const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 2181));
+
+/// A bound ZooKeeper listener carried in [`crate::Config`]: bound before serving, so that a
+/// caller can learn its address (port 0) first.
+#[derive(Clone, Debug)]
+pub struct ZkListener(Arc<std::net::TcpListener>);
+
+impl ZkListener {
+    pub fn bind(addr: SocketAddr) -> std::io::Result<Self> {
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        Ok(ZkListener(Arc::new(listener)))
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.0.local_addr()
+    }
+
+    /// The listener for tokio (needs a runtime).
+    pub fn to_tokio(&self) -> std::io::Result<TcpListener> {
+        TcpListener::from_std(self.0.try_clone()?)
+    }
+}
+
+/// Accepts ZooKeeper clients until `cancel` fires; every connection task is tracked so
+/// shutdown can wait.
+pub async fn accept_loop(server: Arc<Server>, listener: TcpListener, tasks: TaskTracker, cancel: CancellationToken) {
+    let addr = listener.local_addr().unwrap_or(DEFAULT_ADDR);
+    let shared = Arc::new(stats::Shared::new(addr));
+    tracing::info!(%addr, "serving ZooKeeper clients");
+    loop {
+        let accepted = tokio::select! {
+            _ = cancel.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                let conn = server.next_conn.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(%peer, conn, "accepted ZooKeeper client");
+                let task = connection::serve(server.clone(), shared.clone(), stream, peer, conn, cancel.child_token());
+                tasks.spawn(task);
+            }
+            Err(error) => {
+                // Usually out of file descriptors: back off instead of spinning.
+                tracing::warn!(%error, "accept failed; backing off");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! Parsing ZooKeeper requests into what Ward does with them: a write through the command log
+//! (with how to encode its result), or a read answered in a view of the state.
+
+use super::jute::{In, JuteError};
+use super::records::{acls, err, op};
+use ward_proto::{path, CreateMode, Op, Request, Zxid};
+
+/// What one request becomes.
+pub enum Action {
+    /// Goes through the command log; `render` says how to encode the outcome.
+    Write { request: Request, render: Render },
+    /// Answered from the state after the session's earlier writes.
+    Read(ReadOp),
+    /// Answered with this error code, in order, without touching anything.
+    Fail(i32),
+}
+
+/// How a write's outcome becomes ZooKeeper's reply.
+#[derive(Debug)]
+pub enum Render {
+    /// Not a write (reads carry this).
+    None,
+    /// `create` answers with the path; `create2` and `createContainer` add the stat.
+    Create {
+        with_stat: bool,
+    },
+    Delete,
+    SetData,
+    Check,
+    CloseSession,
+    /// One opcode per op. `prefail`: the op at this index failed ZooKeeper's checks before
+    /// the log (its code is reported); the ops before it were submitted in front of a check
+    /// that always fails, so apply decides whether an earlier one fails first.
+    Multi {
+        ops: Vec<i32>,
+        prefail: Option<(usize, i32)>,
+    },
+}
+
+/// The reads, and the requests that only touch this server's watch registry.
+pub enum ReadOp {
+    Ward(Request),
+    GetChildren {
+        path: String,
+        watch: bool,
+        with_stat: bool,
+    },
+    Ping,
+    GetAcl {
+        path: String,
+    },
+    SetAcl {
+        path: String,
+        version: i32,
+        acls: usize,
+    },
+    AllChildrenNumber {
+        path: String,
+    },
+    Ephemerals {
+        prefix: String,
+    },
+    SetWatches {
+        rel_zxid: Zxid,
+        data: Vec<String>,
+        exist: Vec<String>,
+        child: Vec<String>,
+        persistent: Vec<String>,
+        recursive: Vec<String>,
+    },
+    AddWatch {
+        path: String,
+        mode: i32,
+    },
+    RemoveWatches {
+        path: String,
+        kind: i32,
+        only_check: bool,
+    },
+    MultiRead(Vec<(i32, String, bool)>),
+    Auth,
+    WhoAmI,
+}
+
+/// Reads the request body of opcode `code`. An error means the frame is malformed and the
+/// connection is dropped, as ZooKeeper does.
+pub fn parse(code: i32, r: &mut In<'_>) -> Result<Action, JuteError> {
+    let read = |op: ReadOp| Ok(Action::Read(op));
+    match code {
+        op::CREATE | op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL => {
+            let (op, prefail) = create(code, r)?;
+            match prefail {
+                Some(code) => Ok(Action::Fail(code)),
+                None => {
+                    let Op::Create { path, data, mode } = op else { return Ok(Action::Fail(err::BAD_ARGUMENTS)) };
+                    let render = Render::Create { with_stat: code != op::CREATE };
+                    Ok(Action::Write { request: Request::Create { path, data, mode }, render })
+                }
+            }
+        }
+        op::DELETE => {
+            let (path, version) = (r.string()?, version(r.int()?));
+            Ok(Action::Write { request: Request::Delete { path, version }, render: Render::Delete })
+        }
+        op::SET_DATA => {
+            let (path, data, version) = (r.string()?, r.buffer()?, version(r.int()?));
+            Ok(Action::Write { request: Request::SetData { path, data, version }, render: Render::SetData })
+        }
+        op::CHECK => {
+            let (path, version) = (r.string()?, version(r.int()?));
+            Ok(Action::Write { request: Request::Multi(vec![Op::Check { path, version }]), render: Render::Check })
+        }
+        op::MULTI => multi(r),
+        op::CLOSE_SESSION => Ok(Action::Write { request: Request::CloseSession, render: Render::CloseSession }),
+        op::EXISTS => read(ReadOp::Ward(Request::Exists { path: r.string()?, watch: r.bool()? })),
+        op::GET_DATA => read(ReadOp::Ward(Request::GetData { path: r.string()?, watch: r.bool()? })),
+        op::GET_CHILDREN | op::GET_CHILDREN2 => {
+            read(ReadOp::GetChildren { path: r.string()?, watch: r.bool()?, with_stat: code == op::GET_CHILDREN2 })
+        }
+        op::SYNC => read(ReadOp::Ward(Request::Sync { path: r.string()? })),
+        op::PING => read(ReadOp::Ping),
+        op::GET_ACL => read(ReadOp::GetAcl { path: r.string()? }),
+        op::SET_ACL => read(ReadOp::SetAcl { path: r.string()?, acls: acls(r)?, version: r.int()? }),
+        op::GET_ALL_CHILDREN_NUMBER => read(ReadOp::AllChildrenNumber { path: r.string()? }),
+        op::GET_EPHEMERALS => read(ReadOp::Ephemerals { prefix: r.string()? }),
+        op::SET_WATCHES | op::SET_WATCHES2 => {
+            let rel_zxid = u64::try_from(r.long()?).unwrap_or(0);
+            let (data, exist, child) = (r.vector(In::string)?, r.vector(In::string)?, r.vector(In::string)?);
+            let (persistent, recursive) = if code == op::SET_WATCHES2 {
+                (r.vector(In::string)?, r.vector(In::string)?)
+            } else {
+                (Vec::new(), Vec::new())
+            };
+            read(ReadOp::SetWatches { rel_zxid, data, exist, child, persistent, recursive })
+        }
+        op::ADD_WATCH => read(ReadOp::AddWatch { path: r.string()?, mode: r.int()? }),
+        op::REMOVE_WATCHES | op::CHECK_WATCHES => {
+            read(ReadOp::RemoveWatches { path: r.string()?, kind: r.int()?, only_check: code == op::CHECK_WATCHES })
+        }
+        op::MULTI_READ => {
+            let mut ops = Vec::new();
+            loop {
+                let (code, done, _err) = (r.int()?, r.bool()?, r.int()?);
+                if done {
+                    break;
+                }
+                ops.push((code, r.string()?, r.bool()?));
+            }
+            read(ReadOp::MultiRead(ops))
+        }
+        op::AUTH => read(ReadOp::Auth),
+        op::WHO_AM_I => read(ReadOp::WhoAmI),
+        // A standalone server with dynamic reconfiguration off says exactly this.
+        op::RECONFIG => Ok(Action::Fail(err::RECONFIG_DISABLED)),
+        _ => Ok(Action::Fail(err::UNIMPLEMENTED)),
+    }
+}
+
+/// ZooKeeper's -1 is "any version".
+fn version(v: i32) -> Option<i32> {
+    (v != -1).then_some(v)
+}
+
+/// A create request of any of the four create opcodes, and the code it fails with before
+/// the log, if any: ZooKeeper's checks in its order (path, ACL, mode).
+fn create(code: i32, r: &mut In<'_>) -> Result<(Op, Option<i32>), JuteError> {
+    let (path, data, acl_count, flags) = (r.string()?, r.buffer()?, acls(r)?, r.int()?);
+    if code == op::CREATE_TTL {
+        r.long()?;
+    }
+    let mode = match flags {
+        0 | 4 => Some(CreateMode::Persistent),
+        1 => Some(CreateMode::Ephemeral),
+        2 => Some(CreateMode::PersistentSequential),
+        3 => Some(CreateMode::EphemeralSequential),
+        _ => None,
+    };
+    let valid = match mode {
+        Some(m) if m.is_sequential() => path::validate_sequential_prefix(&path).is_ok(),
+        _ => path::validate(&path).is_ok(),
+    };
+    let prefail = if code == op::CREATE_TTL || flags == 5 || flags == 6 {
+        // ZooKeeper without extendedTypesEnabled (its default) refuses TTL nodes so.
+        Some(err::UNIMPLEMENTED)
+    } else if !valid || mode.is_none() {
+        Some(err::BAD_ARGUMENTS)
+    } else if acl_count == 0 {
+        Some(err::INVALID_ACL)
+    } else {
+        None
+    };
+    Ok((Op::Create { path, data, mode: mode.unwrap_or(CreateMode::Persistent) }, prefail))
+}
+
+fn multi(r: &mut In<'_>) -> Result<Action, JuteError> {
+    let mut ops = Vec::new();
+    let mut codes = Vec::new();
+    let mut prefail = None;
+    loop {
+        let (code, done, _err) = (r.int()?, r.bool()?, r.int()?);
+        if done {
+            break;
+        }
+        let (op, fail) = match code {
+            op::CREATE | op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL => create(code, r)?,
+            op::DELETE => {
+                let path = r.string()?;
+                let fail = path::validate(&path).is_err().then_some(err::BAD_ARGUMENTS);
+                (Op::Delete { path, version: version(r.int()?) }, fail)
+            }
+            op::SET_DATA => {
+                let path = r.string()?;
+                let fail = path::validate(&path).is_err().then_some(err::BAD_ARGUMENTS);
+                (Op::SetData { path, data: r.buffer()?, version: version(r.int()?) }, fail)
+            }
+            op::CHECK => {
+                let path = r.string()?;
+                let fail = path::validate(&path).is_err().then_some(err::BAD_ARGUMENTS);
+                (Op::Check { path, version: version(r.int()?) }, fail)
+            }
+            // Any other op has no place in a transaction; ZooKeeper drops the connection.
+            _ => return Err(JuteError::BadLength(code)),
+        };
+        if prefail.is_none() {
+            if let Some(fail) = fail {
+                prefail = Some((ops.len(), fail));
+            }
+        }
+        ops.push(op);
+        codes.push(code);
+    }
+    if let Some((index, _)) = prefail {
+        // The prefix, then a check that cannot pass: `/` never holds a lock.
+        ops.truncate(index);
+        ops.push(Op::CheckFence { path: "/".into(), token: 0 });
+    }
+    Ok(Action::Write { request: Request::Multi(ops), render: Render::Multi { ops: codes, prefail } })
+}

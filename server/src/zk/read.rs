@@ -1,0 +1,173 @@
+//! Reads on a ZooKeeper connection, answered in one view of the state (so a watch armed by
+//! a read covers every change after the data it returned). Ward's own reads do the work
+//! where the two protocols agree; what only ZooKeeper has is here.
+
+use super::jute::Out;
+use super::ops::ReadOp;
+use super::records::{code, err, multi_header, op, open_acl, stat};
+use super::reply::ZkAnswer;
+use crate::core::Core;
+use crate::net::order::SessionConn;
+use crate::read::Reader;
+use crate::state::StateMachine;
+use crate::watch::{Armed, PersistentMode};
+use ward_proto::{path, Request, Response, WatchEvent, WatchKind};
+
+pub fn execute(
+    ctx: &SessionConn,
+    core: &Core,
+    state: &StateMachine,
+    op: ReadOp,
+    events: &mut Vec<WatchEvent>,
+) -> ZkAnswer {
+    if state.session(ctx.session).is_none() {
+        return ZkAnswer::fail(err::SESSION_EXPIRED);
+    }
+    let reader = Reader { core, conn: ctx.conn, session: ctx.session };
+    let mut out = Out::default();
+    match op {
+        ReadOp::Ward(Request::Sync { path }) => {
+            match reader.execute(state, Request::Sync { path: path.clone() }, events) {
+                Ok(_) => {
+                    out.string(&path);
+                }
+                Err(e) => return ZkAnswer::fail(code(e)),
+            }
+        }
+        ReadOp::Ward(request) => match reader.execute(state, request, events) {
+            Ok(Response::Exists(Some(s))) => stat(&mut out, &s),
+            Ok(Response::Exists(None)) => return ZkAnswer::fail(err::NO_NODE),
+            Ok(Response::Data { data, stat: s }) => {
+                out.buffer(&data);
+                stat(&mut out, &s);
+            }
+            Ok(_) => return ZkAnswer::fail(err::SYSTEM_ERROR),
+            Err(e) => return ZkAnswer::fail(code(e)),
+        },
+        ReadOp::GetChildren { path, watch, with_stat } => {
+            match reader.execute(state, Request::GetChildren { path, watch }, events) {
+                Ok(Response::Children { children, stat: s }) => {
+                    out.strings(&children);
+                    if with_stat {
+                        stat(&mut out, &s);
+                    }
+                }
+                Ok(_) => return ZkAnswer::fail(err::SYSTEM_ERROR),
+                Err(e) => return ZkAnswer::fail(code(e)),
+            }
+        }
+        ReadOp::Ping | ReadOp::Auth => {}
+        ReadOp::GetAcl { path } => {
+            let Some(node) = state.tree().get(&path) else { return ZkAnswer::fail(err::NO_NODE) };
+            open_acl(&mut out);
+            stat(&mut out, &node.stat());
+        }
+        ReadOp::SetAcl { path, version, acls } => {
+            // Ward keeps no ACLs: every node stays world:anyone:cdrwa and its aversion 0, so
+            // only ZooKeeper's checks are made.
+            if path::validate(&path).is_err() {
+                return ZkAnswer::fail(err::BAD_ARGUMENTS);
+            }
+            if acls == 0 {
+                return ZkAnswer::fail(err::INVALID_ACL);
+            }
+            let Some(node) = state.tree().get(&path) else { return ZkAnswer::fail(err::NO_NODE) };
+            if version != -1 && version != 0 {
+                return ZkAnswer::fail(err::BAD_VERSION);
+            }
+            stat(&mut out, &node.stat());
+        }
+        ReadOp::AllChildrenNumber { path } => {
+            let Some(node) = state.tree().get(&path) else { return ZkAnswer::fail(err::NO_NODE) };
+            let mut count = 0usize;
+            let mut stack: Vec<String> = node.children.iter().map(|c| path::join(&path, c)).collect();
+            while let Some(p) = stack.pop() {
+                count += 1;
+                if let Some(n) = state.tree().get(&p) {
+                    stack.extend(n.children.iter().map(|c| path::join(&p, c)));
+                }
+            }
+            out.int(i32::try_from(count).unwrap_or(i32::MAX));
+        }
+        ReadOp::Ephemerals { prefix } => {
+            let all = prefix.trim().is_empty() || prefix.trim() == "/";
+            let paths: Vec<&str> =
+                state.tree().ephemerals(ctx.session).filter(|p| all || p.starts_with(&prefix)).collect();
+            out.strings(&paths);
+        }
+        ReadOp::SetWatches { rel_zxid, data, exist, child, persistent, recursive } => {
+            let kinds = [(WatchKind::Data, data), (WatchKind::Exists, exist), (WatchKind::Child, child)];
+            let watches = kinds.into_iter().flat_map(|(k, paths)| paths.into_iter().map(move |p| (k, p))).collect();
+            if let Err(e) = reader.execute(state, Request::SetWatches { last_zxid: rel_zxid, watches }, events) {
+                return ZkAnswer::fail(code(e));
+            }
+            for (mode, paths) in [(PersistentMode::Exact, persistent), (PersistentMode::Recursive, recursive)] {
+                for p in paths {
+                    core.watches.add_persistent(ctx.conn, &p, mode);
+                }
+            }
+        }
+        ReadOp::AddWatch { path, mode } => {
+            let mode = match mode {
+                0 => PersistentMode::Exact,
+                1 => PersistentMode::Recursive,
+                _ => return ZkAnswer::fail(err::BAD_ARGUMENTS),
+            };
+            core.watches.add_persistent(ctx.conn, &path, mode);
+            out.int(0);
+        }
+        ReadOp::RemoveWatches { path, kind, only_check } => {
+            let which = move |armed: Armed| match (kind, armed) {
+                // ZooKeeper 3.8 keeps a persistent watch in both its data and child tables.
+                (1, Armed::OneShot(WatchKind::Child) | Armed::Persistent(PersistentMode::Exact)) => true,
+                (2, Armed::OneShot(WatchKind::Data | WatchKind::Exists) | Armed::Persistent(_)) => true,
+                (3, _) => true,
+                // 3.9's Persistent and PersistentRecursive watcher types.
+                (4, Armed::Persistent(PersistentMode::Exact)) => true,
+                (5, Armed::Persistent(PersistentMode::Recursive)) => true,
+                _ => false,
+            };
+            if !(1..=5).contains(&kind) {
+                return ZkAnswer::fail(err::BAD_ARGUMENTS);
+            }
+            let found = if only_check {
+                core.watches.armed(ctx.conn, &path).into_iter().any(which)
+            } else {
+                core.watches.remove(ctx.conn, &path, which)
+            };
+            if !found {
+                return ZkAnswer::fail(err::NO_WATCHER);
+            }
+        }
+        ReadOp::MultiRead(ops) => {
+            for (code_, path, watch) in ops {
+                let result = match code_ {
+                    op::GET_CHILDREN => reader.execute(state, Request::GetChildren { path, watch }, events),
+                    op::GET_DATA => reader.execute(state, Request::GetData { path, watch }, events),
+                    _ => Err(ward_proto::ErrorCode::BadArguments),
+                };
+                match result {
+                    Ok(Response::Children { children, .. }) => {
+                        multi_header(&mut out, code_, false, err::OK);
+                        out.strings(&children);
+                    }
+                    Ok(Response::Data { data, stat: s }) => {
+                        multi_header(&mut out, code_, false, err::OK);
+                        out.buffer(&data);
+                        stat(&mut out, &s);
+                    }
+                    other => {
+                        let e = other.err().map_or(err::SYSTEM_ERROR, code);
+                        multi_header(&mut out, op::ERROR, false, e);
+                        out.int(e);
+                    }
+                }
+            }
+            multi_header(&mut out, -1, true, -1);
+        }
+        ReadOp::WhoAmI => {
+            out.int(1).string("ip").string(&ctx.peer.ip().to_string());
+        }
+    }
+    ZkAnswer::ok(out.buf)
+}

@@ -1,0 +1,177 @@
+//! ZooKeeper's records as they appear on the wire (`zookeeper.jute`), and its numbers:
+//! opcodes, error codes, event types and states.
+
+use super::jute::{In, JuteError, Out};
+use ward_proto::{ErrorCode, EventKind, SessionId, Stat, WatchEvent};
+
+/// Opcodes (`ZooDefs.OpCode`).
+pub mod op {
+    pub const CREATE: i32 = 1;
+    pub const DELETE: i32 = 2;
+    pub const EXISTS: i32 = 3;
+    pub const GET_DATA: i32 = 4;
+    pub const SET_DATA: i32 = 5;
+    pub const GET_ACL: i32 = 6;
+    pub const SET_ACL: i32 = 7;
+    pub const GET_CHILDREN: i32 = 8;
+    pub const SYNC: i32 = 9;
+    pub const PING: i32 = 11;
+    pub const GET_CHILDREN2: i32 = 12;
+    pub const CHECK: i32 = 13;
+    pub const MULTI: i32 = 14;
+    pub const CREATE2: i32 = 15;
+    pub const RECONFIG: i32 = 16;
+    pub const CHECK_WATCHES: i32 = 17;
+    pub const REMOVE_WATCHES: i32 = 18;
+    pub const CREATE_CONTAINER: i32 = 19;
+    pub const DELETE_CONTAINER: i32 = 20;
+    pub const CREATE_TTL: i32 = 21;
+    pub const MULTI_READ: i32 = 22;
+    pub const AUTH: i32 = 100;
+    pub const SET_WATCHES: i32 = 101;
+    pub const SASL: i32 = 102;
+    pub const GET_EPHEMERALS: i32 = 103;
+    pub const GET_ALL_CHILDREN_NUMBER: i32 = 104;
+    pub const SET_WATCHES2: i32 = 105;
+    pub const ADD_WATCH: i32 = 106;
+    pub const WHO_AM_I: i32 = 107;
+    pub const CLOSE_SESSION: i32 = -11;
+    pub const ERROR: i32 = -1;
+}
+
+/// Error codes (`KeeperException.Code`).
+pub mod err {
+    pub const OK: i32 = 0;
+    pub const SYSTEM_ERROR: i32 = -1;
+    pub const RUNTIME_INCONSISTENCY: i32 = -2;
+    pub const CONNECTION_LOSS: i32 = -4;
+    pub const UNIMPLEMENTED: i32 = -6;
+    pub const BAD_ARGUMENTS: i32 = -8;
+    pub const NO_NODE: i32 = -101;
+    pub const BAD_VERSION: i32 = -103;
+    pub const NO_CHILDREN_FOR_EPHEMERALS: i32 = -108;
+    pub const NODE_EXISTS: i32 = -110;
+    pub const NOT_EMPTY: i32 = -111;
+    pub const SESSION_EXPIRED: i32 = -112;
+    pub const INVALID_ACL: i32 = -114;
+    pub const NO_WATCHER: i32 = -121;
+    pub const RECONFIG_DISABLED: i32 = -123;
+}
+
+/// Reserved xids: notifications and ping replies.
+pub const NOTIFICATION_XID: i32 = -1;
+
+/// `KeeperState.SyncConnected`: the state every notification of a live session carries.
+pub const SYNC_CONNECTED: i32 = 3;
+
+/// All permissions (`ZooDefs.Perms.ALL`): read, write, create, delete, admin.
+pub const PERMS_ALL: i32 = 31;
+
+/// Ward's error for ZooKeeper's code. `RolledBack` has no single equivalent: multi replies
+/// renumber it (see `reply.rs`).
+pub fn code(e: ErrorCode) -> i32 {
+    match e {
+        ErrorCode::NoNode => err::NO_NODE,
+        ErrorCode::NodeExists => err::NODE_EXISTS,
+        ErrorCode::BadVersion => err::BAD_VERSION,
+        ErrorCode::NotEmpty => err::NOT_EMPTY,
+        ErrorCode::NoChildrenForEphemerals => err::NO_CHILDREN_FOR_EPHEMERALS,
+        ErrorCode::SessionExpired => err::SESSION_EXPIRED,
+        ErrorCode::BadArguments => err::BAD_ARGUMENTS,
+        ErrorCode::Unimplemented => err::UNIMPLEMENTED,
+        ErrorCode::RolledBack => err::RUNTIME_INCONSISTENCY,
+        // A client retries a connection loss elsewhere, as it should for a log that could
+        // not order the request.
+        ErrorCode::Unavailable => err::CONNECTION_LOSS,
+        _ => err::SYSTEM_ERROR,
+    }
+}
+
+/// `Stat`, in jute field order.
+pub fn stat(out: &mut Out, s: &Stat) {
+    out.long(zxid(s.czxid)).long(zxid(s.mzxid)).long(s.ctime).long(s.mtime);
+    out.int(s.version).int(s.cversion).int(s.aversion);
+    out.long(s.ephemeral_owner.map_or(0, |id| zxid(id.0)));
+    out.int(i32::try_from(s.data_length).unwrap_or(i32::MAX)).int(i32::try_from(s.num_children).unwrap_or(i32::MAX));
+    out.long(zxid(s.pzxid));
+}
+
+/// Zxids and session ids are longs in ZooKeeper; ours stay far below 2^63.
+pub fn zxid(z: u64) -> i64 {
+    i64::try_from(z).unwrap_or(i64::MAX)
+}
+
+/// The first frame of a connection.
+#[derive(Debug)]
+pub struct ConnectRequest {
+    pub last_zxid_seen: i64,
+    pub timeout_ms: i32,
+    pub session_id: i64,
+    pub passwd: Vec<u8>,
+    /// Absent from old clients.
+    pub read_only: bool,
+}
+
+impl ConnectRequest {
+    pub fn decode(body: &[u8]) -> Result<Self, JuteError> {
+        let mut r = In::new(body);
+        let _protocol_version = r.int()?;
+        let last_zxid_seen = r.long()?;
+        let timeout_ms = r.int()?;
+        let session_id = r.long()?;
+        let passwd = r.buffer()?;
+        let read_only = if r.remaining() > 0 { r.bool()? } else { false };
+        Ok(ConnectRequest { last_zxid_seen, timeout_ms, session_id, passwd, read_only })
+    }
+}
+
+/// The answer to a connect. A timeout of 0 tells the client its session expired.
+pub fn connect_response(timeout_ms: u32, session: SessionId, passwd: &[u8]) -> Vec<u8> {
+    let mut out = Out::default();
+    out.int(0).int(i32::try_from(timeout_ms).unwrap_or(i32::MAX)).long(zxid(session.0)).buffer(passwd).bool(false);
+    out.buf
+}
+
+/// `ReplyHeader`.
+pub fn reply_header(out: &mut Out, xid: i32, zxid: i64, err: i32) {
+    out.int(xid).long(zxid).int(err);
+}
+
+/// An `ACL` list; Ward keeps no ACLs, so only its shape is checked.
+pub fn acls(r: &mut In<'_>) -> Result<usize, JuteError> {
+    let list = r.vector(|r| {
+        r.int()?;
+        r.string()?;
+        r.string()
+    })?;
+    Ok(list.len())
+}
+
+/// The one ACL every node has: world:anyone with every permission.
+pub fn open_acl(out: &mut Out) {
+    out.int(1).int(PERMS_ALL).string("world").string("anyone");
+}
+
+pub fn event_type(kind: EventKind) -> i32 {
+    match kind {
+        EventKind::NodeCreated => 1,
+        EventKind::NodeDeleted => 2,
+        EventKind::NodeDataChanged => 3,
+        EventKind::NodeChildrenChanged => 4,
+    }
+}
+
+/// A notification: header with xid -1 (ZooKeeper 3.8 sends zxid -1 there too), then
+/// `WatcherEvent`.
+pub fn notification(event: &WatchEvent) -> Vec<u8> {
+    let mut out = Out::default();
+    reply_header(&mut out, NOTIFICATION_XID, -1, err::OK);
+    out.int(event_type(event.kind)).int(SYNC_CONNECTED).string(&event.path);
+    out.buf
+}
+
+/// `MultiHeader`: each op of a multi request or response is preceded by one; the list ends
+/// with `{-1, true, -1}`.
+pub fn multi_header(out: &mut Out, op: i32, done: bool, err: i32) {
+    out.int(op).bool(done).int(err);
+}

@@ -1,0 +1,229 @@
+//! The ZooKeeper port at the byte level: four-letter words, frame order (a notification
+//! before any reply that shows its change, never before the reply that armed its watch),
+//! expired-session handshakes, and bad input dropped without disturbing other clients.
+
+mod zk_support;
+
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use zk_support::Ward;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// A bare jute client: just enough to drive the port frame by frame.
+struct Raw {
+    stream: TcpStream,
+    xid: i32,
+    session: i64,
+    passwd: Vec<u8>,
+}
+
+fn string(out: &mut Vec<u8>, s: &[u8]) {
+    out.extend_from_slice(&(s.len() as i32).to_be_bytes());
+    out.extend_from_slice(s);
+}
+
+impl Raw {
+    async fn connect(addr: &str, session: i64, passwd: &[u8]) -> (Raw, i32) {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        let mut raw = Raw { stream, xid: 0, session: 0, passwd: Vec::new() };
+        let mut body = Vec::new();
+        body.extend_from_slice(&0i32.to_be_bytes());
+        body.extend_from_slice(&0i64.to_be_bytes());
+        body.extend_from_slice(&10_000i32.to_be_bytes());
+        body.extend_from_slice(&session.to_be_bytes());
+        string(&mut body, passwd);
+        body.push(0);
+        raw.send(&body).await;
+        let resp = raw.frame().await.expect("connect response");
+        let timeout = i32::from_be_bytes(resp[4..8].try_into().expect("4 bytes"));
+        raw.session = i64::from_be_bytes(resp[8..16].try_into().expect("8 bytes"));
+        raw.passwd = resp[20..36].to_vec();
+        (raw, timeout)
+    }
+
+    async fn send(&mut self, body: &[u8]) {
+        let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(body);
+        self.stream.write_all(&frame).await.expect("write");
+    }
+
+    /// One frame, or `None` at end of stream.
+    async fn frame(&mut self) -> Option<Vec<u8>> {
+        let mut len = [0u8; 4];
+        tokio::time::timeout(LIMIT, self.stream.read_exact(&mut len)).await.expect("frame in time").ok()?;
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        tokio::time::timeout(LIMIT, self.stream.read_exact(&mut body)).await.expect("frame in time").ok()?;
+        Some(body)
+    }
+
+    /// Sends request `op` with `payload`; returns its xid.
+    async fn request(&mut self, op: i32, payload: &[u8]) -> i32 {
+        self.xid += 1;
+        let mut body = self.xid.to_be_bytes().to_vec();
+        body.extend_from_slice(&op.to_be_bytes());
+        body.extend_from_slice(payload);
+        self.send(&body).await;
+        self.xid
+    }
+
+    /// (xid, err) of the next frame.
+    async fn header(&mut self) -> (i32, i32) {
+        let f = self.frame().await.expect("a frame");
+        (i32::from_be_bytes(f[0..4].try_into().expect("xid")), i32::from_be_bytes(f[12..16].try_into().expect("err")))
+    }
+}
+
+fn path_watch(path: &str, watch: bool) -> Vec<u8> {
+    let mut p = Vec::new();
+    string(&mut p, path.as_bytes());
+    p.push(u8::from(watch));
+    p
+}
+
+fn create(path: &str) -> Vec<u8> {
+    let mut p = Vec::new();
+    string(&mut p, path.as_bytes());
+    string(&mut p, b"");
+    p.extend_from_slice(&1i32.to_be_bytes()); // one ACL: world:anyone, all perms
+    p.extend_from_slice(&31i32.to_be_bytes());
+    string(&mut p, b"world");
+    string(&mut p, b"anyone");
+    p.extend_from_slice(&0i32.to_be_bytes());
+    p
+}
+
+fn set_data(path: &str) -> Vec<u8> {
+    let mut p = Vec::new();
+    string(&mut p, path.as_bytes());
+    string(&mut p, b"new");
+    p.extend_from_slice(&(-1i32).to_be_bytes());
+    p
+}
+
+async fn four_letters(addr: &str, word: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    s.write_all(word).await.expect("write");
+    let mut out = String::new();
+    tokio::time::timeout(LIMIT, s.read_to_string(&mut out)).await.expect("answer in time").expect("read");
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_letter_words_answer_in_zookeepers_format() {
+    let ward = Ward::start();
+    let (mut raw, _) = Raw::connect(&ward.zk_addr, 0, &[0; 16]).await;
+    raw.request(1, &create("/w")).await;
+    raw.request(4, &path_watch("/w", true)).await;
+    assert_eq!(raw.header().await.1, 0);
+    assert_eq!(raw.header().await.1, 0);
+
+    assert_eq!(four_letters(&ward.zk_addr, b"ruok").await, "imok");
+    assert_eq!(four_letters(&ward.zk_addr, b"isro").await, "rw");
+    let srvr = four_letters(&ward.zk_addr, b"srvr").await;
+    assert!(srvr.starts_with("Zookeeper version: 3.8.0-ward"), "{srvr}");
+    assert!(srvr.contains("Mode: standalone\n") && srvr.contains("Zxid: 0x"), "{srvr}");
+    let stat = four_letters(&ward.zk_addr, b"stat").await;
+    assert!(stat.contains("Clients:\n /127.0.0.1:") && stat.contains("Node count: 2\n"), "{stat}");
+    let mntr = four_letters(&ward.zk_addr, b"mntr").await;
+    assert!(mntr.contains("zk_server_state\tstandalone\n") && mntr.contains("zk_watch_count\t1\n"), "{mntr}");
+    assert!(mntr.contains("zk_znode_count\t2\n"), "{mntr}");
+    let conf = four_letters(&ward.zk_addr, b"conf").await;
+    assert!(conf.contains("minSessionTimeout=4000\n") && conf.contains("maxSessionTimeout=40000\n"), "{conf}");
+    let cons = four_letters(&ward.zk_addr, b"cons").await;
+    assert!(cons.contains(&format!("sid={:#x}", raw.session)), "{cons}");
+    assert!(four_letters(&ward.zk_addr, b"envi").await.contains("zookeeper.version=3.8.0"));
+    assert_eq!(four_letters(&ward.zk_addr, b"wchs").await, "1 connections watching 1 paths\nTotal watches:1\n");
+    assert_eq!(
+        four_letters(&ward.zk_addr, b"dump").await,
+        "dump is not executed because it is not in the whitelist.\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_go_before_replies_that_show_the_change_and_after_the_one_that_armed() {
+    let ward = Ward::start();
+    let (mut a, _) = Raw::connect(&ward.zk_addr, 0, &[0; 16]).await;
+    let (mut b, _) = Raw::connect(&ward.zk_addr, 0, &[0; 16]).await;
+    let mut notified = 0;
+    for round in 0..50 {
+        // A fresh node per round, so no watch is left over from an earlier one.
+        let node = format!("/n{round}");
+        let created = b.request(1, &create(&node)).await;
+        assert_eq!(b.header().await, (created, 0));
+        // A arms a data watch while B changes the node as fast as it can: the event must
+        // come after the reply that armed the watch (or the client would drop it) and
+        // before A's next reply, which shows the change.
+        let armed = a.request(4, &path_watch(&node, true)).await;
+        let set = b.request(5, &set_data(&node)).await;
+        let reply = a.frame().await.expect("reply");
+        assert_eq!(&reply[0..4], &armed.to_be_bytes(), "round {round}: the arming reply comes first");
+        // getData: data (4 + 3 bytes "new", or 0 at first), then the stat: version after 4 longs.
+        let data_len = i32::from_be_bytes(reply[16..20].try_into().expect("len")).max(0) as usize;
+        let at = 20 + data_len + 32;
+        let seen_version = i32::from_be_bytes(reply[at..at + 4].try_into().expect("version"));
+        let set_reply = b.frame().await.expect("set reply");
+        let set_version = i32::from_be_bytes(set_reply[48..52].try_into().expect("version"));
+        assert_eq!(&set_reply[0..4], &set.to_be_bytes());
+        let next = a.request(3, &path_watch(&node, false)).await;
+        if seen_version < set_version {
+            assert_eq!(a.header().await, (-1, 0), "round {round}: the notification precedes the next reply");
+            notified += 1;
+        }
+        assert_eq!(a.header().await, (next, 0), "round {round}");
+    }
+    assert!(notified > 0, "no round raced the watch against a change");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_or_unknown_session_gets_a_zero_timeout() {
+    let ward = Ward::start();
+    let (mut a, timeout) = Raw::connect(&ward.zk_addr, 0, &[0; 16]).await;
+    assert_eq!(timeout, 10_000);
+    let (session, passwd) = (a.session, a.passwd.clone());
+    let (_b, resumed) = Raw::connect(&ward.zk_addr, session, &passwd).await;
+    assert_eq!(resumed, 10_000, "a live session resumes with its password");
+    let (_c, wrong) = Raw::connect(&ward.zk_addr, session, &[9; 16]).await;
+    assert_eq!(wrong, 0, "a wrong password looks like an expired session");
+    let (mut d, _) = Raw::connect(&ward.zk_addr, session, &passwd).await;
+    let close = d.request(-11, &[]).await;
+    assert_eq!(d.header().await, (close, 0));
+    assert!(d.frame().await.is_none(), "closeSession closes the connection");
+    assert!(a.frame().await.is_none(), "the session's older connection was closed when it moved");
+    let (_e, gone) = Raw::connect(&ward.zk_addr, session, &passwd).await;
+    assert_eq!(gone, 0, "a closed session is expired");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_dropped_and_other_clients_keep_working() {
+    let ward = Ward::start();
+    let (mut good, _) = Raw::connect(&ward.zk_addr, 0, &[0; 16]).await;
+    let cases: [(&str, Vec<u8>); 4] = [
+        ("garbage", b"\x00\x00\x00\x10garbage-garbage!".to_vec()),
+        ("2 GiB length prefix", vec![0x80, 0, 0, 0, 1, 2, 3]),
+        ("truncated packet", vec![0, 0, 0, 100, 1, 2, 3]),
+        ("over jute.maxbuffer", (0x100000u32).to_be_bytes().to_vec()),
+    ];
+    for (what, bytes) in cases {
+        let mut s = TcpStream::connect(&ward.zk_addr).await.expect("connect");
+        s.write_all(&bytes).await.expect("write");
+        if what == "truncated packet" {
+            s.shutdown().await.expect("half-close");
+        }
+        let mut rest = Vec::new();
+        let started = std::time::Instant::now();
+        let read = tokio::time::timeout(LIMIT, s.read_to_end(&mut rest)).await.expect("dropped in time");
+        eprintln!("{what}: dropped after {:?}", started.elapsed());
+        assert!(read.is_err() || rest.is_empty(), "{what}: got {rest:?}");
+        // The good client is unaffected.
+        let xid = good.request(3, &path_watch("/", false)).await;
+        assert_eq!(good.header().await, (xid, 0), "after {what}");
+    }
+    // A bad request after a good handshake drops only that connection.
+    let (mut bad, _) = Raw::connect(&ward.zk_addr, 0, &[0; 16]).await;
+    bad.request(1, &[0xff, 0xff]).await;
+    assert!(bad.frame().await.is_none(), "a malformed create closes its connection");
+    let xid = good.request(3, &path_watch("/", false)).await;
+    assert_eq!(good.header().await, (xid, 0));
+}
