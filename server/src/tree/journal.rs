@@ -13,6 +13,7 @@ pub(crate) enum Undo {
         parent: String,
         name: String,
         cversion: i32,
+        child_creates: i32,
         pzxid: Zxid,
     },
     /// A child name was removed from `parent`, whose counters were these before.
@@ -66,10 +67,10 @@ impl Journal {
 impl DataTree {
     fn undo(&mut self, undo: Undo) {
         match undo {
-            Undo::Linked { parent, name, cversion, pzxid } => {
+            Undo::Linked { parent, name, cversion, child_creates, pzxid } => {
                 if let Some(p) = self.nodes.get_mut(&parent) {
                     p.children.remove(&name);
-                    (p.cversion, p.pzxid) = (cversion, pzxid);
+                    (p.cversion, p.child_creates, p.pzxid) = (cversion, child_creates, pzxid);
                 }
             }
             Undo::Unlinked { parent, name, cversion, pzxid } => {

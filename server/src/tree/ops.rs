@@ -21,7 +21,8 @@ fn check_version(expected: Option<i32>, actual: i32) -> Result<(), ErrorCode> {
 }
 
 impl DataTree {
-    /// Creates a node; a sequential name takes the parent's `cversion` as its suffix.
+    /// Creates a node; a sequential name takes the parent's count of child creates as its
+    /// suffix, as ZooKeeper's does.
     pub(crate) fn create(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -35,8 +36,11 @@ impl DataTree {
         }
         let parent_path = path::parent(requested).to_string();
         let parent = self.nodes.get(&parent_path).ok_or(ErrorCode::NoNode)?;
-        let node_path =
-            if mode.is_sequential() { path::with_sequence(requested, parent.cversion) } else { requested.to_string() };
+        let node_path = if mode.is_sequential() {
+            path::with_sequence(requested, parent.child_creates)
+        } else {
+            requested.to_string()
+        };
         if self.nodes.contains_key(&node_path) {
             return Err(ErrorCode::NodeExists);
         }
@@ -49,10 +53,12 @@ impl DataTree {
             parent: parent_path.clone(),
             name: name.clone(),
             cversion: parent.cversion,
+            child_creates: parent.child_creates,
             pzxid: parent.pzxid,
         });
         parent.children.insert(name);
         parent.cversion = parent.cversion.wrapping_add(1);
+        parent.child_creates = parent.child_creates.wrapping_add(1);
         parent.pzxid = ctx.zxid;
 
         let owner = mode.is_ephemeral().then_some(owner);

@@ -16,6 +16,9 @@ pub struct Znode {
     pub mtime: i64,
     pub version: i32,
     pub cversion: i32,
+    /// Children ever created: the next sequential suffix. ZooKeeper numbers sequential
+    /// children by creates alone, while `cversion` counts creates and deletes.
+    pub child_creates: i32,
     pub ephemeral_owner: Option<SessionId>,
     /// Children's names. A `BTreeSet` so that listings come out sorted without a sort.
     pub children: BTreeSet<String>,
@@ -32,6 +35,7 @@ impl Znode {
             mtime: time_ms,
             version: 0,
             cversion: 0,
+            child_creates: 0,
             ephemeral_owner: owner,
             children: BTreeSet::new(),
         }
