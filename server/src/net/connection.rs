@@ -26,6 +26,9 @@ use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ClientMessage, CodecError, ErrorCode, FrameCodec, Request, Response, ServerMessage, Zxid};
 
+/// Initial read and write buffer of a connection.
+pub(crate) const FIRST_BUFFER: usize = 512;
+
 pub type Reader = FramedRead<OwnedReadHalf, FrameCodec<ClientMessage, ServerMessage>>;
 pub type Writer = FramedWrite<OwnedWriteHalf, FrameCodec<ClientMessage, ServerMessage>>;
 
@@ -35,8 +38,10 @@ pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, con
     }
     let (r, w) = stream.into_split();
     let max = server.config.max_frame_len();
-    let mut reader = FramedRead::new(r, FrameCodec::new(max));
-    let mut writer = FramedWrite::new(w, FrameCodec::new(max));
+    // Small first buffers: most connections carry small frames, and tokio-util's 8 KiB
+    // defaults were most of a session's memory. They grow when a large frame comes.
+    let mut reader = FramedRead::with_capacity(r, FrameCodec::new(max), FIRST_BUFFER);
+    let mut writer = FramedWrite::with_capacity(w, FrameCodec::new(max), FIRST_BUFFER);
     let (outbox, out_rx) = Outbox::channel();
 
     let hello = handshake::run(&server, &mut reader, &mut writer, peer, conn, &outbox);

@@ -76,9 +76,9 @@ async fn serve_conn(
         return;
     }
     let codec = || LengthDelimitedCodec::builder().max_frame_length(MAX_PACKET).new_codec();
-    let mut reader = FramedRead::new(r, codec());
+    let mut reader = FramedRead::with_capacity(r, codec(), crate::net::connection::FIRST_BUFFER);
     reader.read_buffer_mut().extend_from_slice(&head);
-    let mut writer = FramedWrite::new(w, codec());
+    let mut writer = FramedWrite::with_capacity(w, codec(), crate::net::connection::FIRST_BUFFER);
     let (outbox, out_rx) = Outbox::channel();
     let connect = connect(&server, &mut reader, &mut writer, peer, conn, &outbox);
     let session = tokio::select! {
