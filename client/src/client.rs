@@ -163,7 +163,8 @@ impl Client {
             | Op::Delete { path, .. }
             | Op::SetData { path, .. }
             | Op::Check { path, .. }
-            | Op::CheckFence { path, .. }) = op;
+            | Op::CheckFence { path, .. }
+            | Op::CheckLast { path }) = op;
             let valid = match op {
                 Op::Create { mode, .. } if mode.is_sequential() => path::validate_sequential_prefix(path),
                 _ => path::validate(path),

@@ -43,6 +43,9 @@ pub enum Error {
     /// A semaphore was asked for with another number of permits than it has.
     #[error("semaphore permits mismatch")]
     PermitsMismatch,
+    /// `Op::CheckLast`: another contender waits in the lock queue.
+    #[error("another contender waits in the lock queue")]
+    LockContended,
     /// The client was closed.
     #[error("client closed")]
     Closed,
@@ -70,6 +73,7 @@ impl From<ErrorCode> for Error {
             ErrorCode::ProtocolVersion => Error::ProtocolVersion("refused by the server".into()),
             ErrorCode::StaleFence => Error::StaleFence,
             ErrorCode::PermitsMismatch => Error::PermitsMismatch,
+            ErrorCode::LockContended => Error::LockContended,
             other => Error::Protocol(format!("unknown error code {other:?}")),
         }
     }

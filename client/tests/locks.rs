@@ -172,3 +172,34 @@ async fn a_new_session_of_the_same_owner_ends_the_old_one_at_once() {
     assert!(held.is_lost());
     assert_eq!(other.exists("/").await.map(|s| s.is_some()), Ok(true), "other owners untouched");
 }
+
+/// A local handoff happens only while no other client waits behind: otherwise the lock goes
+/// back to the server's queue, so the waiting client is not starved and tokens keep growing.
+#[tokio::test]
+async fn local_handoff_yields_to_a_waiting_client_and_tokens_keep_growing() {
+    let addr = start().await;
+    let x = Client::connect(&addr).await.unwrap();
+    let y = Client::connect(&addr).await.unwrap();
+    let (a, b) = (x.mutex("/locks/fair"), x.mutex("/locks/fair"));
+    let held = a.lock().await.unwrap();
+    let first = held.fencing_token();
+    let remote = tokio::spawn(async move {
+        let g = y.lock("/locks/fair").await.unwrap();
+        let token = g.fencing_token();
+        g.unlock().await.unwrap();
+        token
+    });
+    while x.get_children("/locks/fair").await.unwrap().len() < 2 {
+        tokio::task::yield_now().await;
+    }
+    let local = tokio::spawn(async move {
+        let g = b.lock().await.unwrap();
+        let token = g.fencing_token();
+        g.unlock().await.unwrap();
+        token
+    });
+    held.unlock().await.unwrap();
+    let y_token = remote.await.unwrap();
+    let b_token = local.await.unwrap();
+    assert!(first < y_token && y_token < b_token, "tokens {first} < {y_token} < {b_token}");
+}

@@ -47,4 +47,7 @@ pub enum ErrorCode {
     /// A semaphore acquire asked for another number of permits than the semaphore has.
     #[error("semaphore permits mismatch")]
     PermitsMismatch,
+    /// `CheckLast`: another contender waits behind this one.
+    #[error("another contender waits in the lock queue")]
+    LockContended,
 }

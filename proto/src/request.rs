@@ -161,4 +161,9 @@ pub enum Op {
         path: String,
         token: Zxid,
     },
+    /// Fails the multi with `LockContended` unless `path` is the last contender in its
+    /// directory's queue (no other contender waits behind it).
+    CheckLast {
+        path: String,
+    },
 }

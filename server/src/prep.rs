@@ -39,7 +39,7 @@ pub fn prep(request: Request, max_data: usize) -> Result<CommandOp, ErrorCode> {
 fn op_data_len(op: &Op) -> usize {
     match op {
         Op::Create { data, .. } | Op::SetData { data, .. } => data.len(),
-        Op::Delete { .. } | Op::Check { .. } | Op::CheckFence { .. } => 0,
+        Op::Delete { .. } | Op::Check { .. } | Op::CheckFence { .. } | Op::CheckLast { .. } => 0,
     }
 }
 
@@ -50,7 +50,8 @@ fn check_op(op: Op, max_data: usize) -> Result<Op, ErrorCode> {
         | Op::Delete { path, .. }
         | Op::SetData { path, .. }
         | Op::Check { path, .. }
-        | Op::CheckFence { path, .. } => path::validate(path),
+        | Op::CheckFence { path, .. }
+        | Op::CheckLast { path } => path::validate(path),
     };
     path_ok.map_err(|_| ErrorCode::BadArguments)?;
     if op_data_len(&op) > max_data {

@@ -113,6 +113,7 @@ impl StateMachine {
             Op::SetData { path, data, version } => self.tree.set_data(ctx, &path, data, version).map(OpResult::DataSet),
             Op::Check { path, version } => self.tree.check(&path, version).map(|()| OpResult::Checked),
             Op::CheckFence { path, token } => check_fence(&self.tree, &path, token).map(|()| OpResult::Checked),
+            Op::CheckLast { path } => check_last(&self.tree, &path).map(|()| OpResult::Checked),
         }
     }
 
@@ -173,6 +174,17 @@ pub fn check_fence(tree: &DataTree, path: &str, token: Zxid) -> Result<(), Error
     match tree.get(path) {
         Some(node) if node.mzxid == token && crate::lock::is_holder(tree, path) => Ok(()),
         _ => Err(ErrorCode::StaleFence),
+    }
+}
+
+/// Succeeds when `path` is the last contender of its directory's queue.
+fn check_last(tree: &DataTree, path: &str) -> Result<(), ErrorCode> {
+    let dir = tree.get(ward_proto::path::parent(path)).ok_or(ErrorCode::NoNode)?;
+    let queue = ward_proto::lock::queue(dir.children.iter().map(String::as_str));
+    match queue.last() {
+        Some(last) if *last == ward_proto::path::name(path) => Ok(()),
+        Some(_) => Err(ErrorCode::LockContended),
+        None => Err(ErrorCode::NoNode),
     }
 }
 

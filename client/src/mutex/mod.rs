@@ -5,7 +5,9 @@
 //! locally first, so the client keeps at most one contender in the server's queue; when a
 //! holder leaves and another local handle waits, the lock passes to it without leaving the
 //! server's queue: the server only records the handoff (the contender's data is rewritten,
-//! which gives the new holder a new, larger fencing token, its mzxid).
+//! which gives the new holder a new, larger fencing token, its mzxid). That happens only
+//! while no other client waits behind this one; otherwise the lock goes back to the server's
+//! queue, so tokens keep growing across clients and remote waiters are not starved.
 
 mod local;
 mod queue;
@@ -17,6 +19,7 @@ mod loom_tests;
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::lock::{Fence, LockGuard, Validity};
+use crate::{Op, OpResult};
 use local::Exit;
 use queue::Queue;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -166,7 +169,29 @@ async fn hand_off(shared: &Shared) -> Result<()> {
 async fn hand_off_inner(shared: &Shared) -> Result<()> {
     loop {
         let Some(path) = shared.queue.with_remote(|r| r.path().to_string()) else { return Ok(()) };
-        match shared.client.set_data(&path, &shared.data, None).await {
+        // Only while nobody else waits behind this client's contender: a later contender's
+        // token (its czxid) must stay above every token this client hands out, and remote
+        // waiters must not be starved by local ones.
+        let ops = vec![
+            Op::CheckLast { path: path.clone() },
+            Op::SetData { path: path.clone(), data: shared.data.clone(), version: None },
+        ];
+        let rewritten = match shared.client.multi(ops).await {
+            Ok(results) => match results.get(1) {
+                Some(OpResult::DataSet(stat)) => Ok(*stat),
+                _ => Err(Error::Protocol("handoff returned no stat".into())),
+            },
+            Err(Error::MultiFailed { source, .. }) => Err(*source),
+            Err(e) => Err(e),
+        };
+        match rewritten {
+            Err(Error::LockContended) => {
+                // Back to the server's queue: the local waiters queue again, behind the others.
+                return match shared.queue.remote_lost() {
+                    Some(remote) => remote.unlock().await,
+                    None => Ok(()),
+                };
+            }
             Ok(stat) => {
                 let orphan = shared.queue.handed_off(stat.mzxid);
                 return match orphan {

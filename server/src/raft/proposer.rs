@@ -107,7 +107,9 @@ fn approx_size(cmd: &Command) -> usize {
 fn op_size(op: &Op) -> usize {
     match op {
         Op::Create { path, data, .. } | Op::SetData { path, data, .. } => FIXED_OP + path.len() + data.len(),
-        Op::Delete { path, .. } | Op::Check { path, .. } | Op::CheckFence { path, .. } => FIXED_OP + path.len(),
+        Op::Delete { path, .. } | Op::Check { path, .. } | Op::CheckFence { path, .. } | Op::CheckLast { path } => {
+            FIXED_OP + path.len()
+        }
     }
 }
 
