@@ -10,7 +10,7 @@ fn suffix(path: &str) -> u32 {
     digits.parse().expect("10 digits")
 }
 
-// G4: the suffix is the parent's cversion at apply time, zero-padded to 10 digits.
+// G4: the suffix is the parent's count of child creates (ZooKeeper's), zero-padded to 10 digits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn suffix_counts_child_creates_ten_digits() {
     bounded(async {

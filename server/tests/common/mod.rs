@@ -138,7 +138,7 @@ impl ServerProcess {
     pub fn crash_during_startup(&mut self, after: Duration) {
         self.kill9();
         let mut child = Command::new(env!("CARGO_BIN_EXE_ward-server"))
-            .args(["--listen", &self.addr.to_string(), "--segment-mb", "1", "--data-dir"])
+            .args(["--listen", &self.addr.to_string(), "--segment-mb", "1", "--zk-listen", "off", "--data-dir"])
             .arg(self.data.path())
             .args(&self.flags)
             .current_dir(self.data.path())
@@ -180,7 +180,7 @@ impl ServerProcess {
         self.starts += 1;
         let incarnation = self.starts;
         let mut child = Command::new(env!("CARGO_BIN_EXE_ward-server"))
-            .args(["--listen", listen, "--segment-mb", "1", "--data-dir"])
+            .args(["--listen", listen, "--segment-mb", "1", "--zk-listen", "off", "--data-dir"])
             .arg(self.data.path())
             .args(&self.flags)
             .current_dir(self.data.path())

@@ -37,7 +37,7 @@ impl ServerProcess {
             .arg("127.0.0.1:0")
             // Durable in the scratch directory (cwd), with small segments: a 64 MiB zero-fill
             // per test server would dominate the run.
-            .args(["--segment-mb", "1"])
+            .args(["--segment-mb", "1", "--zk-listen", "off"])
             .args(flags)
             // Whatever the server writes next to itself stays out of the work tree.
             .current_dir(&dir)
