@@ -1,16 +1,38 @@
 //! The accept loop.
 
 use super::connection;
+use crate::watch::ConnId;
 use crate::Server;
+use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// Accepts until `cancel` fires; every connection task is tracked so shutdown can wait.
+/// Accepts Ward clients until `cancel` fires.
 pub async fn accept_loop(server: Arc<Server>, listener: TcpListener, tasks: TaskTracker, cancel: CancellationToken) {
+    accept_each(&server, listener, tasks, cancel, "Ward", |stream, peer, conn, cancel| {
+        connection::serve(server.clone(), stream, peer, conn, cancel)
+    })
+    .await
+}
+
+/// The accept loop every listener shares: accepts until `cancel` fires and runs `serve` for
+/// each connection as a tracked task, so shutdown can wait for them all.
+pub async fn accept_each<F, Fut>(
+    server: &Server,
+    listener: TcpListener,
+    tasks: TaskTracker,
+    cancel: CancellationToken,
+    protocol: &'static str,
+    serve: F,
+) where
+    F: Fn(TcpStream, SocketAddr, ConnId, CancellationToken) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     loop {
         let accepted = tokio::select! {
             _ = cancel.cancelled() => return,
@@ -19,13 +41,13 @@ pub async fn accept_loop(server: Arc<Server>, listener: TcpListener, tasks: Task
         match accepted {
             Ok((stream, peer)) => {
                 let conn = server.next_conn.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(%peer, conn, "accepted");
-                tasks.spawn(connection::serve(server.clone(), stream, peer, conn, cancel.child_token()));
+                tracing::debug!(%peer, conn, protocol, "accepted");
+                tasks.spawn(serve(stream, peer, conn, cancel.child_token()));
             }
             Err(error) => {
                 // Usually out of file descriptors: back off instead of spinning, and let
                 // existing connections keep working.
-                tracing::warn!(%error, "accept failed; backing off");
+                tracing::warn!(%error, protocol, "accept failed; backing off");
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }

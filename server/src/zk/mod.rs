@@ -24,9 +24,7 @@ pub mod stats;
 
 use crate::Server;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -66,23 +64,8 @@ pub async fn accept_loop(server: Arc<Server>, listener: TcpListener, tasks: Task
     let addr = listener.local_addr().unwrap_or(DEFAULT_ADDR);
     let shared = Arc::new(stats::Shared::new(addr));
     tracing::info!(%addr, "serving ZooKeeper clients");
-    loop {
-        let accepted = tokio::select! {
-            _ = cancel.cancelled() => return,
-            accepted = listener.accept() => accepted,
-        };
-        match accepted {
-            Ok((stream, peer)) => {
-                let conn = server.next_conn.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(%peer, conn, "accepted ZooKeeper client");
-                let task = connection::serve(server.clone(), shared.clone(), stream, peer, conn, cancel.child_token());
-                tasks.spawn(task);
-            }
-            Err(error) => {
-                // Usually out of file descriptors: back off instead of spinning.
-                tracing::warn!(%error, "accept failed; backing off");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    }
+    crate::net::listener::accept_each(&server, listener, tasks, cancel, "ZooKeeper", |stream, peer, conn, cancel| {
+        connection::serve(server.clone(), shared.clone(), stream, peer, conn, cancel)
+    })
+    .await
 }
