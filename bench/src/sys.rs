@@ -73,6 +73,9 @@ pub trait Session: Clone + Send + Sync + 'static {
     fn order(guard: &Self::Guard) -> u64;
     /// Releases and waits until the server acknowledged it.
     fn unlock(&self, guard: Self::Guard) -> impl Future<Output = Result<()>> + Send;
+    /// Releases without waiting for the acknowledgement: the release is sent at once, so a
+    /// later request of this session is ordered behind it.
+    fn release(&self, guard: Self::Guard);
     /// Ends the session (best effort).
     fn close(self) -> impl Future<Output = ()> + Send;
 }
@@ -173,6 +176,12 @@ impl Session for ward_client::Client {
 
     async fn unlock(&self, guard: Self::Guard) -> Result<()> {
         Ok(guard.unlock().await?)
+    }
+
+    fn release(&self, guard: Self::Guard) {
+        // `LockGuard`'s drop queues the release behind earlier requests and retries it
+        // until the server acknowledges it.
+        drop(guard);
     }
 
     async fn close(self) {
@@ -326,6 +335,17 @@ impl Session for ZkSession {
 
     async fn unlock(&self, guard: ZkGuard) -> Result<()> {
         Ok(self.client.delete(&guard.path, None).await?)
+    }
+
+    fn release(&self, guard: ZkGuard) {
+        // zookeeper-client sends the request when `delete` is called; only the reply is
+        // awaited in the background (as its own `LockClient` does on drop).
+        let reply = self.client.delete(&guard.path, None);
+        tokio::spawn(async move {
+            if let Err(error) = reply.await {
+                eprintln!("ward-bench: background lock release failed: {error}");
+            }
+        });
     }
 
     async fn close(self) {

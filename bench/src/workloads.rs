@@ -84,8 +84,8 @@ pub async fn run<Y: System>(sys: &Y, id: &str, base: &str, sizes: &Sizes) -> Res
         "b" => create_delete(sys, &dir, sizes.creates).await,
         "c" => reads(sys, &dir, sizes.reads).await,
         "d" => uncontended(sys, &ctl, &dir, sizes.lock_cycles).await,
-        "e10" => contended(sys, &ctl, &dir, 10, sizes.contended).await,
-        "e100" => contended(sys, &ctl, &dir, 100, sizes.contended).await,
+        "e10" => contended_both(sys, &ctl, &dir, 10, sizes.contended).await,
+        "e100" => contended_both(sys, &ctl, &dir, 100, sizes.contended).await,
         "f" => sessions(sys, &ctl, &dir, sizes.sessions).await,
         "g" => znodes(sys, &dir, sizes.znodes).await,
         "h" => watches(sys, &ctl, &dir, sizes.watch_sessions, sizes.watch_nodes).await,
@@ -289,12 +289,14 @@ async fn reads<Y: System>(sys: &Y, dir: &str, duration: Duration) -> Result<Figu
     Ok(f)
 }
 
-/// d. One client takes and releases one lock nobody else wants.
+/// d. One client takes and releases one lock nobody else wants: first awaiting each release,
+/// then releasing without waiting (a dropped guard), which lets the release and the next
+/// acquire travel, and be made durable, together.
 async fn uncontended<Y: System>(sys: &Y, ctl: &Y::S, dir: &str, duration: Duration) -> Result<Figures> {
     let s = sys.connect().await?;
     let lock = format!("{dir}/lock");
     s.ensure(&lock).await?;
-    let run = |d: Duration| {
+    let run = |d: Duration, pipelined: bool| {
         let (s, lock) = (s.clone(), lock.clone());
         async move {
             let (mut cycle, mut acquire, mut release) = (Samples::default(), Samples::default(), Samples::default());
@@ -303,7 +305,11 @@ async fn uncontended<Y: System>(sys: &Y, ctl: &Y::S, dir: &str, duration: Durati
                 let t0 = Instant::now();
                 let g = s.lock(&lock).await?;
                 let t1 = Instant::now();
-                s.unlock(g).await?;
+                if pipelined {
+                    s.release(g);
+                } else {
+                    s.unlock(g).await?;
+                }
                 acquire.push(t1 - t0);
                 release.push(t1.elapsed());
                 cycle.push(t0.elapsed());
@@ -311,17 +317,25 @@ async fn uncontended<Y: System>(sys: &Y, ctl: &Y::S, dir: &str, duration: Durati
             Ok::<_, Error>((start.elapsed(), cycle, acquire, release))
         }
     };
-    run(duration / 5).await?;
-    let before = sys.counters(ctl).await?;
-    let (elapsed, mut lat, mut acquire, mut release) = run(duration).await?;
-    let after = sys.counters(ctl).await?;
-    s.close().await;
     let mut f = Figures::default();
-    f.rate("cycles/s", lat.len(), elapsed);
-    f.latency("acquire+release", &mut lat);
-    f.latency("acquire", &mut acquire);
-    f.latency("release", &mut release);
-    fsyncs_per(&mut f, "cycle", before, after, lat.len());
+    for pipelined in [false, true] {
+        run(duration / 5, pipelined).await?;
+        let before = sys.counters(ctl).await?;
+        let (elapsed, mut lat, mut acquire, mut release) = run(duration, pipelined).await?;
+        let after = sys.counters(ctl).await?;
+        if pipelined {
+            f.rate("cycles/s, release not awaited", lat.len(), elapsed);
+            f.latency("acquire, release not awaited", &mut acquire);
+            fsyncs_per(&mut f, "cycle, release not awaited", before, after, lat.len());
+        } else {
+            f.rate("cycles/s", lat.len(), elapsed);
+            f.latency("acquire+release", &mut lat);
+            f.latency("acquire", &mut acquire);
+            f.latency("release", &mut release);
+            fsyncs_per(&mut f, "cycle", before, after, lat.len());
+        }
+    }
+    s.close().await;
     Ok(f)
 }
 
@@ -339,13 +353,33 @@ struct Ledger {
     fifo_violations: u64,
 }
 
+/// e, twice: releases awaited (the handoff runs from the acknowledged release), then releases
+/// not awaited (a dropped guard: the release and the holder's next request travel together).
+async fn contended_both<Y: System>(sys: &Y, ctl: &Y::S, dir: &str, n: usize, d: Duration) -> Result<Figures> {
+    let mut f = contended(sys, ctl, &format!("{dir}/awaited"), n, d, false).await?;
+    let pipelined = contended(sys, ctl, &format!("{dir}/pipelined"), n, d, true).await?;
+    for (metric, value) in pipelined.rows {
+        f.add(format!("{metric}, release not awaited"), value);
+    }
+    Ok(f)
+}
+
 /// e. `n` sessions contend for one lock; each releases as soon as it holds and queues again.
+/// With `pipelined`, the release is not awaited and the handoff runs from the release call.
 ///
 /// A gate session holds the lock until all `n` contenders are queued, so every grant after the
 /// gate's release is a handoff from a predecessor; the last release of the run is the only one
 /// with nobody behind it.
-async fn contended<Y: System>(sys: &Y, ctl: &Y::S, dir: &str, n: usize, duration: Duration) -> Result<Figures> {
+async fn contended<Y: System>(
+    sys: &Y,
+    ctl: &Y::S,
+    dir: &str,
+    n: usize,
+    duration: Duration,
+    pipelined: bool,
+) -> Result<Figures> {
     let lock = format!("{dir}/lock");
+    ctl.ensure(dir).await?;
     ctl.ensure(&lock).await?;
     let contenders = connect_many(sys, n).await?;
     let gate = sys.connect().await?;
@@ -381,8 +415,14 @@ async fn contended<Y: System>(sys: &Y, ctl: &Y::S, dir: &str, n: usize, duration
                     l.grants.len() - 1
                 };
                 holders.fetch_sub(1, Ordering::SeqCst);
-                s.unlock(guard).await?;
-                let released = Instant::now();
+                let released = if pipelined {
+                    let sent = Instant::now();
+                    s.release(guard);
+                    sent
+                } else {
+                    s.unlock(guard).await?;
+                    Instant::now()
+                };
                 if let Ok(mut l) = ledger.lock() {
                     l.grants[index].released = Some(released);
                 }
