@@ -203,3 +203,27 @@ async fn local_handoff_yields_to_a_waiting_client_and_tokens_keep_growing() {
     let b_token = local.await.unwrap();
     assert!(first < y_token && y_token < b_token, "tokens {first} < {y_token} < {b_token}");
 }
+
+/// A dropped guard's release is sent at once, ahead of anything the session sends next: the
+/// same session's next `lock()` finds the lock free instead of queueing behind its own old
+/// contender (no handoff message), and other sessions still get the lock afterwards.
+#[tokio::test]
+async fn dropped_guard_releases_ahead_of_the_sessions_next_request() {
+    let addr = start().await;
+    let a = Client::connect(&addr).await.unwrap();
+    let grants_before = a.server_stats().await.unwrap().lock_grants;
+    let mut last_token = 0;
+    for _ in 0..200 {
+        let guard = a.lock("/locks/drop").await.unwrap();
+        assert!(guard.fencing_token() > last_token);
+        last_token = guard.fencing_token();
+        drop(guard);
+    }
+    let grants = a.server_stats().await.unwrap().lock_grants - grants_before;
+    assert_eq!(grants, 0, "each lock() found the previous release already applied");
+    // Requests after a drop see the release: the directory is empty for a read sent next.
+    assert!(a.get_children("/locks/drop").await.unwrap().is_empty());
+    let b = Client::connect(&addr).await.unwrap();
+    let taken = tokio::time::timeout(Duration::from_secs(30), b.lock("/locks/drop")).await.unwrap().unwrap();
+    assert!(taken.fencing_token() > last_token);
+}
