@@ -44,7 +44,9 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachineStore, TempDir> for Builder 
         let dir = TempDir::new("suite");
         let err = |e: OpenError| StorageIOError::write(AnyError::new(&e));
         let log = LogStore::open(&dir.0, 4096).map_err(err)?;
-        let sm = StateMachineStore::open(&dir.0, Arc::new(Core::default())).map_err(err)?;
+        let mut sm = StateMachineStore::open(&dir.0, Arc::new(Core::default())).map_err(err)?;
+        // As `raft::open` links them: applied entries leave memory and are read back from disk.
+        sm.evict_applied(log.evictor());
         Ok((dir, log, sm))
     }
 }
@@ -119,6 +121,46 @@ fn copy_dir(from: &Path, to: &Path) {
     for file in segments(from) {
         std::fs::copy(&file, to.join(file.file_name().expect("name"))).expect("copy");
     }
+}
+
+/// Applied entries leave the store's memory; reading them afterwards goes to the segment
+/// files, across segment boundaries and past a truncation, and gives what was logged.
+#[test]
+fn applied_entries_are_read_back_from_disk_after_leaving_memory() {
+    use openraft::storage::{RaftLogReader, RaftLogStorage};
+    let dir = TempDir::new("readback");
+    let log_dir = dir.0.join("log");
+    {
+        // Small segments so the entries span several files.
+        let (mut wal, _) = Wal::open(&log_dir, 4096).expect("open");
+        for i in 1..=300 {
+            wal.append(&RecordRef::Entries(&[entry(i, 1)])).expect("append");
+        }
+        // Entries 201.. were replaced, as a follower does when a new leader disagrees.
+        wal.append(&RecordRef::Truncate { since: 201 }).expect("truncate");
+        for i in 201..=350 {
+            wal.append(&RecordRef::Entries(&[entry(i, 2)])).expect("append");
+        }
+    }
+    assert!(segments(&log_dir).len() > 2, "the test needs several segments");
+    let rt = runtime();
+    let mut store = LogStore::open(&dir.0, 4096).expect("open store");
+    let from_memory = rt.block_on(store.try_get_log_entries(1..=350)).expect("read");
+    store.evictor().applied(330);
+    let state = rt.block_on(store.get_log_state()).expect("state");
+    assert_eq!(state.last_log_id.map(|id| id.index), Some(350), "eviction must not move the last log id");
+    let mut reader = rt.block_on(store.get_log_reader());
+    let read_back = rt.block_on(reader.try_get_log_entries(1..=350)).expect("read back");
+    assert_eq!(read_back, from_memory, "entries read back from disk differ from those logged");
+    assert_eq!(read_back.len(), 350);
+    let logged: Vec<_> = (1..=350).map(|i| entry(i, if i > 200 { 2 } else { 1 })).collect();
+    assert_eq!(read_back, logged, "the truncated entries must not come back");
+    let middle = rt.block_on(reader.try_get_log_entries(190..215)).expect("read");
+    assert_eq!(middle, from_memory[189..214].to_vec());
+    // Everything applied and evicted: the last entry's id still comes from what was evicted.
+    store.evictor().applied(350);
+    let state = rt.block_on(store.get_log_state()).expect("state");
+    assert_eq!(state.last_log_id.map(|id| id.index), Some(350));
 }
 
 #[test]

@@ -1,12 +1,17 @@
 //! openraft's log store over the [`Wal`]: every append, truncate and purge is one record and
 //! one `fdatasync`; the vote is a small file replaced atomically.
 //!
-//! Entries not yet purged behind a snapshot are also kept in memory: openraft reads every
-//! committed entry back to apply it, and a store that went to disk for that would pay for
-//! the write twice. The snapshot policy bounds how many there are.
+//! Entries not yet applied are also kept in memory: openraft reads every committed entry
+//! back to apply it, and a store that went to disk for that would pay for the write twice.
+//! Once the state machine has applied an entry it tells the store ([`Evictor`]), and the
+//! entry leaves memory: keeping every entry until the next snapshot's purge held a copy of
+//! each recent write's data (about as much again as the tree itself). A reader that asks for
+//! an applied entry after that (a lagging follower; startup) gets it from the segment files
+//! ([`super::readback`]).
 
 use super::error::{FileError, OpenError};
 use super::fsutil::{read_checked, remove_stale_tmp, write_checked};
+use super::readback;
 use super::record::{Record, RecordRef};
 use super::types::{Entry, LogId, LogState, StorageError, TypeConfig, Vote};
 use super::wal::{Replayed, Wal};
@@ -14,7 +19,7 @@ use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{AnyError, RaftLogReader, StorageIOError};
 use std::collections::BTreeMap;
 use std::fmt::Debug;
-use std::ops::RangeBounds;
+use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -25,12 +30,16 @@ const VOTE_MAGIC: &[u8; 8] = b"WARDVOT1";
 struct Cache {
     entries: BTreeMap<u64, Entry>,
     last_purged: Option<LogId>,
+    /// The newest entry dropped from memory because it was applied; it and older entries
+    /// since `last_purged` are on disk only.
+    last_evicted: Option<LogId>,
 }
 
 /// The log store handed to openraft. Only openraft's core writes through it, one call at a
 /// time, which is what keeps appends, truncations, purges and votes in order.
 pub struct LogStore {
     wal: Wal,
+    log_dir: PathBuf,
     cache: Arc<RwLock<Cache>>,
     vote_path: PathBuf,
     vote: Option<Vote>,
@@ -42,6 +51,27 @@ pub struct LogStore {
 #[derive(Clone)]
 pub struct LogReader {
     cache: Arc<RwLock<Cache>>,
+    log_dir: PathBuf,
+}
+
+/// The state machine's handle on the store: entries it has applied leave memory.
+#[derive(Clone)]
+pub struct Evictor {
+    cache: Arc<RwLock<Cache>>,
+}
+
+impl Evictor {
+    /// Entries up to `index` are applied: drop them from memory.
+    pub fn applied(&self, index: u64) {
+        let mut cache = write(&self.cache);
+        while let Some(entry) = cache.entries.first_entry() {
+            if *entry.key() > index {
+                break;
+            }
+            let log_id = entry.remove().log_id;
+            cache.last_evicted = Some(log_id);
+        }
+    }
 }
 
 impl LogStore {
@@ -56,7 +86,8 @@ impl LogStore {
             ),
             None => None,
         };
-        let (wal, replayed) = Wal::open(&dir.join("log"), segment_bytes)?;
+        let log_dir = dir.join("log");
+        let (wal, replayed) = Wal::open(&log_dir, segment_bytes)?;
         let mut cache = Cache::default();
         let mut segment_max = BTreeMap::new();
         for Replayed { segment, record } in replayed {
@@ -77,13 +108,18 @@ impl LogStore {
             last = ?cache.entries.last_key_value().map(|(i, _)| *i),
             "log opened"
         );
-        Ok(LogStore { wal, cache: Arc::new(RwLock::new(cache)), vote_path, vote, segment_max })
+        Ok(LogStore { wal, log_dir, cache: Arc::new(RwLock::new(cache)), vote_path, vote, segment_max })
+    }
+
+    /// The handle through which the state machine drops applied entries from memory.
+    pub fn evictor(&self) -> Evictor {
+        Evictor { cache: self.cache.clone() }
     }
 
     /// True when nothing was ever logged: the group needs initializing.
     pub fn is_new(&self) -> bool {
         let cache = read(&self.cache);
-        cache.entries.is_empty() && cache.last_purged.is_none()
+        cache.entries.is_empty() && cache.last_purged.is_none() && cache.last_evicted.is_none()
     }
 
     fn write_record(&mut self, record: &RecordRef<'_>) -> Result<u64, FileError> {
@@ -115,11 +151,40 @@ impl Cache {
         if self.last_purged.is_none_or(|p| p.index < upto.index) {
             self.last_purged = Some(upto);
         }
+        if self.last_evicted.is_some_and(|e| e.index <= upto.index) {
+            self.last_evicted = None;
+        }
         self.entries = self.entries.split_off(&(upto.index + 1));
     }
 
-    fn range<RB: RangeBounds<u64>>(&self, range: RB) -> Vec<Entry> {
-        self.entries.range(range).map(|(_, e)| e.clone()).collect()
+    fn last_log_id(&self) -> Option<LogId> {
+        self.entries.last_key_value().map(|(_, e)| e.log_id).or(self.last_evicted).or(self.last_purged)
+    }
+
+    /// The entries in `range`: applied ones from the segment files in `log_dir`, the rest
+    /// from memory.
+    fn range<RB: RangeBounds<u64>>(&self, range: RB, log_dir: &Path) -> Result<Vec<Entry>, StorageError> {
+        let from = match range.start_bound() {
+            Bound::Included(&i) => i,
+            Bound::Excluded(&i) => i.saturating_add(1),
+            Bound::Unbounded => 0,
+        };
+        let to = match range.end_bound() {
+            Bound::Included(&i) => i.saturating_add(1),
+            Bound::Excluded(&i) => i,
+            Bound::Unbounded => u64::MAX,
+        };
+        let mut out = Vec::new();
+        if let Some(evicted) = self.last_evicted.filter(|e| from <= e.index && from < to) {
+            let disk_to = to.min(evicted.index + 1);
+            out = readback::read_entries(log_dir, from, disk_to)
+                .map_err(|e| StorageError::from(StorageIOError::read_logs(AnyError::new(&e))))?;
+            tracing::debug!(from, to = disk_to, found = out.len(), "applied log entries read back from disk");
+        }
+        if from < to {
+            out.extend(self.entries.range(from..to).map(|(_, e)| e.clone()));
+        }
+        Ok(out)
     }
 }
 
@@ -141,7 +206,7 @@ impl RaftLogReader<TypeConfig> for LogReader {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, StorageError> {
-        Ok(read(&self.cache).range(range))
+        read(&self.cache).range(range, &self.log_dir)
     }
 }
 
@@ -150,7 +215,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, StorageError> {
-        Ok(read(&self.cache).range(range))
+        read(&self.cache).range(range, &self.log_dir)
     }
 }
 
@@ -160,12 +225,12 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn get_log_state(&mut self) -> Result<LogState, StorageError> {
         let cache = read(&self.cache);
         let last_purged_log_id = cache.last_purged;
-        let last_log_id = cache.entries.last_key_value().map(|(_, e)| e.log_id).or(last_purged_log_id);
+        let last_log_id = cache.last_log_id();
         Ok(LogState { last_purged_log_id, last_log_id })
     }
 
     async fn get_log_reader(&mut self) -> LogReader {
-        LogReader { cache: self.cache.clone() }
+        LogReader { cache: self.cache.clone(), log_dir: self.log_dir.clone() }
     }
 
     async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {

@@ -15,7 +15,8 @@
 //! # Modules
 //! * [`types`]: the openraft type configuration (an entry is a batch of commands).
 //! * [`record`], [`segment`], [`wal`]: the record format, one segment's I/O, the segment set.
-//! * [`log_store`]: openraft's `RaftLogStorage` over the WAL, and the vote.
+//! * [`log_store`]: openraft's `RaftLogStorage` over the WAL, and the vote; it keeps only
+//!   unapplied entries in memory, and `readback` reads applied ones from the segments.
 //! * [`state_machine`]: openraft's `RaftStateMachine` over [`Core`], and snapshots.
 //! * [`proposer`]: group commit in front of openraft.
 //! * [`network`]: no peers yet.
@@ -25,6 +26,7 @@ pub mod fsutil;
 pub mod log_store;
 pub mod network;
 pub mod proposer;
+mod readback;
 pub mod record;
 pub mod segment;
 pub mod state_machine;
@@ -104,8 +106,9 @@ pub async fn open(data_dir: &Path, core: Arc<Core>, options: RaftOptions) -> Res
         source,
     })?;
     let dir_lock = lock_dir(data_dir)?;
-    let sm = StateMachineStore::open(data_dir, core.clone())?;
+    let mut sm = StateMachineStore::open(data_dir, core.clone())?;
     let store = LogStore::open(data_dir, options.segment_bytes)?;
+    sm.evict_applied(store.evictor());
     // Make the directories themselves durable if this call created them.
     fsutil::sync_dir(data_dir)?;
     if let Some(parent) = data_dir.parent().filter(|p| !p.as_os_str().is_empty()) {

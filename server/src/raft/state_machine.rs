@@ -8,6 +8,7 @@
 
 use super::error::OpenError;
 use super::fsutil::{read_checked, remove_stale_tmp, write_checked};
+use super::log_store::Evictor;
 use super::types::{Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 use crate::command::Applied;
 use crate::core::Core;
@@ -42,6 +43,8 @@ pub struct StateMachineStore {
     snapshot_path: PathBuf,
     /// Snapshots built by this process, to make snapshot ids unique.
     built: u64,
+    /// Drops applied entries from the log store's memory.
+    evictor: Option<Evictor>,
 }
 
 impl StateMachineStore {
@@ -55,6 +58,7 @@ impl StateMachineStore {
             membership: StoredMembership::default(),
             snapshot_path,
             built: 0,
+            evictor: None,
         };
         if let Some(bytes) = read_checked(&sm.snapshot_path, SNAPSHOT_MAGIC)? {
             let body: Body = postcard::from_bytes(&bytes)
@@ -70,10 +74,24 @@ impl StateMachineStore {
         self.last_applied.is_some()
     }
 
+    /// From now on, entries this state machine has applied leave `evictor`'s store's memory
+    /// (those the snapshot covers at once).
+    pub fn evict_applied(&mut self, evictor: Evictor) {
+        self.evictor = Some(evictor);
+        self.evict();
+    }
+
+    fn evict(&self) {
+        if let (Some(evictor), Some(applied)) = (&self.evictor, self.last_applied) {
+            evictor.applied(applied.index);
+        }
+    }
+
     fn restore(&mut self, meta: &SnapshotMeta, state: StateMachine) {
         self.core.replace_state(state);
         self.last_applied = meta.last_log_id;
         self.membership = meta.last_membership.clone();
+        self.evict();
     }
 }
 
@@ -125,6 +143,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             };
             replies.push(reply);
         }
+        self.evict();
         Ok(replies)
     }
 

@@ -1,0 +1,61 @@
+//! Reading entries back from the segment files, for the rare reader that wants an entry the
+//! log store no longer keeps in memory (it drops entries once applied).
+//!
+//! It is the slow path by design: a one-member group never takes it after startup, and a
+//! follower far enough behind to need applied entries is one snapshot away from being
+//! better served by the snapshot. So it scans every segment rather than keeping an index.
+
+use super::error::FileError;
+use super::record::{parse_segment_header, read_at, Record, Slot, SEGMENT_HEADER};
+use super::segment;
+use super::types::Entry;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+/// The entries with indexes in `from..to` as the log in `dir` holds them now: later records
+/// win, and a truncation voids what it covers. Segments removed while this runs held only
+/// purged entries, which no reader may ask for; they are skipped.
+pub fn read_entries(dir: &Path, from: u64, to: u64) -> Result<Vec<Entry>, FileError> {
+    let io = |op, source| FileError::Io { path: dir.into(), op, source };
+    let mut numbers = Vec::new();
+    for item in fs::read_dir(dir).map_err(|e| io("list", e))? {
+        let item = item.map_err(|e| io("list", e))?;
+        if let Some(n) = segment::parse_name(&item.file_name().to_string_lossy()) {
+            numbers.push(n);
+        }
+    }
+    numbers.sort_unstable();
+    let mut found = BTreeMap::new();
+    for number in numbers {
+        let path = dir.join(segment::file_name(number));
+        let image = match segment::read_image(&path) {
+            Ok(image) => image,
+            Err(FileError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        let Some((_, mut rsn)) = parse_segment_header(&image) else {
+            return Err(FileError::Damaged { path, offset: 0, reason: "bad segment header".into() });
+        };
+        let mut pos = SEGMENT_HEADER;
+        // The active segment ends at its first empty (or half-written) slot.
+        while let Slot::Record { payload, next, .. } = read_at(&image, pos, rsn) {
+            let record: Record = postcard::from_bytes(&image[payload]).map_err(|e| FileError::Damaged {
+                path: path.clone(),
+                offset: pos as u64,
+                reason: format!("record #{rsn} does not decode: {e}"),
+            })?;
+            match record {
+                Record::Entries(entries) => {
+                    let wanted = entries.into_iter().filter(|e| (from..to).contains(&e.log_id.index));
+                    found.extend(wanted.map(|e| (e.log_id.index, e)));
+                }
+                Record::Truncate { since } => drop(found.split_off(&since)),
+                Record::Purge { .. } => {}
+            }
+            pos = next;
+            rsn += 1;
+        }
+    }
+    Ok(found.into_values().collect())
+}
