@@ -10,7 +10,7 @@
 
 use crate::command::{Command, CommandOp, Outcome};
 use crate::core::Core;
-use crate::outbox::Outbox;
+use crate::outbox::{Outbox, OutboxRx};
 use crate::read::Reader;
 use crate::watch::{CloseReason, ConnId, Outbound};
 use loom::sync::Arc;
@@ -54,7 +54,7 @@ struct ReadSeen {
     result: Result<Response, ErrorCode>,
 }
 
-fn drain(rx: &mut mpsc::UnboundedReceiver<Outbound>) -> Vec<Outbound> {
+fn drain(rx: &mut OutboxRx) -> Vec<Outbound> {
     let mut out = Vec::new();
     while let Ok(msg) = rx.try_recv() {
         out.push(msg);

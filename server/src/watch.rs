@@ -270,7 +270,7 @@ mod tests {
     use super::*;
     use crate::outbox::Outbox;
 
-    fn events(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Outbound>) -> Vec<(EventKind, String)> {
+    fn events(rx: &mut crate::outbox::OutboxRx) -> Vec<(EventKind, String)> {
         let mut out = Vec::new();
         while let Ok(Outbound::Event(e)) = rx.try_recv() {
             out.push((e.kind, e.path));

@@ -11,7 +11,7 @@
 
 use super::handshake;
 use super::order::{Sequencer, SessionConn};
-use super::writer::{Item, Wire};
+use super::writer::{Item, ItemTx, Wire};
 use crate::outbox::Outbox;
 use crate::read::Reader as ReadCtx;
 use crate::watch::{ConnId, Outbound};
@@ -21,7 +21,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ClientMessage, CodecError, ErrorCode, FrameCodec, Request, Response, ServerMessage, Zxid};
@@ -44,7 +43,9 @@ pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, con
     let mut writer = FramedWrite::with_capacity(w, FrameCodec::new(max), FIRST_BUFFER);
     let (outbox, out_rx) = Outbox::channel();
 
-    let hello = handshake::run(&server, &mut reader, &mut writer, peer, conn, &outbox);
+    // Boxed: the handshake's state is dead weight in the connection's task for as long as the
+    // session stays connected.
+    let hello = Box::pin(handshake::run(&server, &mut reader, &mut writer, peer, conn, &outbox));
     let session = tokio::select! {
         _ = cancel.cancelled() => return,
         r = tokio::time::timeout(server.config.handshake_timeout, hello) => match r {
@@ -93,7 +94,7 @@ async fn read_loop(
     ctx: &SessionConn,
     mut reader: Reader,
     mut seq: Sequencer,
-    queue: mpsc::Sender<Item<WardWire>>,
+    queue: ItemTx<WardWire>,
     cancel: CancellationToken,
 ) {
     loop {
@@ -130,7 +131,7 @@ async fn read_loop(
             }
             read(ctx, xid, request)
         };
-        if queue.send(item).await.is_err() || closes_session {
+        if queue.send(Box::new(item)).await.is_err() || closes_session {
             return;
         }
     }

@@ -3,14 +3,14 @@
 //! writer ([`super::writer`]) completes items in arrival order. Both protocols (Ward's and
 //! ZooKeeper's) run their sessions through [`SessionConn::run`], so they keep the same guarantees.
 
-use super::writer::{Item, Wire, WriterLoop};
+use super::writer::{ItemTx, Wire, WriterLoop};
 use crate::command::Command;
 use crate::core::Core;
 use crate::log::Pending;
-use crate::outbox::OutboundTx;
+use crate::outbox::{OutboundTx, OutboxRx};
 use crate::prep::prep;
 use crate::state::StateMachine;
-use crate::watch::{ConnId, Outbound};
+use crate::watch::ConnId;
 use crate::{now_ms, Server};
 use futures_util::Sink;
 use std::collections::VecDeque;
@@ -111,18 +111,12 @@ impl SessionConn {
     /// Serves the session: `read_loop` turns frames into items, the shared writer completes
     /// them in order on `sink`. Returns when either side ends; the connection's watches go
     /// and the session stays alive until its deadline.
-    pub async fn run<W, S, F, Fut>(
-        &self,
-        out_rx: mpsc::UnboundedReceiver<Outbound>,
-        wire: W,
-        sink: S,
-        cancel: CancellationToken,
-        read_loop: F,
-    ) where
+    pub async fn run<W, S, F, Fut>(&self, out_rx: OutboxRx, wire: W, sink: S, cancel: CancellationToken, read_loop: F)
+    where
         W: Wire,
         S: Sink<W::Msg> + Unpin + Send,
         S::Error: Display,
-        F: FnOnce(Sequencer, mpsc::Sender<Item<W>>, CancellationToken) -> Fut,
+        F: FnOnce(Sequencer, ItemTx<W>, CancellationToken) -> Fut,
         Fut: Future<Output = ()>,
     {
         let server = &self.server;

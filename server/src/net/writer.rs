@@ -8,6 +8,7 @@
 use super::order::Fences;
 use crate::command::Outcome;
 use crate::log::Pending;
+use crate::outbox::OutboxRx;
 use crate::watch::{CloseReason, Outbound};
 use crate::Server;
 use futures_util::{Sink, SinkExt};
@@ -48,6 +49,11 @@ pub enum Item<W: Wire> {
     Refused { tag: W::Tag, number: u64, code: ErrorCode },
 }
 
+/// The reader's end of the queue of items. Boxed: the channel allocates its first block of
+/// 32 slots up front, and at an item's size that block was a third of an idle session's
+/// memory.
+pub type ItemTx<W> = mpsc::Sender<Box<Item<W>>>;
+
 enum Step {
     Continue,
     /// The server closes the connection once the replies already due are out.
@@ -61,8 +67,8 @@ pub struct WriterLoop<W: Wire, S> {
     pub session: SessionId,
     pub wire: W,
     pub writer: S,
-    pub queue: mpsc::Receiver<Item<W>>,
-    pub out: mpsc::UnboundedReceiver<Outbound>,
+    pub queue: mpsc::Receiver<Box<Item<W>>>,
+    pub out: OutboxRx,
     /// Messages taken from `out` so far; compared with the outbox's count of those queued.
     pub taken: u64,
     /// Messages taken but held back by a fence (the last `held.len()` of those taken).
@@ -88,18 +94,20 @@ where
                         self.taken += 1;
                         match msg {
                             Outbound::Close(reason) => Step::Close(reason),
-                            msg => self.send_or_hold(msg).await,
+                            msg => Box::pin(self.send_or_hold(msg)).await,
                         }
                     }
                     None => Step::Stop,
                 },
                 item = self.queue.recv() => match item {
-                    Some(item) => self.complete(item, &applied).await,
+                    // Boxed here and below: the futures awaited in this loop would otherwise
+                    // be most of every connection's task, idle or not (ward-bench f).
+                    Some(item) => Box::pin(self.complete(*item, &applied)).await,
                     None => Step::Stop,
                 },
             };
             let step = match step {
-                Step::Close(reason) => self.close(reason, &applied).await,
+                Step::Close(reason) => Box::pin(self.close(reason, &applied)).await,
                 step => step,
             };
             let step = match step {
@@ -120,7 +128,7 @@ where
     /// replies; if one is the session's own CloseSession, its reply ends the connection.
     async fn close(&mut self, reason: CloseReason, applied: &watch::Sender<u64>) -> Step {
         while let Ok(item) = self.queue.try_recv() {
-            if let Step::Stop = self.complete(item, applied).await {
+            if let Step::Stop = self.complete(*item, applied).await {
                 return Step::Stop;
             }
         }

@@ -11,7 +11,7 @@ use super::stats::{ConnStats, Shared};
 use super::{fourlw, MAX_PACKET};
 use crate::net::handshake;
 use crate::net::order::{Sequencer, SessionConn};
-use crate::net::writer::Item;
+use crate::net::writer::{Item, ItemTx};
 use crate::outbox::{OutboundTx, Outbox};
 use crate::watch::ConnId;
 use crate::Server;
@@ -23,7 +23,6 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, SessionId, SessionSecret};
@@ -166,7 +165,7 @@ async fn read_loop(
     stats: &ConnStats,
     mut reader: Reader,
     mut seq: Sequencer,
-    queue: mpsc::Sender<Item<ZkWire>>,
+    queue: ItemTx<ZkWire>,
     cancel: CancellationToken,
 ) {
     loop {
@@ -220,7 +219,7 @@ async fn read_loop(
                 Item::Read { tag: ZkTag { xid, render: Render::None }, zxid, events_before, events: Vec::new(), answer }
             }
         };
-        if queue.send(item).await.is_err() || closes_session {
+        if queue.send(Box::new(item)).await.is_err() || closes_session {
             return;
         }
     }
