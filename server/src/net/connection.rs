@@ -28,6 +28,11 @@ use ward_proto::{ClientMessage, CodecError, ErrorCode, FrameCodec, Request, Resp
 /// Initial read and write buffer of a connection.
 pub(crate) const FIRST_BUFFER: usize = 512;
 
+/// Replies buffered before the writer flushes mid-batch. `FramedWrite::with_capacity` also
+/// sets this to the small first buffer, which would cost a write per ~512 bytes of replies
+/// on a busy connection; only connections that get that busy grow their buffer this far.
+pub(crate) const FLUSH_AT: usize = 8 * 1024;
+
 pub type Reader = FramedRead<OwnedReadHalf, FrameCodec<ClientMessage, ServerMessage>>;
 pub type Writer = FramedWrite<OwnedWriteHalf, FrameCodec<ClientMessage, ServerMessage>>;
 
@@ -41,6 +46,7 @@ pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, con
     // defaults were most of a session's memory. They grow when a large frame comes.
     let mut reader = FramedRead::with_capacity(r, FrameCodec::new(max), FIRST_BUFFER);
     let mut writer = FramedWrite::with_capacity(w, FrameCodec::new(max), FIRST_BUFFER);
+    writer.set_backpressure_boundary(FLUSH_AT);
     let (outbox, out_rx) = Outbox::channel();
 
     // Boxed: the handshake's state is dead weight in the connection's task for as long as the

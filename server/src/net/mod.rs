@@ -5,4 +5,5 @@ pub mod connection;
 pub mod handshake;
 pub mod listener;
 pub mod order;
+pub mod queue;
 pub mod writer;

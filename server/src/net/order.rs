@@ -3,6 +3,7 @@
 //! writer ([`super::writer`]) completes items in arrival order. Both protocols (Ward's and
 //! ZooKeeper's) run their sessions through [`SessionConn::run`], so they keep the same guarantees.
 
+use super::queue;
 use super::writer::{ItemTx, Wire, WriterLoop};
 use crate::command::Command;
 use crate::core::Core;
@@ -18,7 +19,7 @@ use std::fmt::Display;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, Request, SessionId, Zxid};
 
@@ -121,7 +122,7 @@ impl SessionConn {
     {
         let server = &self.server;
         server.core.watches.add_conn(self.conn, self.outbox.clone());
-        let (queue_tx, queue_rx) = mpsc::channel(server.config.max_inflight_per_conn);
+        let (queue_tx, queue_rx) = queue::bounded(server.config.max_inflight_per_conn);
         let (applied_tx, applied_rx) = watch::channel(0u64);
         let conn_cancel = cancel.child_token();
         let writer_loop = WriterLoop {

@@ -6,6 +6,7 @@
 //! ZooKeeper's is only how a reply or an event is encoded, which a [`Wire`] says.
 
 use super::order::Fences;
+use super::queue;
 use crate::command::Outcome;
 use crate::log::Pending;
 use crate::outbox::OutboxRx;
@@ -16,7 +17,7 @@ use std::collections::VecDeque;
 use std::fmt::Display;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, Response, SessionId, WatchEvent, Zxid};
 
@@ -49,10 +50,9 @@ pub enum Item<W: Wire> {
     Refused { tag: W::Tag, number: u64, code: ErrorCode },
 }
 
-/// The reader's end of the queue of items. Boxed: the channel allocates its first block of
-/// 32 slots up front, and at an item's size that block was a third of an idle session's
-/// memory.
-pub type ItemTx<W> = mpsc::Sender<Box<Item<W>>>;
+/// The reader's end of the queue of items. Boxed, so a queue that has grown for a burst of
+/// requests keeps pointers' worth of capacity afterwards, not items' worth.
+pub type ItemTx<W> = queue::Sender<Box<Item<W>>>;
 
 enum Step {
     Continue,
@@ -67,7 +67,7 @@ pub struct WriterLoop<W: Wire, S> {
     pub session: SessionId,
     pub wire: W,
     pub writer: S,
-    pub queue: mpsc::Receiver<Box<Item<W>>>,
+    pub queue: queue::Receiver<Box<Item<W>>>,
     pub out: OutboxRx,
     /// Messages taken from `out` so far; compared with the outbox's count of those queued.
     pub taken: u64,
@@ -89,15 +89,12 @@ where
             let step = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return,
-                msg = self.out.recv() => match msg {
-                    Some(msg) => {
-                        self.taken += 1;
-                        match msg {
-                            Outbound::Close(reason) => Step::Close(reason),
-                            msg => Box::pin(self.send_or_hold(msg)).await,
-                        }
+                msg = self.out.recv() => {
+                    self.taken += 1;
+                    match msg {
+                        Outbound::Close(reason) => Step::Close(reason),
+                        msg => Box::pin(self.send_or_hold(msg)).await,
                     }
-                    None => Step::Stop,
                 },
                 item = self.queue.recv() => match item {
                     // Boxed here and below: the futures awaited in this loop would otherwise
@@ -192,13 +189,12 @@ where
                     let msg = self.out.recv().await;
                     self.taken += 1;
                     match msg {
-                        Some(Outbound::Close(reason)) => close = close.or(Some(reason)),
-                        Some(msg) => {
+                        Outbound::Close(reason) => close = close.or(Some(reason)),
+                        msg => {
                             if let Step::Stop = self.send_outbound(msg).await {
                                 return Step::Stop;
                             }
                         }
-                        None => return Step::Stop,
                     }
                 }
                 for event in events {

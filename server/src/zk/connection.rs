@@ -78,6 +78,7 @@ async fn serve_conn(
     let mut reader = FramedRead::with_capacity(r, codec(), crate::net::connection::FIRST_BUFFER);
     reader.read_buffer_mut().extend_from_slice(&head);
     let mut writer = FramedWrite::with_capacity(w, codec(), crate::net::connection::FIRST_BUFFER);
+    writer.set_backpressure_boundary(crate::net::connection::FLUSH_AT);
     let (outbox, out_rx) = Outbox::channel();
     let connect = connect(&server, &mut reader, &mut writer, peer, conn, &outbox);
     let session = tokio::select! {

@@ -1,0 +1,198 @@
+//! The bounded queue from a connection's reader to its writer (one sender, one receiver).
+//!
+//! A tokio `mpsc::channel` did this job, but its cache-padded state and first block of 32
+//! slots cost about 800 bytes on every connection, busy or idle. This one is a `VecDeque`
+//! under a mutex with a `Notify` each way: an idle connection's queue is about 150 bytes,
+//! and a busy one grows only as far as it is used (ward-bench f).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use tokio::sync::Notify;
+
+struct Shared<T> {
+    state: Mutex<State<T>>,
+    /// Wakes the receiver (an item, or the sender gone). `notify_one` keeps a permit when
+    /// nobody waits, so a wake-up between a check and the wait is not lost.
+    to_receiver: Notify,
+    /// Wakes the sender (room, or the receiver gone).
+    to_sender: Notify,
+    capacity: usize,
+}
+
+struct State<T> {
+    items: VecDeque<T>,
+    sender_gone: bool,
+    receiver_gone: bool,
+}
+
+/// The reader's end.
+pub struct Sender<T>(Arc<Shared<T>>);
+
+/// The writer's end.
+pub struct Receiver<T>(Arc<Shared<T>>);
+
+/// The other end is gone.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Closed;
+
+/// A queue holding at most `capacity` items (at least one).
+pub fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State { items: VecDeque::new(), sender_gone: false, receiver_gone: false }),
+        to_receiver: Notify::new(),
+        to_sender: Notify::new(),
+        capacity: capacity.max(1),
+    });
+    (Sender(shared.clone()), Receiver(shared))
+}
+
+impl<T> Shared<T> {
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        // Every critical section is a push, a pop or a flag: none leaves the state half-done.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl<T> Sender<T> {
+    /// Queues `item`, waiting while the queue is full. Fails if the receiver is gone.
+    /// Cancel-safe: if the wait is dropped, the item was not queued.
+    pub async fn send(&self, item: T) -> Result<(), Closed> {
+        loop {
+            {
+                let mut state = self.0.lock();
+                if state.receiver_gone {
+                    return Err(Closed);
+                }
+                if state.items.len() < self.0.capacity {
+                    state.items.push_back(item);
+                    drop(state);
+                    self.0.to_receiver.notify_one();
+                    return Ok(());
+                }
+            }
+            self.0.to_sender.notified().await;
+        }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        self.0.lock().sender_gone = true;
+        self.0.to_receiver.notify_one();
+    }
+}
+
+impl<T> Receiver<T> {
+    /// The next item, waiting for one; `None` once the sender is gone and the queue is empty.
+    /// Cancel-safe: an item is only taken by the call that returns it.
+    pub async fn recv(&mut self) -> Option<T> {
+        loop {
+            match self.try_recv() {
+                Ok(item) => return Some(item),
+                Err(TryRecvError::Closed) => return None,
+                Err(TryRecvError::Empty) => self.0.to_receiver.notified().await,
+            }
+        }
+    }
+
+    /// The next item if one is queued.
+    pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
+        let mut state = self.0.lock();
+        match state.items.pop_front() {
+            Some(item) => {
+                drop(state);
+                self.0.to_sender.notify_one();
+                Ok(item)
+            }
+            None if state.sender_gone => Err(TryRecvError::Closed),
+            None => Err(TryRecvError::Empty),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.lock().items.is_empty()
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        let items = {
+            let mut state = self.0.lock();
+            state.receiver_gone = true;
+            std::mem::take(&mut state.items)
+        };
+        // Dropped outside the lock: an item's drop may do anything.
+        drop(items);
+        self.0.to_sender.notify_one();
+    }
+}
+
+/// Why `try_recv` returned nothing.
+#[derive(Debug, PartialEq, Eq)]
+pub enum TryRecvError {
+    Empty,
+    Closed,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const LONG: Duration = Duration::from_secs(30);
+
+    #[tokio::test]
+    async fn items_come_out_in_order_and_a_full_queue_holds_the_sender_back() {
+        let (tx, mut rx) = bounded(2);
+        tx.send(1).await.expect("room");
+        tx.send(2).await.expect("room");
+        // Full: the third waits until the receiver takes one.
+        assert!(tokio::time::timeout(Duration::from_millis(20), tx.send(3)).await.is_err());
+        let sender = tokio::spawn(async move {
+            tx.send(3).await.expect("room after a take");
+            tx.send(4).await.expect("room after a take");
+        });
+        let mut got = Vec::new();
+        while got.len() < 4 {
+            got.push(tokio::time::timeout(LONG, rx.recv()).await.expect("in time").expect("an item"));
+        }
+        assert_eq!(got, [1, 2, 3, 4], "the item whose send was abandoned must not appear");
+        sender.await.expect("sender");
+        // The sender is gone: what was queued is still delivered, then the end.
+        assert_eq!(rx.recv().await, None);
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+    }
+
+    #[tokio::test]
+    async fn the_receiver_drains_what_was_queued_before_the_sender_went() {
+        let (tx, mut rx) = bounded(8);
+        tx.send("a").await.expect("room");
+        tx.send("b").await.expect("room");
+        drop(tx);
+        assert_eq!(rx.try_recv(), Ok("a"));
+        assert_eq!(rx.recv().await, Some("b"));
+        assert_eq!(rx.recv().await, None);
+    }
+
+    #[tokio::test]
+    async fn a_waiting_receiver_wakes_for_an_item_and_for_the_end() {
+        let (tx, mut rx) = bounded::<u32>(1);
+        let receiver = tokio::spawn(async move { (rx.recv().await, rx.recv().await) });
+        tokio::task::yield_now().await;
+        tx.send(7).await.expect("room");
+        drop(tx);
+        let got = tokio::time::timeout(LONG, receiver).await.expect("in time").expect("receiver");
+        assert_eq!(got, (Some(7), None));
+    }
+
+    #[tokio::test]
+    async fn sending_fails_once_the_receiver_is_gone_even_while_waiting_for_room() {
+        let (tx, rx) = bounded(1);
+        tx.send(1).await.expect("room");
+        let waiting = tokio::spawn(async move { tx.send(2).await });
+        tokio::task::yield_now().await;
+        drop(rx);
+        let result = tokio::time::timeout(LONG, waiting).await.expect("in time").expect("sender");
+        assert_eq!(result, Err(Closed));
+    }
+}
