@@ -11,11 +11,12 @@
 
 use super::handshake;
 use super::order::{Sequencer, SessionConn};
-use super::writer::{Item, ItemTx, Wire};
+use super::writer::{Item, ItemTx, Shrink, Wire};
 use crate::outbox::Outbox;
 use crate::read::Reader as ReadCtx;
 use crate::watch::{ConnId, Outbound};
 use crate::Server;
+use bytes::BytesMut;
 use futures_util::StreamExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -32,6 +33,23 @@ pub(crate) const FIRST_BUFFER: usize = 512;
 /// sets this to the small first buffer, which would cost a write per ~512 bytes of replies
 /// on a busy connection; only connections that get that busy grow their buffer this far.
 pub(crate) const FLUSH_AT: usize = 8 * 1024;
+
+/// A buffer that grew past this for a large frame is given back once it is empty, so one
+/// large write or read does not cost its session that much memory for as long as it lives.
+const SHRINK_ABOVE: usize = 64 * 1024;
+
+/// Swaps an empty buffer that has grown large for a small one.
+pub(crate) fn shrink_if_idle(buf: &mut BytesMut) {
+    if buf.is_empty() && buf.capacity() > SHRINK_ABOVE {
+        *buf = BytesMut::with_capacity(FIRST_BUFFER);
+    }
+}
+
+impl<T, E> Shrink for FramedWrite<T, E> {
+    fn shrink_if_idle(&mut self) {
+        shrink_if_idle(self.write_buffer_mut());
+    }
+}
 
 pub type Reader = FramedRead<OwnedReadHalf, FrameCodec<ClientMessage, ServerMessage>>;
 pub type Writer = FramedWrite<OwnedWriteHalf, FrameCodec<ClientMessage, ServerMessage>>;
@@ -108,6 +126,7 @@ async fn read_loop(
             _ = cancel.cancelled() => return,
             frame = reader.next() => frame,
         };
+        shrink_if_idle(reader.read_buffer_mut());
         let (xid, request) = match frame {
             None => return,
             Some(Ok(ClientMessage::Request { xid, request })) => (xid, request),
@@ -153,4 +172,24 @@ fn read(ctx: &SessionConn, xid: u64, request: Request) -> Item<WardWire> {
         ReadCtx { core, conn: ctx.conn, session: ctx.session }.execute(state, request, &mut events)
     });
     Item::Read { tag: xid, zxid, events_before, events, answer }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_buffer_is_given_back_only_when_empty() {
+        let mut buf = BytesMut::with_capacity(1 << 20);
+        buf.extend_from_slice(b"part of a frame");
+        shrink_if_idle(&mut buf);
+        assert!(buf.capacity() >= 1 << 20, "a partial frame keeps its buffer");
+        buf.clear();
+        shrink_if_idle(&mut buf);
+        assert!(buf.capacity() < SHRINK_ABOVE && buf.capacity() >= FIRST_BUFFER);
+        let mut small = BytesMut::with_capacity(FIRST_BUFFER);
+        let before = small.capacity();
+        shrink_if_idle(&mut small);
+        assert_eq!(small.capacity(), before);
+    }
 }

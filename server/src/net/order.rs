@@ -4,7 +4,7 @@
 //! ZooKeeper's) run their sessions through [`SessionConn::run`], so they keep the same guarantees.
 
 use super::queue;
-use super::writer::{ItemTx, Wire, WriterLoop};
+use super::writer::{ItemTx, Shrink, Wire, WriterLoop};
 use crate::command::Command;
 use crate::core::Core;
 use crate::log::Pending;
@@ -115,7 +115,7 @@ impl SessionConn {
     pub async fn run<W, S, F, Fut>(&self, out_rx: OutboxRx, wire: W, sink: S, cancel: CancellationToken, read_loop: F)
     where
         W: Wire,
-        S: Sink<W::Msg> + Unpin + Send,
+        S: Sink<W::Msg> + Shrink + Unpin + Send,
         S::Error: Display,
         F: FnOnce(Sequencer, ItemTx<W>, CancellationToken) -> Fut,
         Fut: Future<Output = ()>,

@@ -50,6 +50,11 @@ pub enum Item<W: Wire> {
     Refused { tag: W::Tag, number: u64, code: ErrorCode },
 }
 
+/// A sink that can give back a buffer grown large once it has nothing left to write.
+pub trait Shrink {
+    fn shrink_if_idle(&mut self);
+}
+
 /// The reader's end of the queue of items. Boxed, so a queue that has grown for a burst of
 /// requests keeps pointers' worth of capacity afterwards, not items' worth.
 pub type ItemTx<W> = queue::Sender<Box<Item<W>>>;
@@ -79,7 +84,7 @@ pub struct WriterLoop<W: Wire, S> {
 impl<W, S> WriterLoop<W, S>
 where
     W: Wire,
-    S: Sink<W::Msg> + Unpin + Send,
+    S: Sink<W::Msg> + Shrink + Unpin + Send,
     S::Error: Display,
 {
     pub async fn run(mut self, applied: watch::Sender<u64>, cancel: CancellationToken) {
@@ -109,7 +114,10 @@ where
             };
             let step = match step {
                 Step::Continue if self.out.is_empty() && self.queue.is_empty() => match self.writer.flush().await {
-                    Ok(()) => Step::Continue,
+                    Ok(()) => {
+                        self.writer.shrink_if_idle();
+                        Step::Continue
+                    }
                     Err(_) => Step::Stop,
                 },
                 step => step,

@@ -174,6 +174,7 @@ async fn read_loop(
             _ = cancel.cancelled() => return,
             frame = reader.next() => frame,
         };
+        crate::net::connection::shrink_if_idle(reader.read_buffer_mut());
         let frame = match frame {
             None => return,
             Some(Ok(frame)) => frame,
