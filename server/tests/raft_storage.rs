@@ -161,6 +161,19 @@ fn applied_entries_are_read_back_from_disk_after_leaving_memory() {
     store.evictor().applied(350);
     let state = rt.block_on(store.get_log_state()).expect("state");
     assert_eq!(state.last_log_id.map(|id| id.index), Some(350));
+    // An unbounded start reads from just past what was purged.
+    rt.block_on(store.purge(LogId::new(openraft::CommittedLeaderId::new(1, 1), 3))).expect("purge");
+    let after_purge = rt.block_on(reader.try_get_log_entries(..=5)).expect("read");
+    assert_eq!(after_purge.iter().map(|e| e.log_id.index).collect::<Vec<_>>(), [4, 5]);
+
+    // Damage to an acknowledged record in a full segment is an error, not a gap.
+    let first = &segments(&log_dir)[0];
+    let mut image = std::fs::read(first).expect("read segment");
+    let spans = record_spans(&image, 1);
+    image[spans[0].1 - 1] ^= 0xff;
+    std::fs::write(first, &image).expect("damage segment");
+    let damaged = rt.block_on(reader.try_get_log_entries(1..=10));
+    assert!(damaged.is_err(), "a damaged record must not be skipped: {damaged:?}");
 }
 
 #[test]

@@ -38,9 +38,12 @@ pub(crate) const FLUSH_AT: usize = 8 * 1024;
 /// large write or read does not cost its session that much memory for as long as it lives.
 const SHRINK_ABOVE: usize = 64 * 1024;
 
-/// Swaps an empty buffer that has grown large for a small one.
+/// Swaps an empty buffer that has grown large for a small one. `capacity()` would not
+/// tell: it counts only the room after the buffer's start, which moves forward as frames are
+/// taken off the front or written out; `try_reclaim` asks about the allocation itself (and
+/// says no while a frame split off it is still alive).
 pub(crate) fn shrink_if_idle(buf: &mut BytesMut) {
-    if buf.is_empty() && buf.capacity() > SHRINK_ABOVE {
+    if buf.is_empty() && buf.try_reclaim(SHRINK_ABOVE) {
         *buf = BytesMut::with_capacity(FIRST_BUFFER);
     }
 }
@@ -180,13 +183,27 @@ mod tests {
 
     #[test]
     fn a_large_buffer_is_given_back_only_when_empty() {
-        let mut buf = BytesMut::with_capacity(1 << 20);
-        buf.extend_from_slice(b"part of a frame");
+        use bytes::Buf;
+        // As the reader leaves it: a large frame split off the front, then a partial one.
+        let mut buf = BytesMut::with_capacity(FIRST_BUFFER);
+        buf.extend_from_slice(&vec![7u8; 1 << 20]);
+        let frame = buf.split_to(1 << 20);
+        buf.extend_from_slice(b"part of the next frame");
         shrink_if_idle(&mut buf);
-        assert!(buf.capacity() >= 1 << 20, "a partial frame keeps its buffer");
-        buf.clear();
+        assert_eq!(&buf[..], b"part of the next frame", "a partial frame is kept");
+        buf.advance(buf.len());
+        // Still shared with the frame: not swapped, and nothing to reclaim yet.
         shrink_if_idle(&mut buf);
-        assert!(buf.capacity() < SHRINK_ABOVE && buf.capacity() >= FIRST_BUFFER);
+        drop(frame);
+        shrink_if_idle(&mut buf);
+        assert!(!buf.try_reclaim(SHRINK_ABOVE), "once the frame is gone the large allocation goes too");
+        // As the writer leaves it: everything written out from the front.
+        let mut buf = BytesMut::with_capacity(FIRST_BUFFER);
+        buf.extend_from_slice(&vec![7u8; 1 << 20]);
+        buf.advance(1 << 20);
+        assert!(buf.capacity() < SHRINK_ABOVE, "capacity() alone would not see the large allocation");
+        shrink_if_idle(&mut buf);
+        assert!(!buf.try_reclaim(SHRINK_ABOVE), "the large allocation is gone");
         let mut small = BytesMut::with_capacity(FIRST_BUFFER);
         let before = small.capacity();
         shrink_if_idle(&mut small);

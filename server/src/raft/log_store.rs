@@ -47,7 +47,8 @@ pub struct LogStore {
     segment_max: BTreeMap<u64, u64>,
 }
 
-/// A reader of the entries in memory, for openraft's apply and replication tasks.
+/// A reader of the log for openraft's apply and replication tasks: unapplied entries from
+/// memory, applied ones from the segment files.
 #[derive(Clone)]
 pub struct LogReader {
     cache: Arc<RwLock<Cache>>,
@@ -175,9 +176,13 @@ impl Cache {
             Bound::Unbounded => u64::MAX,
         };
         let mut out = Vec::new();
-        if let Some(evicted) = self.last_evicted.filter(|e| from <= e.index && from < to) {
+        // Purged entries are gone for good; openraft never asks for them, but a range may
+        // start below them (an unbounded start).
+        let first = self.last_purged.map_or(0, |p| p.index + 1);
+        if let Some(evicted) = self.last_evicted.filter(|e| from.max(first) <= e.index && from < to) {
+            let disk_from = from.max(first);
             let disk_to = to.min(evicted.index + 1);
-            out = readback::read_entries(log_dir, from, disk_to)
+            out = readback::read_entries(log_dir, disk_from, disk_to)
                 .map_err(|e| StorageError::from(StorageIOError::read_logs(AnyError::new(&e))))?;
             tracing::debug!(from, to = disk_to, found = out.len(), "applied log entries read back from disk");
         }

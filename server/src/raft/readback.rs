@@ -14,8 +14,11 @@ use std::fs;
 use std::path::Path;
 
 /// The entries with indexes in `from..to` as the log in `dir` holds them now: later records
-/// win, and a truncation voids what it covers. Segments removed while this runs held only
-/// purged entries, which no reader may ask for; they are skipped.
+/// win, and a truncation voids what it covers. The caller holds the log store's cache lock,
+/// so no purge runs meanwhile and every segment it finds stays; one already gone held only
+/// entries purged before the caller looked, below `from`. A damaged record in a full segment,
+/// or a gap in what is found, is an error: the entries were acknowledged, and a reader must
+/// not be handed a log with a hole in it.
 pub fn read_entries(dir: &Path, from: u64, to: u64) -> Result<Vec<Entry>, FileError> {
     let io = |op, source| FileError::Io { path: dir.into(), op, source };
     let mut numbers = Vec::new();
@@ -27,6 +30,7 @@ pub fn read_entries(dir: &Path, from: u64, to: u64) -> Result<Vec<Entry>, FileEr
     }
     numbers.sort_unstable();
     let mut found = BTreeMap::new();
+    let newest = numbers.last().copied();
     for number in numbers {
         let path = dir.join(segment::file_name(number));
         let image = match segment::read_image(&path) {
@@ -38,8 +42,16 @@ pub fn read_entries(dir: &Path, from: u64, to: u64) -> Result<Vec<Entry>, FileEr
             return Err(FileError::Damaged { path, offset: 0, reason: "bad segment header".into() });
         };
         let mut pos = SEGMENT_HEADER;
-        // The active segment ends at its first empty (or half-written) slot.
-        while let Slot::Record { payload, next, .. } = read_at(&image, pos, rsn) {
+        loop {
+            let (payload, next) = match read_at(&image, pos, rsn) {
+                Slot::Record { payload, next, .. } => (payload, next),
+                Slot::End => break,
+                // The active segment may end in a record being written right now.
+                Slot::Bad(_) if Some(number) == newest => break,
+                Slot::Bad(reason) => {
+                    return Err(FileError::Damaged { path, offset: pos as u64, reason: reason.to_string() })
+                }
+            };
             let record: Record = postcard::from_bytes(&image[payload]).map_err(|e| FileError::Damaged {
                 path: path.clone(),
                 offset: pos as u64,
@@ -56,6 +68,13 @@ pub fn read_entries(dir: &Path, from: u64, to: u64) -> Result<Vec<Entry>, FileEr
             pos = next;
             rsn += 1;
         }
+    }
+    if let Some(missing) = (from..to).find(|i| !found.contains_key(i)) {
+        return Err(FileError::Damaged {
+            path: dir.into(),
+            offset: 0,
+            reason: format!("log entry {missing} is neither in memory nor in any segment"),
+        });
     }
     Ok(found.into_values().collect())
 }

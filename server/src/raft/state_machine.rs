@@ -74,11 +74,11 @@ impl StateMachineStore {
         self.last_applied.is_some()
     }
 
-    /// From now on, entries this state machine has applied leave `evictor`'s store's memory
-    /// (those the snapshot covers at once).
+    /// From now on, entries this state machine applies leave `evictor`'s store's memory.
+    /// Those a loaded snapshot covers stay until the first apply: openraft reads log ids
+    /// across the whole log while it starts, and from memory that costs nothing.
     pub fn evict_applied(&mut self, evictor: Evictor) {
         self.evictor = Some(evictor);
-        self.evict();
     }
 
     fn evict(&self) {

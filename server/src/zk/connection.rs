@@ -80,7 +80,8 @@ async fn serve_conn(
     let mut writer = FramedWrite::with_capacity(w, codec(), crate::net::connection::FIRST_BUFFER);
     writer.set_backpressure_boundary(crate::net::connection::FLUSH_AT);
     let (outbox, out_rx) = Outbox::channel();
-    let connect = connect(&server, &mut reader, &mut writer, peer, conn, &outbox);
+    // Boxed, as Ward's handshake is: its state would otherwise stay in the task for good.
+    let connect = Box::pin(connect(&server, &mut reader, &mut writer, peer, conn, &outbox));
     let session = tokio::select! {
         _ = cancel.cancelled() => return,
         r = tokio::time::timeout(server.config.handshake_timeout, connect) => match r {
