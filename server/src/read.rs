@@ -29,7 +29,7 @@ impl Reader<'_> {
                 valid(&path)?;
                 let node = state.tree().get(&path).ok_or(ErrorCode::NoNode)?;
                 self.arm(watch, WatchKind::Data, &path);
-                Ok(Response::Data { data: node.data.clone(), stat: node.stat() })
+                Ok(Response::Data { data: node.data.to_vec(), stat: node.stat() })
             }
             Request::Exists { path, watch } => {
                 valid(&path)?;
@@ -42,7 +42,10 @@ impl Reader<'_> {
                 valid(&path)?;
                 let node = state.tree().get(&path).ok_or(ErrorCode::NoNode)?;
                 self.arm(watch, WatchKind::Child, &path);
-                Ok(Response::Children { children: node.children.iter().cloned().collect(), stat: node.stat() })
+                Ok(Response::Children {
+                    children: node.children.iter().map(str::to_string).collect(),
+                    stat: node.stat(),
+                })
             }
             Request::Sync { path } => valid(&path).map(|()| Response::Synced),
             Request::Ping => Ok(Response::Pong),

@@ -180,7 +180,7 @@ pub fn check_fence(tree: &DataTree, path: &str, token: Zxid) -> Result<(), Error
 /// Succeeds when `path` is the last contender of its directory's queue.
 fn check_last(tree: &DataTree, path: &str) -> Result<(), ErrorCode> {
     let dir = tree.get(ward_proto::path::parent(path)).ok_or(ErrorCode::NoNode)?;
-    let queue = ward_proto::lock::queue(dir.children.iter().map(String::as_str));
+    let queue = ward_proto::lock::queue(dir.children.iter());
     match queue.last() {
         Some(last) if *last == ward_proto::path::name(path) => Ok(()),
         Some(_) => Err(ErrorCode::LockContended),

@@ -158,7 +158,7 @@ fn ending_a_session_deletes_its_ephemerals_and_only_those() {
     assert_eq!(outcome, Outcome::Reply(Ok(Response::Closed)));
     assert!(changes.contains(&Change::Deleted("/a1".into())));
     assert!(changes.contains(&Change::SessionEnded(a)));
-    let left: Vec<&str> = h.sm.tree().get("/").unwrap().children.iter().map(String::as_str).collect();
+    let left: Vec<&str> = h.sm.tree().get("/").unwrap().children.iter().collect();
     assert_eq!(left, ["b1", "keep"]);
     // The session is gone: its writes and a second close are refused.
     assert_eq!(h.create(a, "/late", CreateMode::Ephemeral), Err(ErrorCode::SessionExpired));

@@ -306,10 +306,10 @@ fn digest(core: &Core) -> Vec<u8> {
         let mut stack = vec!["/".to_string()];
         while let Some(path) = stack.pop() {
             let node = s.tree().get(&path).expect("listed node exists");
-            for child in &node.children {
+            for child in node.children.iter() {
                 stack.push(ward_proto::path::join(&path, child));
             }
-            nodes.push((path, node.data.clone(), node.stat()));
+            nodes.push((path, node.data.to_vec(), node.stat()));
         }
         nodes.sort_by(|a, b| a.0.cmp(&b.0));
         let sessions: Vec<(SessionId, u32)> = s.sessions().map(|(id, r)| (id, r.timeout_ms)).collect();

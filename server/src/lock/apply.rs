@@ -52,7 +52,7 @@ impl StateMachine {
         match lock::parse_semaphore_header(&node.data) {
             Some(fixed) if fixed == permits => Ok(()),
             Some(_) => Err(ErrorCode::PermitsMismatch),
-            None if node.data.is_empty() && lock::queue(node.children.iter().map(String::as_str)).is_empty() => {
+            None if node.data.is_empty() && lock::queue(node.children.iter()).is_empty() => {
                 self.tree.set_data(ctx, dir, lock::semaphore_header(permits), None).map(|_| ())
             }
             None => Err(ErrorCode::PermitsMismatch),

@@ -35,7 +35,7 @@ pub fn is_holder(tree: &DataTree, path: &str) -> bool {
     }
     let dir = path::parent(path);
     let Some(node) = tree.get(dir) else { return false };
-    holding(node.children.iter().map(String::as_str), permits(tree, dir)).contains(path::name(path))
+    holding(node.children.iter(), permits(tree, dir)).contains(path::name(path))
 }
 
 /// True if every contender of the attempt `path` belongs to holds.
@@ -84,7 +84,7 @@ pub fn grants(state: &StateMachine, changes: &[Change]) -> Vec<Grant> {
     for (dir, (deleted, created)) in touched {
         let Some(node) = tree.get(dir) else { continue };
         let permits = permits(tree, dir);
-        let now: Vec<&str> = node.children.iter().map(String::as_str).collect();
+        let now: Vec<&str> = node.children.iter().collect();
         let before = now.iter().copied().filter(|n| !created.contains(n)).chain(deleted.iter().copied());
         let held_before = holding(before, permits);
         for name in holding(now.iter().copied(), permits) {

@@ -27,7 +27,7 @@ pub(crate) enum Undo {
     Removed(String, Znode),
     DataSet {
         path: String,
-        data: Vec<u8>,
+        data: Box<[u8]>,
         mzxid: Zxid,
         mtime: i64,
         version: i32,
@@ -68,25 +68,25 @@ impl DataTree {
     fn undo(&mut self, undo: Undo) {
         match undo {
             Undo::Linked { parent, name, cversion, child_creates, pzxid } => {
-                if let Some(p) = self.nodes.get_mut(&parent) {
+                if let Some(p) = self.nodes.get_mut(parent.as_str()) {
                     p.children.remove(&name);
                     (p.cversion, p.child_creates, p.pzxid) = (cversion, child_creates, pzxid);
                 }
             }
             Undo::Unlinked { parent, name, cversion, pzxid } => {
-                if let Some(p) = self.nodes.get_mut(&parent) {
-                    p.children.insert(name);
+                if let Some(p) = self.nodes.get_mut(parent.as_str()) {
+                    p.children.insert(&name);
                     (p.cversion, p.pzxid) = (cversion, pzxid);
                 }
             }
             Undo::Inserted(path) => {
-                self.nodes.remove(&path);
+                self.nodes.remove(path.as_str());
             }
             Undo::Removed(path, node) => {
-                self.nodes.insert(path, node);
+                self.nodes.insert(path.into_boxed_str(), node);
             }
             Undo::DataSet { path, data, mzxid, mtime, version } => {
-                if let Some(n) = self.nodes.get_mut(&path) {
+                if let Some(n) = self.nodes.get_mut(path.as_str()) {
                     (n.data, n.mzxid, n.mtime, n.version) = (data, mzxid, mtime, version);
                 }
             }

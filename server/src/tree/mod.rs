@@ -1,10 +1,12 @@
 //! The data tree: znodes by path, plus each session's ephemerals. Pure data, no I/O and no
 //! notifications; mutations report [`Change`](crate::command::Change)s for the watch registry to act on.
 
+mod children;
 mod journal;
 pub(crate) mod ops;
 mod znode;
 
+pub use children::Children;
 pub(crate) use journal::Journal;
 pub use znode::Znode;
 
@@ -15,7 +17,8 @@ use ward_proto::SessionId;
 /// The tree. Only the state machine's apply mutates it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DataTree {
-    nodes: HashMap<String, Znode>,
+    /// Keyed by boxed paths: 16 bytes a slot instead of 24, in a table that has spare slots.
+    nodes: HashMap<Box<str>, Znode>,
     /// Paths of each session's ephemeral nodes, so ending a session is proportional to
     /// what it owns rather than to the size of the tree.
     ephemerals: HashMap<SessionId, BTreeSet<String>>,
@@ -24,7 +27,7 @@ pub struct DataTree {
 impl Default for DataTree {
     fn default() -> Self {
         let mut nodes = HashMap::new();
-        nodes.insert("/".to_string(), Znode::new(Vec::new(), 0, 0, None));
+        nodes.insert("/".into(), Znode::new(Vec::new(), 0, 0, None));
         DataTree { nodes, ephemerals: HashMap::new() }
     }
 }
@@ -46,9 +49,7 @@ impl DataTree {
     /// The path of the first child of `dir` whose name starts with `prefix`.
     pub fn child_with_prefix(&self, dir: &str, prefix: &str) -> Option<String> {
         let node = self.nodes.get(dir)?;
-        let from = std::ops::Bound::Included(prefix);
-        let name = node.children.range::<str, _>((from, std::ops::Bound::Unbounded)).next();
-        let name = name.filter(|n| n.starts_with(prefix))?;
+        let name = node.children.first_from(prefix).filter(|n| n.starts_with(prefix))?;
         Some(ward_proto::path::join(dir, name))
     }
 

@@ -35,20 +35,20 @@ impl DataTree {
             return Err(ErrorCode::NodeExists);
         }
         let parent_path = path::parent(requested).to_string();
-        let parent = self.nodes.get(&parent_path).ok_or(ErrorCode::NoNode)?;
+        let parent = self.nodes.get(parent_path.as_str()).ok_or(ErrorCode::NoNode)?;
         let node_path = if mode.is_sequential() {
             path::with_sequence(requested, parent.child_creates)
         } else {
             requested.to_string()
         };
-        if self.nodes.contains_key(&node_path) {
+        if self.nodes.contains_key(node_path.as_str()) {
             return Err(ErrorCode::NodeExists);
         }
-        if parent.ephemeral_owner.is_some() {
+        if parent.ephemeral_owner().is_some() {
             return Err(ErrorCode::NoChildrenForEphemerals);
         }
         let name = path::name(&node_path).to_string();
-        let parent = self.nodes.get_mut(&parent_path).ok_or(ErrorCode::NoNode)?;
+        let parent = self.nodes.get_mut(parent_path.as_str()).ok_or(ErrorCode::NoNode)?;
         ctx.journal.record(|| Undo::Linked {
             parent: parent_path.clone(),
             name: name.clone(),
@@ -56,7 +56,7 @@ impl DataTree {
             child_creates: parent.child_creates,
             pzxid: parent.pzxid,
         });
-        parent.children.insert(name);
+        parent.children.insert(&name);
         parent.cversion = parent.cversion.wrapping_add(1);
         parent.child_creates = parent.child_creates.wrapping_add(1);
         parent.pzxid = ctx.zxid;
@@ -65,7 +65,7 @@ impl DataTree {
         let node = Znode::new(data, ctx.zxid, ctx.time_ms, owner);
         let stat = node.stat();
         ctx.journal.record(|| Undo::Inserted(node_path.clone()));
-        self.nodes.insert(node_path.clone(), node);
+        self.nodes.insert(node_path.as_str().into(), node);
         if let Some(session) = owner {
             ctx.journal.record(|| Undo::EphemeralAdded(session, node_path.clone()));
             self.index_ephemeral(session, node_path.clone());
@@ -86,7 +86,7 @@ impl DataTree {
         }
         let parent_path = path::parent(path).to_string();
         let name = path::name(path);
-        if let Some(parent) = self.nodes.get_mut(&parent_path) {
+        if let Some(parent) = self.nodes.get_mut(parent_path.as_str()) {
             ctx.journal.record(|| Undo::Unlinked {
                 parent: parent_path.clone(),
                 name: name.to_string(),
@@ -98,7 +98,7 @@ impl DataTree {
             parent.pzxid = ctx.zxid;
         }
         if let Some(node) = self.nodes.remove(path) {
-            if let Some(session) = node.ephemeral_owner {
+            if let Some(session) = node.ephemeral_owner() {
                 self.unindex_ephemeral(session, path);
                 ctx.journal.record(|| Undo::EphemeralRemoved(session, path.to_string()));
             }
@@ -118,7 +118,7 @@ impl DataTree {
     ) -> Result<Stat, ErrorCode> {
         let node = self.nodes.get_mut(path).ok_or(ErrorCode::NoNode)?;
         check_version(version, node.version)?;
-        let old = std::mem::replace(&mut node.data, data);
+        let old = std::mem::replace(&mut node.data, data.into_boxed_slice());
         ctx.journal.record(|| Undo::DataSet {
             path: path.to_string(),
             data: old,
