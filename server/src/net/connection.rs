@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use ward_proto::{ClientMessage, CodecError, ErrorCode, FrameCodec, Request, Response, ServerMessage, Zxid};
 
 /// Initial read and write buffer of a connection.
-pub(crate) const FIRST_BUFFER: usize = 512;
+pub(crate) const FIRST_BUFFER: usize = 256;
 
 /// Replies buffered before the writer flushes mid-batch. `FramedWrite::with_capacity` also
 /// sets this to the small first buffer, which would cost a write per ~512 bytes of replies

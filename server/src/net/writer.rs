@@ -5,7 +5,7 @@
 //! The ordering logic is shared by both listeners: what differs between Ward's protocol and
 //! ZooKeeper's is only how a reply or an event is encoded, which a [`Wire`] says.
 
-use super::order::Fences;
+use super::order::{AppliedTx, Fences};
 use super::queue;
 use crate::command::Outcome;
 use crate::log::Pending;
@@ -17,7 +17,6 @@ use std::collections::VecDeque;
 use std::fmt::Display;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, Response, SessionId, WatchEvent, Zxid};
 
@@ -87,7 +86,7 @@ where
     S: Sink<W::Msg> + Shrink + Unpin + Send,
     S::Error: Display,
 {
-    pub async fn run(mut self, applied: watch::Sender<u64>, cancel: CancellationToken) {
+    pub async fn run(mut self, applied: AppliedTx, cancel: CancellationToken) {
         // Whatever ends the writer ends the reader too.
         let _stop_reader = cancel.clone().drop_guard();
         loop {
@@ -131,7 +130,7 @@ where
 
     /// The server closes the connection. Requests ordered before the close still get their
     /// replies; if one is the session's own CloseSession, its reply ends the connection.
-    async fn close(&mut self, reason: CloseReason, applied: &watch::Sender<u64>) -> Step {
+    async fn close(&mut self, reason: CloseReason, applied: &AppliedTx) -> Step {
         while let Ok(item) = self.queue.try_recv() {
             if let Step::Stop = self.complete(*item, applied).await {
                 return Step::Stop;
@@ -182,7 +181,7 @@ where
 
     /// Completes the item at the head of the queue: the messages that must precede its
     /// reply, then the reply.
-    async fn complete(&mut self, item: Item<W>, applied: &watch::Sender<u64>) -> Step {
+    async fn complete(&mut self, item: Item<W>, applied: &AppliedTx) -> Step {
         let mut close = None;
         let (msg, closes_session) = match item {
             Item::Read { tag, zxid, events_before, events, answer } => {
@@ -233,7 +232,7 @@ where
                         pending.await
                     }
                 };
-                applied.send_replace(number);
+                applied.set(number);
                 // Everything queued by now is at least as old as this write's apply.
                 while let Ok(msg) = self.out.try_recv() {
                     self.taken += 1;
@@ -258,7 +257,7 @@ where
                 }
             }
             Item::Refused { tag, number, code } => {
-                applied.send_replace(number);
+                applied.set(number);
                 (self.wire.write_reply(tag, self.last_zxid(), Err(code)), false)
             }
         };
