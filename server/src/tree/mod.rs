@@ -21,7 +21,7 @@ pub struct DataTree {
     nodes: HashMap<Box<str>, Znode>,
     /// Paths of each session's ephemeral nodes, so ending a session is proportional to
     /// what it owns rather than to the size of the tree.
-    ephemerals: HashMap<SessionId, BTreeSet<String>>,
+    ephemerals: HashMap<SessionId, BTreeSet<Box<str>>>,
 }
 
 impl Default for DataTree {
@@ -55,11 +55,11 @@ impl DataTree {
 
     /// The session's ephemeral nodes, sorted.
     pub fn ephemerals(&self, session: SessionId) -> impl Iterator<Item = &str> {
-        self.ephemerals.get(&session).into_iter().flatten().map(String::as_str)
+        self.ephemerals.get(&session).into_iter().flatten().map(|path| &**path)
     }
 
     fn index_ephemeral(&mut self, session: SessionId, path: String) {
-        self.ephemerals.entry(session).or_default().insert(path);
+        self.ephemerals.entry(session).or_default().insert(path.into_boxed_str());
     }
 
     fn unindex_ephemeral(&mut self, session: SessionId, path: &str) {
