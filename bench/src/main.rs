@@ -32,6 +32,8 @@ const USAGE: &str =
   --quick           shorten every workload (a smoke run)
   --runs N          run every workload N times per system and report medians (default 1)
   --only IDS        run only these workloads, comma-separated: a,b,c,d,e10,e100,f,g,h,w
+  --replot FILE     measure nothing: print the table of a --json FILE again and redraw
+                    --svg/--markdown from it (--runs N only sets the chart's title)
   --ward-pid PID, --zk-pid PID   server PIDs for memory figures (default: found by port)";
 
 /// Workloads that report the server's memory growth.
@@ -43,6 +45,7 @@ struct Args {
     json: Option<PathBuf>,
     svg: Option<PathBuf>,
     markdown: Option<PathBuf>,
+    replot: Option<PathBuf>,
     quick: bool,
     runs: usize,
     only: Option<Vec<String>>,
@@ -57,6 +60,7 @@ fn parse_args() -> Result<Args, String> {
         json: None,
         svg: None,
         markdown: None,
+        replot: None,
         quick: false,
         runs: 1,
         only: None,
@@ -72,6 +76,7 @@ fn parse_args() -> Result<Args, String> {
             "--json" => a.json = Some(value()?.into()),
             "--svg" => a.svg = Some(value()?.into()),
             "--markdown" => a.markdown = Some(value()?.into()),
+            "--replot" => a.replot = Some(value()?.into()),
             "--quick" => a.quick = true,
             "--runs" => a.runs = value()?.parse().map_err(|e| format!("--runs: {e}"))?,
             "--only" => a.only = Some(value()?.split(',').map(|s| s.trim().to_string()).collect()),
@@ -110,6 +115,20 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(path) = &args.replot {
+        let results = std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| Results::from_json(&text))
+            .map_err(|e| Error(format!("{}: {e}", path.display())))
+            .and_then(|results| output(&args, &results));
+        return match results {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ward-bench: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let tmp = std::env::temp_dir().join(format!("ward-bench-{}", std::process::id()));
     let outcome = match std::fs::create_dir_all(&tmp) {
         Ok(()) => runtime.block_on(run(&args, &tmp)),
@@ -221,13 +240,19 @@ async fn run(args: &Args, tmp: &std::path::Path) -> Result<bool, Error> {
     }
     drop(owned);
     results.add_memory_rows();
+    output(args, &results)?;
+    eprintln!("ward-bench: finished in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(ok)
+}
 
-    println!("{}", results.table(zk.is_some()));
-    if zk.is_some() {
-        println!("Targets (issue 6):\n{}", report::targets(&results));
+/// Prints the table and the targets, and writes the files asked for.
+fn output(args: &Args, results: &Results) -> Result<(), Error> {
+    let zk = results.has_zk();
+    println!("{}", results.table(zk));
+    if zk {
+        println!("Targets (issue 6):\n{}", report::targets(results));
         println!("memory per X: Ward's RSS delta against ZooKeeper's live heap delta after a full GC (its RSS delta without jcmd).");
     }
-    eprintln!("ward-bench: finished in {:.1} s", started.elapsed().as_secs_f64());
     if let Some(path) = &args.json {
         std::fs::write(path, results.json())?;
     }
@@ -239,7 +264,7 @@ async fn run(args: &Args, tmp: &std::path::Path) -> Result<bool, Error> {
             "ward-bench: Ward vs ZooKeeper{}",
             if args.runs > 1 { format!(", median of {} runs", args.runs) } else { String::new() }
         );
-        std::fs::write(path, report::svg(&results, &title))?;
+        std::fs::write(path, report::svg(results, &title))?;
     }
-    Ok(ok)
+    Ok(())
 }

@@ -148,6 +148,26 @@ impl Results {
         out
     }
 
+    /// Figures read back from what [`Results::json`] wrote (for `--replot`).
+    pub fn from_json(text: &str) -> Result<Results, String> {
+        let items: Vec<serde_json::Value> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let mut results = Results::default();
+        for item in items {
+            let field = |name: &str| item.get(name).and_then(|v| v.as_str()).map(str::to_string);
+            let (Some(workload), Some(metric), Some(system)) = (field("workload"), field("metric"), field("system"))
+            else {
+                return Err(format!("not a ward-bench figure: {item}"));
+            };
+            let value = item.get("value").and_then(serde_json::Value::as_f64).unwrap_or(f64::NAN);
+            results.record(&workload, &system, &Figures { rows: vec![(metric, value)] });
+        }
+        Ok(results)
+    }
+
+    pub fn has_zk(&self) -> bool {
+        self.rows.iter().any(|r| !r.zk.is_empty())
+    }
+
     /// Every figure (medians over runs) as one JSON array.
     pub fn json(&self) -> String {
         let mut items = Vec::new();
@@ -271,9 +291,13 @@ pub fn svg(results: &Results, title: &str) -> String {
         .leak()
         .iter()
         .filter_map(|h| results.get(h.workload, h.metric).map(|r| (h, r.ratio())))
-        .filter(|(_, r)| r.is_finite() && *r > 0.0)
+        // A ratio of 0 (Ward's handoff p50) is drawn at the scale's end.
+        .filter(|(_, r)| r.is_finite() && *r >= 0.0)
         .collect();
-    let (label_w, bar_w, row_h, top) = (260.0, 480.0, 26.0, 70.0);
+    // Wide enough for the longest label at about 7 px a character.
+    let longest = rows.iter().map(|(h, _)| h.label.chars().count() + 2).max().unwrap_or(0);
+    let label_w = (longest as f64 * 7.0 + 16.0).max(200.0);
+    let (bar_w, row_h, top) = (480.0, 26.0, 70.0);
     let width = label_w + bar_w + 90.0;
     let height = top + row_h * rows.len() as f64 + 50.0;
     let span = 5.0; // log2 units each side: 1/32× .. 32×
@@ -332,10 +356,16 @@ pub fn svg(results: &Results, title: &str) -> String {
                 y2 = y + row_h - 2.0
             );
         }
-        let (vx, anchor) = if *r >= 1.0 { (x1 + 4.0, "start") } else { (x0 - 4.0, "end") };
+        // A bar cut off at the scale's left end carries its value inside, in white.
+        let clipped = r.log2() < -span;
+        let (vx, anchor, fill) = match (*r >= 1.0, clipped) {
+            (true, _) => (x1 + 4.0, "start", color),
+            (false, false) => (x0 - 4.0, "end", color),
+            (false, true) => (x0 + 4.0, "start", "#fff"),
+        };
         let _ = writeln!(
             s,
-            r##"<text x="{vx:.1}" y="{ty:.1}" text-anchor="{anchor}" fill="{color}">{}</text>"##,
+            r##"<text x="{vx:.1}" y="{ty:.1}" text-anchor="{anchor}" fill="{fill}">{}</text>"##,
             fmt_ratio(*r),
             ty = y + row_h * 0.65
         );

@@ -6,7 +6,7 @@
 //! Once the state machine has applied an entry it tells the store ([`Evictor`]), and the
 //! entry leaves memory: keeping every entry until the next snapshot's purge held a copy of
 //! each recent write's data (about as much again as the tree itself). A reader that asks for
-//! an applied entry after that (a lagging follower; startup) gets it from the segment files
+//! an applied entry after that (a lagging follower) gets it from the segment files
 //! ([`super::readback`]).
 
 use super::error::{FileError, OpenError};
