@@ -21,18 +21,20 @@ const HEADER: usize = 24;
 /// Replaces `path` with `payload` atomically and durably.
 pub fn write_checked(path: &Path, magic: &[u8; 8], payload: &[u8]) -> Result<(), FileError> {
     let tmp = tmp_path(path);
-    let mut bytes = Vec::with_capacity(HEADER + payload.len());
-    bytes.extend_from_slice(magic);
-    bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
-    bytes.extend_from_slice(&[0; 4]);
-    bytes.extend_from_slice(payload);
+    // The header, then the payload as it is: a snapshot's payload is as large as the state,
+    // and copying it behind the header would take that much memory again.
+    let mut header = Vec::with_capacity(HEADER);
+    header.extend_from_slice(magic);
+    header.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    header.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    header.extend_from_slice(&[0; 4]);
     let io = |op: &'static str, p: &Path| {
         let p = p.to_path_buf();
         move |source| FileError::Io { path: p, op, source }
     };
     let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp).map_err(io("create", &tmp))?;
-    file.write_all(&bytes).map_err(io("write", &tmp))?;
+    file.write_all(&header).map_err(io("write", &tmp))?;
+    file.write_all(payload).map_err(io("write", &tmp))?;
     file.sync_all().map_err(io("fsync", &tmp))?;
     drop(file);
     fs::rename(&tmp, path).map_err(io("rename", path))?;
@@ -55,10 +57,12 @@ pub fn read_checked(path: &Path, magic: &[u8; 8]) -> Result<Option<Vec<u8>>, Fil
     if len != (bytes.len() - HEADER) as u64 {
         return Err(damaged(8, "length field does not match the file size"));
     }
-    let payload = bytes[HEADER..].to_vec();
-    if crc32fast::hash(&payload) != u32::from_le_bytes(array(&bytes[16..20])) {
+    if crc32fast::hash(&bytes[HEADER..]) != u32::from_le_bytes(array(&bytes[16..20])) {
         return Err(damaged(HEADER as u64, "checksum mismatch"));
     }
+    // In place rather than copied: the payload may be a whole snapshot.
+    let mut payload = bytes;
+    payload.drain(..HEADER);
     Ok(Some(payload))
 }
 

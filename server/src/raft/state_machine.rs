@@ -98,16 +98,22 @@ impl StateMachineStore {
 /// A snapshot taken at one instant, written out off the apply path.
 pub struct Builder {
     meta: SnapshotMeta,
-    data: Result<Vec<u8>, postcard::Error>,
+    /// Taken by the one build, not copied: a snapshot is as large as the state, and a copy
+    /// would double what taking it costs in memory.
+    data: Option<Result<Vec<u8>, postcard::Error>>,
     path: PathBuf,
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for Builder {
     async fn build_snapshot(&mut self) -> Result<Snapshot, StorageError> {
         let signature = Some(self.meta.signature());
-        let data = match &self.data {
-            Ok(data) => data.clone(),
-            Err(e) => return Err(StorageIOError::write_snapshot(signature, AnyError::new(e)).into()),
+        let data = match self.data.take() {
+            Some(Ok(data)) => data,
+            Some(Err(e)) => return Err(StorageIOError::write_snapshot(signature, AnyError::new(&e)).into()),
+            None => {
+                let e = AnyError::error("this snapshot builder has already built its snapshot");
+                return Err(StorageIOError::write_snapshot(signature, e).into());
+            }
         };
         write_checked(&self.path, SNAPSHOT_MAGIC, &data).map_err(|e| {
             tracing::error!(error = %e, "writing the snapshot failed");
@@ -158,7 +164,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let meta =
             SnapshotMeta { last_log_id: self.last_applied, last_membership: self.membership.clone(), snapshot_id: id };
         let data = self.core.read(|state| postcard::to_allocvec(&BodyRef { meta: &meta, state }));
-        Builder { meta, data, path: self.snapshot_path.clone() }
+        Builder { meta, data: Some(data), path: self.snapshot_path.clone() }
     }
 
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
