@@ -7,7 +7,7 @@
 //! entry leaves memory: keeping every entry until the next snapshot's purge held a copy of
 //! each recent write's data (about as much again as the tree itself). A reader that asks for
 //! an applied entry after that (a lagging follower) gets it from the segment files
-//! ([`super::readback`]).
+//! (`raft/readback.rs`).
 
 use super::error::{FileError, OpenError};
 use super::fsutil::{read_checked, remove_stale_tmp, write_checked};
@@ -164,7 +164,7 @@ impl Cache {
 
     /// The entries in `range`: applied ones from the segment files in `log_dir`, the rest
     /// from memory.
-    fn range<RB: RangeBounds<u64>>(&self, range: RB, log_dir: &Path) -> Result<Vec<Entry>, StorageError> {
+    fn range<RB: RangeBounds<u64>>(&self, range: RB, log_dir: &Path) -> Result<Vec<Entry>, FileError> {
         let from = match range.start_bound() {
             Bound::Included(&i) => i,
             Bound::Excluded(&i) => i.saturating_add(1),
@@ -182,8 +182,7 @@ impl Cache {
         if let Some(evicted) = self.last_evicted.filter(|e| from.max(first) <= e.index && from < to) {
             let disk_from = from.max(first);
             let disk_to = to.min(evicted.index + 1);
-            out = readback::read_entries(log_dir, disk_from, disk_to)
-                .map_err(|e| StorageError::from(StorageIOError::read_logs(AnyError::new(&e))))?;
+            out = readback::read_entries(log_dir, disk_from, disk_to)?;
             tracing::debug!(from, to = disk_to, found = out.len(), "applied log entries read back from disk");
         }
         if from < to {
@@ -191,6 +190,12 @@ impl Cache {
         }
         Ok(out)
     }
+}
+
+/// Reading applied entries back from the segment files failed (damage found, or I/O).
+fn read_failed(e: &FileError) -> StorageError {
+    tracing::error!(error = %e, "reading log entries back from disk failed");
+    StorageIOError::read_logs(AnyError::new(e)).into()
 }
 
 /// openraft stops on a storage error: nothing is acknowledged after a failed write or fsync.
@@ -211,7 +216,7 @@ impl RaftLogReader<TypeConfig> for LogReader {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, StorageError> {
-        read(&self.cache).range(range, &self.log_dir)
+        read(&self.cache).range(range, &self.log_dir).map_err(|e| read_failed(&e))
     }
 }
 
@@ -220,7 +225,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, StorageError> {
-        read(&self.cache).range(range, &self.log_dir)
+        read(&self.cache).range(range, &self.log_dir).map_err(|e| read_failed(&e))
     }
 }
 
