@@ -84,6 +84,50 @@ fn owner_in<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
 mod tests {
     use super::*;
 
+    /// The fields as they were before the node was slimmed, with the derive they had.
+    #[derive(Serialize)]
+    struct Before {
+        data: Vec<u8>,
+        czxid: Zxid,
+        mzxid: Zxid,
+        pzxid: Zxid,
+        ctime: i64,
+        mtime: i64,
+        version: i32,
+        cversion: i32,
+        child_creates: i32,
+        ephemeral_owner: Option<SessionId>,
+        children: std::collections::BTreeSet<String>,
+    }
+
+    #[test]
+    fn snapshots_encode_a_node_exactly_as_before() {
+        for (owner, names) in [(None, vec![]), (Some(SessionId(7)), vec![]), (None, vec!["b", "a"])] {
+            let mut node = Znode::new(b"data".to_vec(), 5, 1_000, owner);
+            (node.mzxid, node.pzxid, node.mtime, node.version, node.cversion, node.child_creates) =
+                (6, 7, 2_000, 1, 2, 3);
+            for name in &names {
+                node.children.insert(name);
+            }
+            let before = Before {
+                data: b"data".to_vec(),
+                czxid: 5,
+                mzxid: 6,
+                pzxid: 7,
+                ctime: 1_000,
+                mtime: 2_000,
+                version: 1,
+                cversion: 2,
+                child_creates: 3,
+                ephemeral_owner: owner,
+                children: names.iter().map(|n| n.to_string()).collect(),
+            };
+            let old = postcard::to_allocvec(&before).expect("encode");
+            assert_eq!(postcard::to_allocvec(&node).expect("encode"), old);
+            assert_eq!(postcard::from_bytes::<Znode>(&old).expect("decode"), node);
+        }
+    }
+
     #[test]
     fn a_node_stays_small() {
         // Every znode pays this inline in the tree's table; it was 120 bytes.
