@@ -111,7 +111,8 @@ impl Sequencer {
                 return true;
             }
             if self.applied.writer_gone.load(Ordering::Acquire) {
-                return false;
+                // The writer may have reported the count and then ended between the two loads.
+                return self.applied.applied.load(Ordering::Acquire) >= self.submitted;
             }
             self.applied.changed.notified().await;
         }
