@@ -1,20 +1,25 @@
-//! The bounded queue from a connection's reader to its writer (one sender, one receiver).
+//! The queues between a connection's tasks and its writer: the bounded one from the reader
+//! (one sender) and the unbounded outbox (`crate::outbox`, shared by the server's apply and
+//! session code). One receiver drains either.
 //!
-//! A tokio `mpsc::channel` did this job, but its cache-padded state and first block of 32
-//! slots cost about 800 bytes on every connection, busy or idle. This one is a `VecDeque`
-//! under a mutex with a `Notify` each way: an idle connection's queue is about 150 bytes,
-//! and a busy one grows only as far as it is used (ward-bench f).
+//! A tokio channel did both jobs, but its cache-padded state and first block of 32 slots
+//! cost about 800 bytes on every connection, busy or idle. This is a `VecDeque` under a
+//! mutex with a `Notify` each way: an idle queue is about 150 bytes, and a busy one grows
+//! only as far as it is used (ward-bench f). The mutex is `crate::sync`'s, so the loom
+//! models of the outbox run through it.
 
+use crate::sync::{Mutex, MutexGuard};
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use tokio::sync::Notify;
 
-struct Shared<T> {
+/// The state both ends share.
+pub struct Queue<T> {
     state: Mutex<State<T>>,
     /// Wakes the receiver (an item, or the sender gone). `notify_one` keeps a permit when
     /// nobody waits, so a wake-up between a check and the wait is not lost.
     to_receiver: Notify,
-    /// Wakes the sender (room, or the receiver gone).
+    /// Wakes a sender waiting for room (room, or the receiver gone).
     to_sender: Notify,
     capacity: usize,
 }
@@ -25,107 +30,9 @@ struct State<T> {
     receiver_gone: bool,
 }
 
-/// The reader's end.
-pub struct Sender<T>(Arc<Shared<T>>);
-
-/// The writer's end.
-pub struct Receiver<T>(Arc<Shared<T>>);
-
 /// The other end is gone.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Closed;
-
-/// A queue holding at most `capacity` items (at least one).
-pub fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
-    let shared = Arc::new(Shared {
-        state: Mutex::new(State { items: VecDeque::new(), sender_gone: false, receiver_gone: false }),
-        to_receiver: Notify::new(),
-        to_sender: Notify::new(),
-        capacity: capacity.max(1),
-    });
-    (Sender(shared.clone()), Receiver(shared))
-}
-
-impl<T> Shared<T> {
-    fn lock(&self) -> MutexGuard<'_, State<T>> {
-        // Every critical section is a push, a pop or a flag: none leaves the state half-done.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl<T> Sender<T> {
-    /// Queues `item`, waiting while the queue is full. Fails if the receiver is gone.
-    /// Cancel-safe: if the wait is dropped, the item was not queued.
-    pub async fn send(&self, item: T) -> Result<(), Closed> {
-        loop {
-            {
-                let mut state = self.0.lock();
-                if state.receiver_gone {
-                    return Err(Closed);
-                }
-                if state.items.len() < self.0.capacity {
-                    state.items.push_back(item);
-                    drop(state);
-                    self.0.to_receiver.notify_one();
-                    return Ok(());
-                }
-            }
-            self.0.to_sender.notified().await;
-        }
-    }
-}
-
-impl<T> Drop for Sender<T> {
-    fn drop(&mut self) {
-        self.0.lock().sender_gone = true;
-        self.0.to_receiver.notify_one();
-    }
-}
-
-impl<T> Receiver<T> {
-    /// The next item, waiting for one; `None` once the sender is gone and the queue is empty.
-    /// Cancel-safe: an item is only taken by the call that returns it.
-    pub async fn recv(&mut self) -> Option<T> {
-        loop {
-            match self.try_recv() {
-                Ok(item) => return Some(item),
-                Err(TryRecvError::Closed) => return None,
-                Err(TryRecvError::Empty) => self.0.to_receiver.notified().await,
-            }
-        }
-    }
-
-    /// The next item if one is queued.
-    pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
-        let mut state = self.0.lock();
-        match state.items.pop_front() {
-            Some(item) => {
-                drop(state);
-                self.0.to_sender.notify_one();
-                Ok(item)
-            }
-            None if state.sender_gone => Err(TryRecvError::Closed),
-            None => Err(TryRecvError::Empty),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.lock().items.is_empty()
-    }
-}
-
-impl<T> Drop for Receiver<T> {
-    fn drop(&mut self) {
-        let items = {
-            let mut state = self.0.lock();
-            state.receiver_gone = true;
-            std::mem::take(&mut state.items)
-        };
-        // Dropped outside the lock: an item's drop may do anything.
-        drop(items);
-        self.0.to_sender.notify_one();
-    }
-}
 
 /// Why `try_recv` returned nothing.
 #[derive(Debug, PartialEq, Eq)]
@@ -134,7 +41,159 @@ pub enum TryRecvError {
     Closed,
 }
 
-#[cfg(test)]
+/// Why `try_push` did not queue its item, which it gives back.
+enum Refused<T> {
+    Full(T),
+    Closed,
+}
+
+impl<T> Queue<T> {
+    /// A queue holding at most `capacity` items (at least one).
+    pub fn new(capacity: usize) -> Self {
+        Queue {
+            state: Mutex::new(State { items: VecDeque::new(), sender_gone: false, receiver_gone: false }),
+            to_receiver: Notify::new(),
+            to_sender: Notify::new(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        // Every critical section is a push, a pop or a flag: none leaves the state half-done.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn try_push(&self, item: T) -> Result<(), Refused<T>> {
+        let mut state = self.lock();
+        if state.receiver_gone {
+            return Err(Refused::Closed);
+        }
+        if state.items.len() >= self.capacity {
+            return Err(Refused::Full(item));
+        }
+        state.items.push_back(item);
+        drop(state);
+        self.to_receiver.notify_one();
+        Ok(())
+    }
+
+    /// Queues `item` unless the receiver is gone. For a queue with room to spare (the
+    /// unbounded outbox); a full queue refuses too.
+    pub fn push_now(&self, item: T) -> Result<(), Closed> {
+        self.try_push(item).map_err(|_| Closed)
+    }
+
+    /// Queues `item`, waiting while the queue is full. Fails if the receiver is gone.
+    /// Cancel-safe: if the wait is dropped, the item was not queued.
+    pub async fn push(&self, mut item: T) -> Result<(), Closed> {
+        loop {
+            match self.try_push(item) {
+                Ok(()) => return Ok(()),
+                Err(Refused::Closed) => return Err(Closed),
+                Err(Refused::Full(back)) => item = back,
+            }
+            self.to_sender.notified().await;
+        }
+    }
+
+    /// The next item if one is queued.
+    pub fn try_pop(&self) -> Result<T, TryRecvError> {
+        let mut state = self.lock();
+        match state.items.pop_front() {
+            Some(item) => {
+                drop(state);
+                self.to_sender.notify_one();
+                Ok(item)
+            }
+            None if state.sender_gone => Err(TryRecvError::Closed),
+            None => Err(TryRecvError::Empty),
+        }
+    }
+
+    /// The next item, waiting for one; `None` once the sender is gone and the queue is empty.
+    /// Cancel-safe: an item is only taken by the call that returns it.
+    pub async fn pop(&self) -> Option<T> {
+        loop {
+            match self.try_pop() {
+                Ok(item) => return Some(item),
+                Err(TryRecvError::Closed) => return None,
+                Err(TryRecvError::Empty) => self.to_receiver.notified().await,
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lock().items.is_empty()
+    }
+
+    /// The (only) sender is gone: the receiver gets what is queued, then the end.
+    pub fn close_sender(&self) {
+        self.lock().sender_gone = true;
+        self.to_receiver.notify_one();
+    }
+
+    /// The receiver is gone: senders are refused, and what was queued is dropped now rather
+    /// than when the last sender lets go.
+    pub fn close_receiver(&self) {
+        let items = {
+            let mut state = self.lock();
+            state.receiver_gone = true;
+            std::mem::take(&mut state.items)
+        };
+        // Dropped outside the lock: an item's drop may do anything.
+        drop(items);
+        self.to_sender.notify_one();
+    }
+}
+
+/// The reader's end of a bounded queue.
+pub struct Sender<T>(Arc<Queue<T>>);
+
+/// The writer's end of a bounded queue.
+pub struct Receiver<T>(Arc<Queue<T>>);
+
+/// A queue holding at most `capacity` items (at least one), with one sender.
+pub fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
+    let queue = Arc::new(Queue::new(capacity));
+    (Sender(queue.clone()), Receiver(queue))
+}
+
+impl<T> Sender<T> {
+    /// Queues `item`, waiting while the queue is full; see [`Queue::push`].
+    pub async fn send(&self, item: T) -> Result<(), Closed> {
+        self.0.push(item).await
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        self.0.close_sender();
+    }
+}
+
+impl<T> Receiver<T> {
+    /// See [`Queue::pop`].
+    pub async fn recv(&mut self) -> Option<T> {
+        self.0.pop().await
+    }
+
+    pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
+        self.0.try_pop()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        self.0.close_receiver();
+    }
+}
+
+// Tokio tests: not under loom, whose mutex works only inside a model.
+#[cfg(all(test, not(ward_loom)))]
 mod tests {
     use super::*;
     use std::time::Duration;

@@ -93,12 +93,15 @@ where
             let step = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return,
-                msg = self.out.recv() => {
-                    self.taken += 1;
-                    match msg {
-                        Outbound::Close(reason) => Step::Close(reason),
-                        msg => Box::pin(self.send_or_hold(msg)).await,
+                msg = self.out.recv() => match msg {
+                    Some(msg) => {
+                        self.taken += 1;
+                        match msg {
+                            Outbound::Close(reason) => Step::Close(reason),
+                            msg => Box::pin(self.send_or_hold(msg)).await,
+                        }
                     }
+                    None => Step::Stop,
                 },
                 item = self.queue.recv() => match item {
                     // Boxed here and below: the futures awaited in this loop would otherwise
@@ -196,12 +199,13 @@ where
                     let msg = self.out.recv().await;
                     self.taken += 1;
                     match msg {
-                        Outbound::Close(reason) => close = close.or(Some(reason)),
-                        msg => {
+                        Some(Outbound::Close(reason)) => close = close.or(Some(reason)),
+                        Some(msg) => {
                             if let Step::Stop = self.send_outbound(msg).await {
                                 return Step::Stop;
                             }
                         }
+                        None => return Step::Stop,
                     }
                 }
                 for event in events {

@@ -1,16 +1,15 @@
 //! Reading entries back from the segment files, for the rare reader that wants an entry the
 //! log store no longer keeps in memory (it drops entries once applied).
 //!
-//! It is the slow path by design: a one-member group never takes it after startup, and a
-//! follower far enough behind to need applied entries is one snapshot away from being
-//! better served by the snapshot. So it scans every segment rather than keeping an index.
+//! It is the slow path by design: a one-member group never takes it (startup reads the
+//! entries replayed into memory), and a follower far enough behind to need applied entries
+//! is better served by a snapshot. So it scans every segment rather than keeping an index.
 
 use super::error::FileError;
 use super::record::{parse_segment_header, read_at, Record, Slot, SEGMENT_HEADER};
 use super::segment;
 use super::types::Entry;
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::Path;
 
 /// The entries with indexes in `from..to` as the log in `dir` holds them now: later records
@@ -20,15 +19,7 @@ use std::path::Path;
 /// or a gap in what is found, is an error: the entries were acknowledged, and a reader must
 /// not be handed a log with a hole in it.
 pub fn read_entries(dir: &Path, from: u64, to: u64) -> Result<Vec<Entry>, FileError> {
-    let io = |op, source| FileError::Io { path: dir.into(), op, source };
-    let mut numbers = Vec::new();
-    for item in fs::read_dir(dir).map_err(|e| io("list", e))? {
-        let item = item.map_err(|e| io("list", e))?;
-        if let Some(n) = segment::parse_name(&item.file_name().to_string_lossy()) {
-            numbers.push(n);
-        }
-    }
-    numbers.sort_unstable();
+    let (numbers, _) = segment::list(dir)?;
     let mut found = BTreeMap::new();
     let newest = numbers.last().copied();
     for number in numbers {

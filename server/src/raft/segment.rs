@@ -39,6 +39,24 @@ pub fn parse_name(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// The segments in `dir`, oldest first, and the leftover `.tmp` files beside them (a
+/// segment whose creation a crash interrupted, or an unused spare).
+pub fn list(dir: &Path) -> Result<(Vec<u64>, Vec<PathBuf>), FileError> {
+    let mut numbers = Vec::new();
+    let mut stale = Vec::new();
+    for item in fs::read_dir(dir).map_err(io_err(dir, "list"))? {
+        let item = item.map_err(io_err(dir, "list"))?;
+        let name = item.file_name().to_string_lossy().into_owned();
+        if let Some(n) = parse_name(&name) {
+            numbers.push(n);
+        } else if name.ends_with(".tmp") {
+            stale.push(item.path());
+        }
+    }
+    numbers.sort_unstable();
+    Ok((numbers, stale))
+}
+
 fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(std::io::Error) -> FileError + 'a {
     move |source| FileError::Io { path: path.to_path_buf(), op, source }
 }

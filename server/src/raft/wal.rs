@@ -36,19 +36,10 @@ impl Wal {
     /// Opens (or creates) the log in `dir` and returns every intact record in order.
     pub fn open(dir: &Path, segment_bytes: u64) -> Result<(Wal, Vec<Replayed>), FileError> {
         fs::create_dir_all(dir).map_err(|source| FileError::Io { path: dir.into(), op: "create", source })?;
-        let mut numbers = Vec::new();
-        let listing = fs::read_dir(dir).map_err(|source| FileError::Io { path: dir.into(), op: "list", source })?;
-        for item in listing {
-            let item = item.map_err(|source| FileError::Io { path: dir.into(), op: "list", source })?;
-            let name = item.file_name().to_string_lossy().into_owned();
-            if let Some(n) = segment::parse_name(&name) {
-                numbers.push(n);
-            } else if name.ends_with(".tmp") {
-                // A segment whose creation a crash interrupted, or an unused spare.
-                let _ = fs::remove_file(item.path());
-            }
+        let (numbers, stale) = segment::list(dir)?;
+        for path in stale {
+            let _ = fs::remove_file(path);
         }
-        numbers.sort_unstable();
         let segment_bytes = segment_bytes.max(4096);
         let mut replayed = Vec::new();
         let mut closed = Vec::new();
