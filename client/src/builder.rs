@@ -53,13 +53,17 @@ impl ClientBuilder {
         self
     }
 
-    /// Opens a session on the first listed server that answers.
+    /// Opens a session on a server of the list that answers, starting from a random one so
+    /// that the clients of an ensemble spread over its members; on connection loss the
+    /// client moves on through the list.
     pub async fn connect(self) -> Result<Client> {
-        let addrs: Vec<String> =
+        let mut addrs: Vec<String> =
             self.addrs.split(',').map(str::trim).filter(|a| !a.is_empty()).map(str::to_string).collect();
         if addrs.is_empty() {
             return Err(Error::BadArguments(format!("no server address in {:?}", self.addrs)));
         }
+        let start = random_below(addrs.len());
+        addrs.rotate_left(start);
         let requested_timeout_ms = u32::try_from(self.session_timeout.as_millis()).unwrap_or(u32::MAX);
         let mut failures = Vec::new();
         for (index, addr) in addrs.iter().enumerate() {
@@ -114,4 +118,12 @@ impl ClientBuilder {
         }
         Err(Error::Connect(failures.join("; ")))
     }
+}
+
+/// A number below `n` that differs between processes and calls: std's hasher keys are
+/// random per `RandomState`, which is randomness enough to spread connections.
+fn random_below(n: usize) -> usize {
+    use std::hash::{BuildHasher, Hasher};
+    let hash = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    usize::try_from(hash % n.max(1) as u64).unwrap_or(0)
 }

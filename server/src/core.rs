@@ -67,8 +67,13 @@ impl Core {
 
     /// Replaces the whole state (installing a snapshot, or recovery at startup). Watches are
     /// not fired: connections that watched the old state are expected to be gone.
+    /// The session tracker follows: sessions the new state no longer has are dropped (their
+    /// connections closed), and new ones get a full timeout.
     pub fn replace_state(&self, state: StateMachine) {
-        *self.state.write().unwrap_or_else(PoisonError::into_inner) = state;
+        let mut current = self.state.write().unwrap_or_else(PoisonError::into_inner);
+        *current = state;
+        let live = current.sessions().map(|(id, r)| (id, Duration::from_millis(u64::from(r.timeout_ms)))).collect();
+        self.sessions.follow(live);
     }
 
     /// Runs `f` against a consistent view of the state. Watches registered inside `f` cannot

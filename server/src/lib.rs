@@ -13,7 +13,9 @@
 //! * [`tree`]: the data tree and its mutations, with undo for multi.
 //! * [`lock`]: lock queues derived from the tree: holders, and grants after deletes.
 //! * [`log`]: the `CommandLog` seam every write passes through; the in-memory log.
-//! * [`raft`]: the durable log: openraft (one member), fsynced segments, snapshots, group commit.
+//! * [`peer`]: the link between ensemble members (framing, hello, pooled connections).
+//! * [`raft`]: the durable, replicated log: openraft over fsynced segments, snapshots, group
+//!   commit, forwarding to the leader, leader-only duties.
 //! * [`metrics`]: process-wide counters (log fsyncs).
 //! * [`core`]: the state machine behind its lock, publishing to watches and sessions.
 //! * [`prep`]: pure checks before a write is logged.
@@ -34,6 +36,7 @@ pub mod log;
 pub mod metrics;
 pub mod net;
 pub mod outbox;
+pub mod peer;
 pub mod prep;
 pub mod raft;
 pub mod read;

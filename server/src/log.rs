@@ -17,34 +17,84 @@ pub trait CommandLog: Send + Sync + 'static {
     /// Orders `cmd` after every command submitted before it returns. The returned future
     /// resolves once the command is applied (and, for a durable log, durable).
     fn submit(&self, cmd: Command) -> Pending;
+
+    /// Resolves once this server has applied everything committed anywhere before the call
+    /// (a linearizable `sync`): on a replicated log, after the leader has confirmed it still
+    /// leads. A single server's log is always current.
+    fn barrier(&self) -> Barrier {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// Orders the expiry of a session, but only as the leader: never forwarded, so that a
+    /// member that has lost (or never had) the lead cannot expire a session whose client the
+    /// leader still hears from.
+    fn propose_expiry(&self, cmd: Command) -> Pending {
+        self.submit(cmd)
+    }
 }
 
+/// The future of [`CommandLog::barrier`].
+pub type Barrier = Pin<Box<dyn Future<Output = Result<(), Rejected>> + Send>>;
+
+/// Why a submitted command has no result. The difference decides what a client is told:
+/// a command known not to be applied can be refused with an error, while one whose fate is
+/// unknown must not be answered either way (the connection is closed instead, so the client
+/// sees a connection loss, as ZooKeeper's clients do).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Rejected {
+    /// Certainly not applied (no leader, or the leader refused it before logging it); safe
+    /// to send again.
+    #[error("not applied: {0}")]
+    NotApplied(String),
+    /// Handed to the log, but whether it committed is not known (leadership lost, a
+    /// timeout, a lost reply from the leader).
+    #[error("outcome unknown: {0}")]
+    Unknown(String),
+    /// The log has stopped (shutdown, or a write or fsync failed).
+    #[error("the log has stopped")]
+    Stopped,
+}
+
+impl Rejected {
+    /// The error a client may be given for a command that was not applied; `None` when
+    /// nothing may be said (the outcome is unknown).
+    pub fn as_reply(&self) -> Option<ErrorCode> {
+        match self {
+            Rejected::NotApplied(_) => Some(ErrorCode::Unavailable),
+            Rejected::Unknown(_) | Rejected::Stopped => None,
+        }
+    }
+}
+
+/// What a [`Pending`] resolves to.
+pub type Committed = Result<Applied, Rejected>;
+
 /// A submitted command's result, to come.
-pub struct Pending(oneshot::Receiver<Applied>);
+pub struct Pending(oneshot::Receiver<Committed>);
 
 impl Pending {
     /// A pending result and the sender that completes it.
-    pub fn channel() -> (oneshot::Sender<Applied>, Pending) {
+    pub fn channel() -> (oneshot::Sender<Committed>, Pending) {
         let (tx, rx) = oneshot::channel();
         (tx, Pending(rx))
     }
 
     /// The result if it is already there: lets a connection flush before it waits.
-    pub fn try_take(&mut self) -> Option<Result<Applied, ErrorCode>> {
+    pub fn try_take(&mut self) -> Option<Committed> {
         match self.0.try_recv() {
-            Ok(applied) => Some(Ok(applied)),
+            Ok(committed) => Some(committed),
             Err(oneshot::error::TryRecvError::Empty) => None,
-            Err(oneshot::error::TryRecvError::Closed) => Some(Err(ErrorCode::Unavailable)),
+            Err(oneshot::error::TryRecvError::Closed) => Some(Err(Rejected::Stopped)),
         }
     }
 }
 
 impl Future for Pending {
-    /// `Unavailable` when the log dropped the command (shutdown, lost leadership).
-    type Output = Result<Applied, ErrorCode>;
+    /// [`Rejected::Stopped`] when the log dropped the command without a word (shutdown).
+    type Output = Committed;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.0).poll(cx).map(|r| r.map_err(|_| ErrorCode::Unavailable))
+        Pin::new(&mut self.0).poll(cx).map(|r| r.unwrap_or(Err(Rejected::Stopped)))
     }
 }
 
@@ -62,7 +112,7 @@ impl MemoryLog {
 impl CommandLog for MemoryLog {
     fn submit(&self, cmd: Command) -> Pending {
         let (tx, pending) = Pending::channel();
-        let _ = tx.send(self.core.apply(&cmd));
+        let _ = tx.send(Ok(self.core.apply(&cmd)));
         pending
     }
 }

@@ -1,5 +1,6 @@
 //! `ward-server`: runs a Ward server until Ctrl-C or SIGTERM.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -11,7 +12,7 @@ use tracing_subscriber::filter::Targets;
 use tracing_subscriber::prelude::*;
 use ward_server::core::Core;
 use ward_server::log::{CommandLog, MemoryLog};
-use ward_server::raft::{self, RaftOptions};
+use ward_server::raft::{self, EnsembleOptions, RaftOptions};
 use ward_server::Config;
 
 const USAGE: &str = "usage: ward-server [--listen ADDR] [--zk-listen ADDR|off] [--data-dir DIR | --in-memory] [--min-session-timeout-ms N] [--max-session-timeout-ms N]
@@ -24,6 +25,13 @@ const USAGE: &str = "usage: ward-server [--listen ADDR] [--zk-listen ADDR|off] [
   --snapshot-every N            take a snapshot after N log entries, then purge the log (default 5000)
   --min-session-timeout-ms N    shortest session timeout granted (default 4000)
   --max-session-timeout-ms N    longest session timeout granted (default 40000)
+  --ensemble 1=ADDR,2=ADDR,...  run as a member of a replicated ensemble: every member's id
+                                and peer address (the same list on every member)
+  --id N                        this member's id in --ensemble
+  --peer-listen ADDR            where peers connect (default: this member's --ensemble address)
+  --ensemble-name NAME          checked when members connect (default ward)
+  --peer-route ID=ADDR,...      reach these members at ADDR instead of their listed address
+                                (NAT, or a test's per-link proxy)
 Logs go to stderr; RUST_LOG sets the level (e.g. info, ward_server=debug).";
 
 struct Args {
@@ -34,6 +42,15 @@ struct Args {
     /// `None`: in memory only.
     data_dir: Option<PathBuf>,
     config: Config,
+    ensemble: Option<Ensemble>,
+}
+
+struct Ensemble {
+    id: u64,
+    name: String,
+    members: BTreeMap<u64, String>,
+    peer_listen: String,
+    routes: BTreeMap<u64, String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -42,6 +59,8 @@ fn parse_args() -> Result<Args, String> {
     let mut config = Config::default();
     let mut data_dir = Some(PathBuf::from("ward-data"));
     let mut raft = RaftOptions::default();
+    let (mut members, mut id, mut peer_listen, mut name) = (None, None, None, String::from("ward"));
+    let mut routes = BTreeMap::new();
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -72,11 +91,54 @@ fn parse_args() -> Result<Args, String> {
             }
             "--min-session-timeout-ms" => config.min_session_timeout = millis(&value()?)?,
             "--max-session-timeout-ms" => config.max_session_timeout = millis(&value()?)?,
+            "--ensemble" => members = Some(parse_members(&value()?)?),
+            "--id" => id = Some(value()?.parse::<u64>().map_err(|e| format!("--id: {e}"))?),
+            "--peer-listen" => peer_listen = Some(value()?),
+            "--ensemble-name" => name = value()?,
+            "--peer-route" => {
+                routes.extend(parse_members(&value()?).map_err(|e| e.replace("--ensemble", "--peer-route"))?)
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    Ok(Args { listen, zk_listen, raft, data_dir, config })
+    let ensemble = match (members, id) {
+        (None, None) if peer_listen.is_none() && routes.is_empty() => None,
+        (None, _) => return Err("--id and --peer-listen need --ensemble".into()),
+        (Some(_), None) => return Err("--ensemble needs --id (this member's id in the list)".into()),
+        (Some(members), Some(id)) => {
+            let Some(own) = members.get(&id) else {
+                return Err(format!("--id {id} is not in --ensemble ({:?})", members.keys().collect::<Vec<_>>()));
+            };
+            if data_dir.is_none() {
+                return Err("--in-memory cannot be a member of an ensemble: a member's log must be durable".into());
+            }
+            let peer_listen = peer_listen.unwrap_or_else(|| own.clone());
+            Some(Ensemble { id, name, members, peer_listen, routes })
+        }
+    };
+    Ok(Args { listen, zk_listen, raft, data_dir, config, ensemble })
+}
+
+/// `1=host:port,2=host:port,...`: ids are unique and positive.
+fn parse_members(list: &str) -> Result<BTreeMap<u64, String>, String> {
+    let mut members = BTreeMap::new();
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some((id, addr)) = item.split_once('=') else {
+            return Err(format!("--ensemble: {item:?} is not ID=ADDR"));
+        };
+        let id: u64 = id.trim().parse().map_err(|e| format!("--ensemble: member id {id:?}: {e}"))?;
+        if id == 0 {
+            return Err("--ensemble: member ids start at 1".into());
+        }
+        if members.insert(id, addr.trim().to_string()).is_some() {
+            return Err(format!("--ensemble: member {id} is listed twice"));
+        }
+    }
+    if members.is_empty() {
+        return Err("--ensemble: no members".into());
+    }
+    Ok(members)
 }
 
 fn millis(s: &str) -> Result<Duration, String> {
@@ -122,8 +184,22 @@ fn main() -> ExitCode {
 async fn run(args: Args) -> Result<(), ward_server::Error> {
     args.config.validate()?;
     let core = Arc::new(Core::default());
+    let mut peer_addr = None;
     let durable = match &args.data_dir {
-        Some(dir) => Some(Arc::new(raft::open(dir, core.clone(), args.raft.clone()).await?)),
+        Some(dir) => {
+            let ensemble = match args.ensemble {
+                None => None,
+                Some(e) => {
+                    let peer_listener = tokio::net::TcpListener::bind(&e.peer_listen).await.map_err(|error| {
+                        ward_server::Error::Config(format!("--peer-listen {}: {error}", e.peer_listen))
+                    })?;
+                    peer_addr = Some(peer_listener.local_addr()?);
+                    let routes = e.routes.into_iter().collect();
+                    Some(EnsembleOptions { id: e.id, name: e.name, members: e.members, peer_listener, routes })
+                }
+            };
+            Some(Arc::new(raft::open_member(dir, core.clone(), args.raft.clone(), ensemble).await?))
+        }
         None => {
             tracing::warn!("--in-memory: nothing is written to disk; a restart loses every node and session");
             None
@@ -154,6 +230,9 @@ async fn run(args: Args) -> Result<(), ward_server::Error> {
     let mut lines = format!("ward-server listening on {addr}\n");
     if let Some(zk) = &config.zookeeper {
         lines.push_str(&format!("ward-server zookeeper listening on {}\n", zk.local_addr()?));
+    }
+    if let Some(peer) = peer_addr {
+        lines.push_str(&format!("ward-server peer listening on {peer}\n"));
     }
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(lines.as_bytes())?;

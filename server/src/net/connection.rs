@@ -157,6 +157,20 @@ async fn read_loop(
             if !caught_up {
                 return;
             }
+            if matches!(request, Request::Sync { .. }) {
+                let synced = tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    r = ctx.sync_barrier() => r,
+                };
+                if let Err(code) = synced {
+                    let (zxid, events_before, answer) = ctx.view(|_, _| Err(code));
+                    let item = Item::Read { tag: xid, zxid, events_before, events: Vec::new(), answer };
+                    if queue.send(Box::new(item)).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+            }
             read(ctx, xid, request)
         };
         if queue.send(Box::new(item)).await.is_err() || closes_session {

@@ -33,17 +33,29 @@ pub async fn accept_each<F, Fut>(
     F: Fn(TcpStream, SocketAddr, ConnId, CancellationToken) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    accept_until(listener, cancel, protocol, |stream, peer, cancel| {
+        let conn = server.next_conn.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(%peer, conn, protocol, "accepted");
+        tasks.spawn(serve(stream, peer, conn, cancel));
+    })
+    .await
+}
+
+/// Accepts until `cancel` fires, handing each connection and a child token of `cancel` to
+/// `each`. Shared by the client listeners and the peer listener.
+pub async fn accept_until(
+    listener: TcpListener,
+    cancel: CancellationToken,
+    protocol: &'static str,
+    mut each: impl FnMut(TcpStream, SocketAddr, CancellationToken),
+) {
     loop {
         let accepted = tokio::select! {
             _ = cancel.cancelled() => return,
             accepted = listener.accept() => accepted,
         };
         match accepted {
-            Ok((stream, peer)) => {
-                let conn = server.next_conn.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(%peer, conn, protocol, "accepted");
-                tasks.spawn(serve(stream, peer, conn, cancel.child_token()));
-            }
+            Ok((stream, peer)) => each(stream, peer, cancel.child_token()),
             Err(error) => {
                 // Usually out of file descriptors: back off instead of spinning, and let
                 // existing connections keep working.

@@ -146,6 +146,15 @@ impl SessionConn {
         Ok(self.server.log.submit(Command { time_ms: now_ms(), session: self.session, xid, op }))
     }
 
+    /// Waits until this server has applied every write committed anywhere before the call
+    /// (`sync`): the read that follows is linearizable (G8).
+    pub async fn sync_barrier(&self) -> Result<(), ErrorCode> {
+        self.server.log.barrier().await.map_err(|rejected| {
+            tracing::debug!(session = %self.session, %rejected, "sync failed");
+            ErrorCode::Unavailable
+        })
+    }
+
     /// Serves the session: `read_loop` turns frames into items, the shared writer completes
     /// them in order on `sink`. Returns when either side ends; the connection's watches go
     /// and the session stays alive until its deadline.

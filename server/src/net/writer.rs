@@ -257,7 +257,15 @@ where
                         };
                         (self.wire.write_reply(tag, applied.zxid, result), closes_session)
                     }
-                    Err(code) => (self.wire.write_reply(tag, self.last_zxid(), Err(code)), false),
+                    Err(rejected) => match rejected.as_reply() {
+                        Some(code) => (self.wire.write_reply(tag, self.last_zxid(), Err(code)), false),
+                        None => {
+                            // Neither success nor failure may be claimed: the client must
+                            // see a lost connection (and resume, or learn its session ended).
+                            tracing::info!(session = %self.session, %rejected, "closing connection: a write's outcome is unknown");
+                            return Step::Stop;
+                        }
+                    },
                 }
             }
             Item::Refused { tag, number, code } => {

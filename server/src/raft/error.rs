@@ -33,6 +33,9 @@ pub enum OpenError {
     Config(String),
     #[error("raft: {0}")]
     Raft(String),
+    /// The data directory belongs to another member or ensemble.
+    #[error("{0}")]
+    Identity(String),
     /// Another process has the data directory open.
     #[error("{} is in use by another ward-server (its LOCK file is locked)", .0.display())]
     InUse(PathBuf),

@@ -19,16 +19,26 @@
 //!   unapplied entries in memory, and `readback` reads applied ones from the segments.
 //! * [`state_machine`]: openraft's `RaftStateMachine` over [`Core`], and snapshots.
 //! * [`proposer`]: group commit in front of openraft.
-//! * [`network`]: no peers yet.
+//! * [`route`]: a batch into Raft here, or to the leader; the read index for `sync`.
+//! * [`network`]: openraft's RPCs over the peer link ([`crate::peer`]).
+//! * [`service`]: what this member does with its peers' requests.
+//! * [`leadership`]: leader-only duties (session expiry) and followers' touches.
+//! * [`membership`]: adding and removing members.
+//! * [`identity`]: which member a data directory belongs to.
 
 pub mod error;
 pub mod fsutil;
+pub mod identity;
+pub mod leadership;
 pub mod log_store;
+pub mod membership;
 pub mod network;
 pub mod proposer;
 mod readback;
 pub mod record;
+pub mod route;
 pub mod segment;
+pub mod service;
 pub mod state_machine;
 pub mod types;
 pub mod wal;
@@ -38,18 +48,39 @@ pub use proposer::BatchLimits;
 
 use crate::command::Command;
 use crate::core::Core;
-use crate::log::{CommandLog, Pending};
+use crate::log::{Barrier, CommandLog, Pending, Rejected};
+use crate::peer::{Identity, Peers};
 use log_store::LogStore;
-use network::NoNetwork;
+use network::PeerNetworkFactory;
 use openraft::{BasicNode, ServerState, SnapshotPolicy};
 use proposer::Proposer;
+use route::Route;
 use state_machine::StateMachineStore;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
-use types::{LogId, Raft, NODE_ID};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use types::{LogId, NodeId, Raft, NODE_ID};
+
+/// How this server joins a replicated ensemble.
+#[derive(Debug)]
+pub struct EnsembleOptions {
+    /// This member's id, one of `members`' keys.
+    pub id: NodeId,
+    /// Checked in every peer hello: members of different ensembles never talk.
+    pub name: String,
+    /// The founding members and their peer addresses, this one included. Servers started
+    /// with the same list form one group on first start; later starts use the membership
+    /// in their data directory.
+    pub members: BTreeMap<NodeId, String>,
+    /// Where peers reach this member, bound by the caller.
+    pub peer_listener: tokio::net::TcpListener,
+    /// Peer addresses to use instead of the membership's, by member.
+    pub routes: std::collections::HashMap<NodeId, String>,
+}
 
 /// Tuning of the durable log.
 #[derive(Clone, Debug)]
@@ -83,7 +114,10 @@ impl Default for RaftOptions {
 pub struct RaftLog {
     raft: Raft,
     proposer: Proposer,
+    route: Route,
     task: JoinHandle<()>,
+    /// The peer listener and the leadership duties.
+    background: (CancellationToken, TaskTracker),
     /// Held (locked) while the log is open, so a second server cannot share the directory.
     _dir_lock: std::fs::File,
 }
@@ -92,14 +126,46 @@ impl CommandLog for RaftLog {
     fn submit(&self, cmd: Command) -> Pending {
         self.proposer.submit(cmd)
     }
+
+    fn barrier(&self) -> Barrier {
+        let route = self.route.clone();
+        Box::pin(async move { route.barrier().await })
+    }
+
+    fn propose_expiry(&self, cmd: Command) -> Pending {
+        let (tx, pending) = Pending::channel();
+        let raft = self.raft.clone();
+        tokio::spawn(async move {
+            let result = match route::write_here(&raft, vec![cmd]).await {
+                Ok((_, mut applied)) => applied.pop().ok_or_else(|| Rejected::Unknown("no result".into())),
+                Err(crate::peer::ForwardError::NotLeader(_)) => Err(Rejected::NotApplied("not the leader".into())),
+                Err(e) => Err(Rejected::Unknown(e.to_string())),
+            };
+            let _ = tx.send(result);
+        });
+        pending
+    }
 }
 
-/// Opens (or creates) the data directory, restores `core` from the newest snapshot plus the
-/// log after it, and returns once this server leads its group and has applied every logged
-/// command. `core` must be fresh: its state is replaced.
-///
-/// Session deadlines are restarted at now + timeout (see [`restart_session_deadlines`]).
+/// Opens a single server's data directory: see [`open_member`].
 pub async fn open(data_dir: &Path, core: Arc<Core>, options: RaftOptions) -> Result<RaftLog, OpenError> {
+    open_member(data_dir, core, options, None).await
+}
+
+/// Opens (or creates) the data directory and restores `core` from the newest snapshot plus
+/// the log after it. `core` must be fresh: its state is replaced.
+///
+/// Without `ensemble` this server is a one-member group: it returns once it leads and has
+/// applied every logged command. With `ensemble` it serves its peers at once and returns
+/// without waiting for a leader; the first start of a fresh directory founds the group with
+/// `ensemble.members` (every founding member proposes the same first entry, so starting them
+/// in any order makes one group).
+pub async fn open_member(
+    data_dir: &Path,
+    core: Arc<Core>,
+    options: RaftOptions,
+    ensemble: Option<EnsembleOptions>,
+) -> Result<RaftLog, OpenError> {
     std::fs::create_dir_all(data_dir).map_err(|source| FileError::Io {
         path: data_dir.into(),
         op: "create",
@@ -109,41 +175,91 @@ pub async fn open(data_dir: &Path, core: Arc<Core>, options: RaftOptions) -> Res
     let mut sm = StateMachineStore::open(data_dir, core.clone())?;
     let store = LogStore::open(data_dir, options.segment_bytes)?;
     sm.evict_applied(store.evictor());
+    let fresh = store.is_new() && !sm.has_state();
+    let (id, name) = match &ensemble {
+        Some(e) => (e.id, e.name.as_str()),
+        None => (NODE_ID, identity::SINGLE),
+    };
+    identity::check_or_record(data_dir, id, name, fresh)?;
     // Make the directories themselves durable if this call created them.
     fsutil::sync_dir(data_dir)?;
     if let Some(parent) = data_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         fsutil::sync_dir(parent)?;
     }
-    let fresh = store.is_new() && !sm.has_state();
-    let config = openraft::Config {
-        cluster_name: "ward".into(),
-        // One member: ticks and elections matter only at startup; keep them quiet.
-        heartbeat_interval: 500,
-        election_timeout_min: 1500,
-        election_timeout_max: 3000,
-        snapshot_policy: SnapshotPolicy::LogsSinceLast(options.snapshot_every),
-        max_in_snapshot_log_to_keep: options.keep_after_snapshot,
-        ..Default::default()
+    let config = match &ensemble {
+        Some(_) => openraft::Config {
+            cluster_name: name.into(),
+            // openraft times an append out after one heartbeat interval: it must cover a
+            // follower's fsync on a loaded machine.
+            heartbeat_interval: 250,
+            election_timeout_min: 1000,
+            election_timeout_max: 2000,
+            install_snapshot_timeout: 10_000,
+            snapshot_max_chunk_size: 1 << 20,
+            // Each entry is a batch of up to ~1 MiB.
+            max_payload_entries: 16,
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(options.snapshot_every),
+            max_in_snapshot_log_to_keep: options.keep_after_snapshot,
+            ..Default::default()
+        },
+        None => openraft::Config {
+            cluster_name: name.into(),
+            // One member: ticks and elections matter only at startup; keep them quiet.
+            heartbeat_interval: 500,
+            election_timeout_min: 1500,
+            election_timeout_max: 3000,
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(options.snapshot_every),
+            max_in_snapshot_log_to_keep: options.keep_after_snapshot,
+            ..Default::default()
+        },
     }
     .validate()
     .map_err(|e| OpenError::Config(e.to_string()))?;
-    let raft =
-        Raft::new(NODE_ID, Arc::new(config), NoNetwork, store, sm).await.map_err(|e| OpenError::Raft(e.to_string()))?;
+    let grace = match &ensemble {
+        // A deposed leader may have acknowledged a client's heartbeat until its lease ran
+        // out, which is one maximal election timeout (openraft's lease).
+        Some(_) => Duration::from_millis(config.election_timeout_max),
+        None => Duration::ZERO,
+    };
+    let routes = ensemble.as_ref().map(|e| e.routes.clone()).unwrap_or_default();
+    let peers = Arc::new(Peers::new(Identity { ensemble: name.into(), me: id }, routes));
+    let network = PeerNetworkFactory { peers: peers.clone() };
+    let raft = Raft::new(id, Arc::new(config), network, store, sm).await.map_err(|e| OpenError::Raft(e.to_string()))?;
+    // Until this server leads and is ready, it expires nobody.
+    core.sessions.set_sweeping(false);
+    let cancel = CancellationToken::new();
+    let tasks = TaskTracker::new();
     if fresh {
-        let members = BTreeMap::from([(NODE_ID, BasicNode::default())]);
+        let members: BTreeMap<NodeId, BasicNode> = match &ensemble {
+            Some(e) => e.members.iter().map(|(id, addr)| (*id, BasicNode::new(addr))).collect(),
+            None => BTreeMap::from([(NODE_ID, BasicNode::default())]),
+        };
         raft.initialize(members).await.map_err(|e| OpenError::Raft(format!("initialize: {e}")))?;
         tracing::info!(dir = %data_dir.display(), "new data directory initialized");
     }
-    become_leader(&raft).await?;
-    let last = raft.metrics().borrow().last_log_index;
-    raft.wait(Some(options.replay_timeout))
-        .applied_index_at_least(last, "replay the log")
-        .await
-        .map_err(|e| OpenError::Raft(format!("replaying the log: {e}")))?;
+    match ensemble {
+        None => {
+            become_leader(&raft).await?;
+            let last = raft.metrics().borrow().last_log_index;
+            raft.wait(Some(options.replay_timeout))
+                .applied_index_at_least(last, "replay the log")
+                .await
+                .map_err(|e| OpenError::Raft(format!("replaying the log: {e}")))?;
+            tracing::info!(last_index = ?last, zxid = core.read(|s| s.last_zxid()), "durable log open");
+        }
+        Some(e) => {
+            let member = Arc::new(service::Member { raft: raft.clone(), core: core.clone() });
+            let identity = peers.identity().clone();
+            tasks.spawn(crate::peer::listener::serve(e.peer_listener, identity, member, cancel.clone(), tasks.clone()));
+            tasks.spawn(leadership::pass_touches(raft.clone(), core.clone(), peers.clone(), cancel.clone()));
+            tracing::info!(id, members = ?e.members, zxid = core.read(|s| s.last_zxid()), "ensemble member open");
+        }
+    }
     restart_session_deadlines(&core);
-    let (proposer, task) = Proposer::start(raft.clone(), options.batch);
-    tracing::info!(last_index = ?last, zxid = core.read(|s| s.last_zxid()), "durable log open");
-    Ok(RaftLog { raft, proposer, task, _dir_lock: dir_lock })
+    tasks.spawn(leadership::run_duties(raft.clone(), core.clone(), grace, cancel.clone()));
+    let route = Route { raft: raft.clone(), peers, me: id };
+    let (proposer, task) = Proposer::start(route.clone(), options.batch);
+    Ok(RaftLog { raft, proposer, route, task, background: (cancel, tasks), _dir_lock: dir_lock })
 }
 
 /// Takes the data directory's `LOCK` file; the OS drops the lock if the process dies.
@@ -217,9 +333,12 @@ impl RaftLog {
         }
     }
 
-    /// Stops the proposer and Raft; pending commands complete with Unavailable.
+    /// Stops the proposer, the peer link and Raft; pending commands complete as stopped.
     pub async fn shutdown(&self) {
         self.task.abort();
+        self.background.0.cancel();
+        self.background.1.close();
+        self.background.1.wait().await;
         if let Err(error) = self.raft.shutdown().await {
             tracing::warn!(%error, "raft did not stop cleanly");
         }

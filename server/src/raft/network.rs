@@ -1,53 +1,90 @@
-//! The network of a one-member group: there is nobody to call. openraft requires a network
-//! even then; every call reports the peer unreachable. The ensemble replaces this.
+//! openraft's network over the peer link: each Raft RPC is one call on the member's Raft
+//! channel, except snapshot chunks, which travel on the Snapshot channel so that a large
+//! transfer never sits in front of a heartbeat. A one-member group never calls it.
 
 use super::types::{NodeId, TypeConfig};
-use openraft::error::{InstallSnapshotError, RPCError, RaftError, Unreachable};
+use crate::peer::{Channel, PeerError, PeerRequest, PeerResponse, Peers};
+use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable};
 use openraft::network::RPCOption;
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest,
     VoteResponse,
 };
 use openraft::{BasicNode, RaftNetwork, RaftNetworkFactory};
+use std::sync::Arc;
 
-pub struct NoNetwork;
-
-fn unreachable<E: std::error::Error>() -> RPCError<NodeId, BasicNode, E> {
-    let why = std::io::Error::new(std::io::ErrorKind::NotConnected, "single-server mode: no peers");
-    RPCError::Unreachable(Unreachable::new(&why))
+/// Makes a [`PeerNetwork`] per target; they share [`Peers`]' pooled connections.
+#[derive(Clone)]
+pub struct PeerNetworkFactory {
+    pub peers: Arc<Peers>,
 }
 
-impl RaftNetworkFactory<TypeConfig> for NoNetwork {
-    type Network = NoNetwork;
+pub struct PeerNetwork {
+    peers: Arc<Peers>,
+    target: NodeId,
+    addr: String,
+}
 
-    async fn new_client(&mut self, _target: NodeId, _node: &BasicNode) -> NoNetwork {
-        NoNetwork
+impl RaftNetworkFactory<TypeConfig> for PeerNetworkFactory {
+    type Network = PeerNetwork;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerNetwork {
+        PeerNetwork { peers: self.peers.clone(), target, addr: node.addr.clone() }
     }
 }
 
-impl RaftNetwork<TypeConfig> for NoNetwork {
+type RpcError<E = openraft::error::Infallible> = RPCError<NodeId, BasicNode, RaftError<NodeId, E>>;
+
+fn transport<E: std::error::Error>(e: PeerError) -> RPCError<NodeId, BasicNode, E> {
+    match e {
+        PeerError::Unreachable(..) => RPCError::Unreachable(Unreachable::new(&e)),
+        PeerError::Lost(..) => RPCError::Network(NetworkError::new(&e)),
+    }
+}
+
+fn wrong_reply<E: std::error::Error>(what: &str) -> RPCError<NodeId, BasicNode, E> {
+    let e = std::io::Error::new(std::io::ErrorKind::InvalidData, format!("peer answered {what} with another reply"));
+    RPCError::Network(NetworkError::new(&e))
+}
+
+impl PeerNetwork {
+    async fn call(
+        &self,
+        channel: Channel,
+        request: PeerRequest,
+        option: &RPCOption,
+    ) -> Result<PeerResponse, PeerError> {
+        self.peers.call(self.target, &self.addr, channel, request, option.hard_ttl()).await
+    }
+}
+
+impl RaftNetwork<TypeConfig> for PeerNetwork {
     async fn append_entries(
         &mut self,
-        _rpc: AppendEntriesRequest<TypeConfig>,
-        _option: RPCOption,
-    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        Err(unreachable())
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RpcError> {
+        match self.call(Channel::Raft, PeerRequest::AppendEntries(rpc), &option).await.map_err(transport)? {
+            PeerResponse::AppendEntries(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+            _ => Err(wrong_reply("append_entries")),
+        }
     }
 
     async fn install_snapshot(
         &mut self,
-        _rpc: InstallSnapshotRequest<TypeConfig>,
-        _option: RPCOption,
-    ) -> Result<InstallSnapshotResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>>
-    {
-        Err(unreachable())
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<InstallSnapshotResponse<NodeId>, RpcError<InstallSnapshotError>> {
+        match self.call(Channel::Snapshot, PeerRequest::InstallSnapshot(rpc), &option).await.map_err(transport)? {
+            PeerResponse::InstallSnapshot(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+            _ => Err(wrong_reply("install_snapshot")),
+        }
     }
 
-    async fn vote(
-        &mut self,
-        _rpc: VoteRequest<NodeId>,
-        _option: RPCOption,
-    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        Err(unreachable())
+    async fn vote(&mut self, rpc: VoteRequest<NodeId>, option: RPCOption) -> Result<VoteResponse<NodeId>, RpcError> {
+        match self.call(Channel::Raft, PeerRequest::Vote(rpc), &option).await.map_err(transport)? {
+            PeerResponse::Vote(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+            _ => Err(wrong_reply("vote")),
+        }
     }
 }

@@ -3,11 +3,12 @@
 //! openraft 0.9 turns each `client_write` into its own entry and its own fsync, with one
 //! append in flight, which caps durable writes at one per fsync (~6k/s here). The proposer
 //! drains everything queued while the previous batch was being made durable into the next
-//! `client_write`, so many commands share one fsync (`shared/research/openraft-probe.md`).
+//! entry, so many commands share one fsync (docs/storage.md, "Group commit"). On a follower
+//! the batch goes to the leader whole ([`super::route`]).
 
-use super::types::Raft;
-use crate::command::{Applied, Command, CommandOp};
-use crate::log::{CommandLog, Pending};
+use super::route::Route;
+use crate::command::{Command, CommandOp};
+use crate::log::{CommandLog, Committed, Pending, Rejected};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use ward_proto::Op;
@@ -28,7 +29,7 @@ impl Default for BatchLimits {
 
 struct Proposal {
     cmd: Command,
-    reply: oneshot::Sender<Applied>,
+    reply: oneshot::Sender<Committed>,
 }
 
 /// The [`CommandLog`] side: submitting only enqueues, so the queue order is the submission
@@ -39,9 +40,9 @@ pub struct Proposer {
 
 impl Proposer {
     /// Starts the proposer task on the current runtime. It ends when the proposer is dropped.
-    pub fn start(raft: Raft, limits: BatchLimits) -> (Proposer, JoinHandle<()>) {
+    pub fn start(route: Route, limits: BatchLimits) -> (Proposer, JoinHandle<()>) {
         let (queue, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(run(raft, rx, limits));
+        let task = tokio::spawn(run(route, rx, limits));
         (Proposer { queue }, task)
     }
 }
@@ -55,7 +56,7 @@ impl CommandLog for Proposer {
     }
 }
 
-async fn run(raft: Raft, mut queue: mpsc::UnboundedReceiver<Proposal>, limits: BatchLimits) {
+async fn run(route: Route, mut queue: mpsc::UnboundedReceiver<Proposal>, limits: BatchLimits) {
     let mut batch = Vec::new();
     let mut replies = Vec::new();
     while let Some(first) = queue.recv().await {
@@ -71,21 +72,22 @@ async fn run(raft: Raft, mut queue: mpsc::UnboundedReceiver<Proposal>, limits: B
         let n = batch.len();
         // One batch in flight: 0.9 serializes appends anyway, and the next batch grows while
         // this one is being made durable.
-        match raft.client_write(std::mem::take(&mut batch)).await {
-            Ok(response) => {
-                if response.data.len() != n {
-                    tracing::error!(sent = n, got = response.data.len(), "batch reply has the wrong length");
+        match route.commit(std::mem::take(&mut batch)).await {
+            Ok(applied) => {
+                if applied.len() != n {
+                    tracing::error!(sent = n, got = applied.len(), "batch reply has the wrong length");
                 }
-                for (reply, applied) in replies.drain(..).zip(response.data) {
-                    let _ = reply.send(applied);
+                let mut results = applied.into_iter();
+                for reply in replies.drain(..) {
+                    let result = results.next().ok_or_else(|| Rejected::Unknown("no result for this command".into()));
+                    let _ = reply.send(result);
                 }
-                // Any reply left without a result is dropped: Unavailable.
-                replies.clear();
             }
-            Err(error) => {
-                // Not known to be durable: each caller sees Unavailable (dropped sender).
-                tracing::warn!(%error, commands = n, "batch not committed");
-                replies.clear();
+            Err(rejected) => {
+                tracing::warn!(%rejected, commands = n, "batch not committed");
+                for reply in replies.drain(..) {
+                    let _ = reply.send(Err(rejected.clone()));
+                }
             }
         }
     }

@@ -21,11 +21,11 @@ pub async fn run(core: Arc<Core>, log: Arc<dyn CommandLog>, tick: Duration, canc
         for session in core.sessions.take_due(Instant::now()) {
             tracing::info!(%session, "session expired: heartbeats stopped");
             let cmd = Command { time_ms: now_ms(), session, xid: 0, op: CommandOp::ExpireSession };
-            let pending = log.submit(cmd);
+            let pending = log.propose_expiry(cmd);
             let core = core.clone();
             tokio::spawn(async move {
-                if let Err(code) = pending.await {
-                    tracing::warn!(%session, ?code, "expiry not ordered; will retry");
+                if let Err(rejected) = pending.await {
+                    tracing::warn!(%session, %rejected, "expiry not ordered; will retry");
                     core.sessions.retry_expiry(session);
                 }
             });

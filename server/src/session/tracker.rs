@@ -1,6 +1,6 @@
 //! Deadlines and connection ownership of live sessions.
 
-use crate::sync::{Mutex, MutexGuard};
+use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::watch::{CloseReason, ConnId, Outbound, OutboundTx};
 use std::collections::HashMap;
 use std::sync::PoisonError;
@@ -15,13 +15,24 @@ struct Tracked {
     conn: Option<(ConnId, OutboundTx)>,
     /// An expiry has been proposed; later heartbeats do not revive the session.
     expiring: bool,
+    /// Heard from since the last [`SessionTracker::take_touched`]: a follower passes these
+    /// on to the leader, whose deadlines are the ones that count.
+    touched: bool,
 }
 
 /// Every live session's deadline. Heartbeats only touch this map; they never reach the log.
-#[derive(Default)]
 pub struct SessionTracker {
     // A std mutex: touched on every frame, never held across an await.
     inner: Mutex<HashMap<SessionId, Tracked>>,
+    /// 1 while this server may expire sessions: always on a single server; in an ensemble
+    /// only on a leader that has applied every earlier entry and restarted every deadline.
+    sweeping: AtomicU64,
+}
+
+impl Default for SessionTracker {
+    fn default() -> Self {
+        SessionTracker { inner: Mutex::default(), sweeping: AtomicU64::new(1) }
+    }
 }
 
 impl SessionTracker {
@@ -31,8 +42,63 @@ impl SessionTracker {
 
     /// Starts tracking a session created by apply, with a full timeout ahead of it.
     pub fn register(&self, session: SessionId, timeout: Duration) {
-        let tracked = Tracked { timeout, deadline: Instant::now() + timeout, conn: None, expiring: false };
+        let tracked =
+            Tracked { timeout, deadline: Instant::now() + timeout, conn: None, expiring: false, touched: false };
         self.lock().insert(session, tracked);
+    }
+
+    /// Makes the tracked sessions exactly `live` (after the state was replaced by a
+    /// snapshot): those not in it have ended, and those new to it start a full timeout.
+    pub fn follow(&self, live: Vec<(SessionId, Duration)>) {
+        let live: HashMap<SessionId, Duration> = live.into_iter().collect();
+        let mut map = self.lock();
+        map.retain(|id, t| {
+            let keep = live.contains_key(id);
+            if !keep {
+                if let Some((_, tx)) = t.conn.take() {
+                    let _ = tx.send(Outbound::Close(CloseReason::SessionEnded));
+                }
+            }
+            keep
+        });
+        let now = Instant::now();
+        for (id, timeout) in live {
+            map.entry(id).or_insert(Tracked {
+                timeout,
+                deadline: now + timeout,
+                conn: None,
+                expiring: false,
+                touched: false,
+            });
+        }
+    }
+
+    /// Turns the expiry sweep on or off (see the `sweeping` field).
+    pub fn set_sweeping(&self, on: bool) {
+        self.sweeping.store(u64::from(on), Ordering::SeqCst);
+    }
+
+    /// Gives every tracked session `timeout + grace` from now, and forgets pending expiry
+    /// proposals: a new leader does not know when another member last heard from a client,
+    /// so each gets a whole timeout (and `grace`, the time a deposed leader may still have
+    /// been acknowledging that client) before this one may expire it.
+    pub fn restart_deadlines(&self, grace: Duration) {
+        let now = Instant::now();
+        for t in self.lock().values_mut() {
+            t.deadline = now + t.timeout + grace;
+            t.expiring = false;
+        }
+    }
+
+    /// Sessions heard from since the last call.
+    pub fn take_touched(&self) -> Vec<SessionId> {
+        let mut touched = Vec::new();
+        for (id, t) in self.lock().iter_mut() {
+            if std::mem::take(&mut t.touched) {
+                touched.push(*id);
+            }
+        }
+        touched
     }
 
     /// Binds the session to a connection, closing the one that served it before. Returns
@@ -44,18 +110,23 @@ impl SessionTracker {
             return false;
         }
         t.deadline = Instant::now() + t.timeout;
+        t.touched = true;
         if let Some((_, old)) = t.conn.replace((conn, tx)) {
             let _ = old.send(Outbound::Close(CloseReason::SessionMoved));
         }
         true
     }
 
-    /// Records a sign of life: any frame on the session's connection.
-    pub fn touch(&self, session: SessionId) {
-        if let Some(t) = self.lock().get_mut(&session) {
-            if !t.expiring {
+    /// Records a sign of life: any frame on the session's connection, or a touch passed on
+    /// by another member. False when the session is not live here (unknown, or expiring).
+    pub fn touch(&self, session: SessionId) -> bool {
+        match self.lock().get_mut(&session) {
+            Some(t) if !t.expiring => {
                 t.deadline = Instant::now() + t.timeout;
+                t.touched = true;
+                true
             }
+            _ => false,
         }
     }
 
@@ -94,6 +165,10 @@ impl SessionTracker {
     /// Sessions whose deadline has passed and whose expiry is not yet proposed; marks them.
     pub fn take_due(&self, now: Instant) -> Vec<SessionId> {
         let mut map = self.lock();
+        // Read under the lock: `restart_deadlines` and the switch are ordered with the sweep.
+        if self.sweeping.load(Ordering::SeqCst) == 0 {
+            return Vec::new();
+        }
         let mut due = Vec::new();
         for (id, t) in map.iter_mut() {
             if !t.expiring && t.deadline <= now {

@@ -4,8 +4,8 @@
 //! writes, and a notification goes out before any reply that could show its change.
 
 use super::jute::In;
-use super::ops::{self, Action, Render};
-use super::records::{connect_response, ConnectRequest};
+use super::ops::{self, Action, ReadOp, Render};
+use super::records::{connect_response, err, ConnectRequest};
 use super::reply::{ZkAnswer, ZkTag, ZkWire};
 use super::stats::{ConnStats, Shared};
 use super::{fourlw, MAX_PACKET};
@@ -25,7 +25,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 use tokio_util::sync::CancellationToken;
-use ward_proto::{ErrorCode, SessionId, SessionSecret};
+use ward_proto::{ErrorCode, Request, SessionId, SessionSecret};
 
 type Reader = FramedRead<OwnedReadHalf, LengthDelimitedCodec>;
 type Writer = FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>;
@@ -211,6 +211,22 @@ async fn read_loop(
                 };
                 if !caught_up {
                     return;
+                }
+                let synced = match &op {
+                    ReadOp::Ward(Request::Sync { .. }) => tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        r = ctx.sync_barrier() => r,
+                    },
+                    _ => Ok(()),
+                };
+                if synced.is_err() {
+                    let (zxid, events_before, answer) = ctx.view(|_, _| ZkAnswer::fail(err::CONNECTION_LOSS));
+                    let tag = ZkTag { xid, render: Render::None };
+                    let item = Item::Read { tag, zxid, events_before, events: Vec::new(), answer };
+                    if queue.send(Box::new(item)).await.is_err() {
+                        return;
+                    }
+                    continue;
                 }
                 let mut events = Vec::new();
                 let (zxid, events_before, answer) =

@@ -1,0 +1,202 @@
+//! The calling side of the peer link: one lazily opened connection per (member, channel),
+//! shared by every call to that member on that channel, with calls multiplexed by id.
+//!
+//! A call's failure says whether the request may have reached the member: a connection that
+//! could not be opened ([`PeerError::Unreachable`]) means it did not, while a connection lost
+//! or a reply not received in time after sending ([`PeerError::Lost`]) leaves it unknown.
+//! Forwarded writes depend on that difference.
+
+use super::wire::PEER_VERSION;
+use super::wire::{Channel, Envelope, HelloAnswer, PeerHello, PeerRequest, PeerResponse, MAX_PEER_FRAME, PEER_MAGIC};
+use crate::raft::types::NodeId;
+use futures_util::{SinkExt, StreamExt};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::sync::CancellationToken;
+use ward_proto::FrameCodec;
+
+/// Opening a connection (TCP and the hello) may take this long.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PeerError {
+    /// Not sent: no connection could be opened, or the member refused the hello.
+    #[error("member {0} unreachable: {1}")]
+    Unreachable(NodeId, String),
+    /// Sent (or being sent) when the connection failed or the time ran out: the member may
+    /// or may not have acted on it.
+    #[error("no reply from member {0}: {1}")]
+    Lost(NodeId, String),
+}
+
+/// Who we are, as the hello says it.
+#[derive(Clone, Debug)]
+pub struct Identity {
+    pub ensemble: Arc<str>,
+    pub me: NodeId,
+}
+
+type Waiters = Arc<Mutex<HashMap<u64, oneshot::Sender<PeerResponse>>>>;
+
+/// An open connection: requests go to its writer task; replies find their caller by id.
+struct Conn {
+    addr: String,
+    requests: mpsc::UnboundedSender<Envelope<PeerRequest>>,
+    waiters: Waiters,
+    closed: CancellationToken,
+}
+
+/// Calls to one member on one channel.
+pub struct PeerClient {
+    identity: Identity,
+    target: NodeId,
+    channel: Channel,
+    next_id: AtomicU64,
+    /// A tokio mutex: held across connecting, so that concurrent callers share one attempt.
+    conn: tokio::sync::Mutex<Option<Conn>>,
+}
+
+impl PeerClient {
+    pub fn new(identity: Identity, target: NodeId, channel: Channel) -> Self {
+        PeerClient { identity, target, channel, next_id: AtomicU64::new(1), conn: tokio::sync::Mutex::new(None) }
+    }
+
+    /// Sends `request` to the member at `addr` and waits up to `timeout` for its reply.
+    pub async fn call(&self, addr: &str, request: PeerRequest, timeout: Duration) -> Result<PeerResponse, PeerError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut slot = self.conn.lock().await;
+            let stale = slot.as_ref().is_none_or(|c| c.closed.is_cancelled() || c.addr != addr);
+            if stale {
+                if let Some(old) = slot.take() {
+                    old.closed.cancel();
+                }
+                let opened = tokio::time::timeout(CONNECT_TIMEOUT.min(timeout), self.open(addr)).await;
+                let conn = match opened {
+                    Ok(Ok(conn)) => conn,
+                    Ok(Err(why)) => return Err(PeerError::Unreachable(self.target, why)),
+                    Err(_) => return Err(PeerError::Unreachable(self.target, "connect timed out".into())),
+                };
+                *slot = Some(conn);
+            }
+            let Some(conn) = slot.as_ref() else {
+                return Err(PeerError::Unreachable(self.target, "no connection".into()));
+            };
+            conn.waiters.lock().unwrap_or_else(PoisonError::into_inner).insert(id, tx);
+            if conn.requests.send(Envelope { id, body: request }).is_err() {
+                conn.waiters.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+                return Err(PeerError::Unreachable(self.target, "connection closed".into()));
+            }
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(_)) => Err(PeerError::Lost(self.target, "connection lost".into())),
+            Err(_) => {
+                self.forget(id).await;
+                Err(PeerError::Lost(self.target, format!("no reply within {timeout:?}")))
+            }
+        }
+    }
+
+    async fn forget(&self, id: u64) {
+        if let Some(conn) = self.conn.lock().await.as_ref() {
+            conn.waiters.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+        }
+    }
+
+    /// Closes the connection, if any; the next call opens a new one.
+    pub async fn close(&self) {
+        if let Some(conn) = self.conn.lock().await.take() {
+            conn.closed.cancel();
+        }
+    }
+
+    async fn open(&self, addr: &str) -> Result<Conn, String> {
+        let stream = TcpStream::connect(addr).await.map_err(|e| format!("connect {addr}: {e}"))?;
+        let _ = stream.set_nodelay(true);
+        let (r, w) = stream.into_split();
+        let mut hello_out = FramedWrite::new(w, FrameCodec::<HelloAnswer, PeerHello>::new(MAX_PEER_FRAME));
+        let mut hello_in = FramedRead::new(r, FrameCodec::<HelloAnswer, PeerHello>::new(4096));
+        let hello = PeerHello {
+            magic: PEER_MAGIC,
+            version: PEER_VERSION,
+            ensemble: self.identity.ensemble.to_string(),
+            from: self.identity.me,
+            to: self.target,
+            channel: self.channel,
+        };
+        hello_out.send(hello).await.map_err(|e| format!("hello to {addr}: {e}"))?;
+        match hello_in.next().await {
+            Some(Ok(HelloAnswer::Accepted)) => {}
+            Some(Ok(HelloAnswer::Refused(why))) => return Err(format!("{addr} refused: {why}")),
+            Some(Err(e)) => return Err(format!("hello answer from {addr}: {e}")),
+            None => return Err(format!("{addr} closed the connection during the hello")),
+        }
+        // The hello codecs hand over their sockets and whatever they buffered (nothing can
+        // follow the answer before we send a request).
+        let reader = FramedRead::new(
+            hello_in.into_inner(),
+            FrameCodec::<Envelope<PeerResponse>, Envelope<PeerRequest>>::new(MAX_PEER_FRAME),
+        );
+        let writer = FramedWrite::new(
+            hello_out.into_inner(),
+            FrameCodec::<Envelope<PeerResponse>, Envelope<PeerRequest>>::new(MAX_PEER_FRAME),
+        );
+        let (requests, rx) = mpsc::unbounded_channel();
+        let waiters = Waiters::default();
+        let closed = CancellationToken::new();
+        tokio::spawn(pump(reader, writer, rx, waiters.clone(), closed.clone()));
+        Ok(Conn { addr: addr.to_string(), requests, waiters, closed })
+    }
+}
+
+type Reader = FramedRead<tokio::net::tcp::OwnedReadHalf, FrameCodec<Envelope<PeerResponse>, Envelope<PeerRequest>>>;
+type Writer = FramedWrite<tokio::net::tcp::OwnedWriteHalf, FrameCodec<Envelope<PeerResponse>, Envelope<PeerRequest>>>;
+
+/// Moves requests out and replies in until the connection fails or is closed; then every
+/// caller still waiting learns that its reply is lost (its sender is dropped).
+async fn pump(
+    mut reader: Reader,
+    mut writer: Writer,
+    mut requests: mpsc::UnboundedReceiver<Envelope<PeerRequest>>,
+    waiters: Waiters,
+    closed: CancellationToken,
+) {
+    let write = async {
+        while let Some(request) = requests.recv().await {
+            if let Err(error) = writer.send(request).await {
+                tracing::debug!(%error, "peer write failed");
+                return;
+            }
+        }
+    };
+    let read = async {
+        while let Some(frame) = reader.next().await {
+            match frame {
+                Ok(reply) => {
+                    let waiter = waiters.lock().unwrap_or_else(PoisonError::into_inner).remove(&reply.id);
+                    if let Some(waiter) = waiter {
+                        let _ = waiter.send(reply.body);
+                    }
+                }
+                Err(error) => {
+                    tracing::debug!(%error, "peer read failed");
+                    return;
+                }
+            }
+        }
+    };
+    tokio::select! {
+        _ = closed.cancelled() => {}
+        _ = write => {}
+        _ = read => {}
+    }
+    closed.cancel();
+    waiters.lock().unwrap_or_else(PoisonError::into_inner).clear();
+}

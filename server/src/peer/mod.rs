@@ -1,0 +1,26 @@
+//! The peer link between ensemble members: our own framing over tokio TCP.
+//!
+//! Why not the openraft examples' HTTP+JSON or a gRPC stack: the link carries Raft's
+//! messages plus Ward's own (forwarded writes, session touches, read index, membership), all
+//! already serde types; `ward-proto`'s frame codec and postcard carry them with no schema
+//! compiler and no second serialization, and one multiplexed connection per member and
+//! purpose keeps heartbeats off the connection that streams a snapshot.
+//!
+//! # Modules
+//! * [`wire`]: the hello and the request and reply messages.
+//! * [`client`]: calls to one member on one channel, over a lazily opened connection.
+//! * [`listener`]: accepts members' connections, checks their hello, serves their requests.
+//! * [`pool`]: every member's clients, by id, with their current addresses.
+
+pub mod client;
+pub mod listener;
+pub mod pool;
+pub mod wire;
+
+pub use client::{Identity, PeerError};
+pub use listener::PeerService;
+pub use pool::Peers;
+pub use wire::{AdminReply, AdminRequest, Channel, ForwardError, PeerRequest, PeerResponse};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,50 @@
+//! Every member's clients, one per channel, created on first use and kept for the process's
+//! life (a handful of members, three channels each).
+
+use super::client::{Identity, PeerClient, PeerError};
+use super::wire::{Channel, PeerRequest, PeerResponse};
+use crate::raft::types::NodeId;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+pub struct Peers {
+    identity: Identity,
+    /// Addresses that override the membership's for some members (`--peer-route`): a
+    /// member behind NAT, or a test's per-link proxy.
+    routes: HashMap<NodeId, String>,
+    // A std mutex: looked up once per call, never held across an await.
+    clients: Mutex<HashMap<(NodeId, Channel), Arc<PeerClient>>>,
+}
+
+impl Peers {
+    pub fn new(identity: Identity, routes: HashMap<NodeId, String>) -> Self {
+        Peers { identity, routes, clients: Mutex::default() }
+    }
+
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// The client for `target` on `channel`.
+    pub fn client(&self, target: NodeId, channel: Channel) -> Arc<PeerClient> {
+        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        clients
+            .entry((target, channel))
+            .or_insert_with(|| Arc::new(PeerClient::new(self.identity.clone(), target, channel)))
+            .clone()
+    }
+
+    /// Calls `target` at peer address `addr` (or at its route, if it has one).
+    pub async fn call(
+        &self,
+        target: NodeId,
+        addr: &str,
+        channel: Channel,
+        request: PeerRequest,
+        timeout: Duration,
+    ) -> Result<PeerResponse, PeerError> {
+        let addr = self.routes.get(&target).map_or(addr, String::as_str);
+        self.client(target, channel).call(addr, request, timeout).await
+    }
+}

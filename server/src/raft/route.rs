@@ -1,0 +1,156 @@
+//! Where a batch of commands goes: into Raft here when this member leads, otherwise to the
+//! leader over the peer link. Either way the batch's replies are released only once this
+//! member has applied it, so per-session order (G2) and events before replies (G6) hold on
+//! every member, not only on the leader.
+//!
+//! The failure of each path is typed ([`Rejected`]): "not applied" (no leader yet, or the
+//! leader refused before logging it: the batch is tried again at the next leader, within the
+//! deadline) against "unknown" (sent, and no answer came: the caller must not claim either
+//! outcome).
+
+use super::types::{NodeId, Raft};
+use crate::command::{Applied, Command};
+use crate::log::Rejected;
+use crate::peer::{Channel, ForwardError, PeerError, PeerRequest, PeerResponse, Peers};
+use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How long a batch may wait for a leader (an election) before it is refused as not applied.
+const LEADER_WAIT: Duration = Duration::from_secs(6);
+/// How long the leader may take to commit a batch before its outcome is called unknown.
+pub const COMMIT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A short pause before asking again after "not the leader", so a member that has just
+/// learned of a new term does not spin.
+const RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+/// The two ways to the log.
+#[derive(Clone)]
+pub struct Route {
+    pub raft: Raft,
+    pub peers: Arc<Peers>,
+    pub me: NodeId,
+}
+
+impl Route {
+    /// The leader this member knows of and its peer address, waiting (until `deadline`) for
+    /// one to be elected.
+    async fn leader(&self, deadline: Instant) -> Result<(NodeId, String), Rejected> {
+        let mut metrics = self.raft.metrics();
+        loop {
+            {
+                let m = metrics.borrow_and_update();
+                if let Some(leader) = m.current_leader {
+                    let addr = m.membership_config.membership().get_node(&leader).map(|n| n.addr.clone());
+                    if let Some(addr) = addr {
+                        return Ok((leader, addr));
+                    }
+                }
+            }
+            match tokio::time::timeout_at(deadline, metrics.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return Err(Rejected::Stopped),
+                Err(_) => return Err(Rejected::NotApplied("no leader elected".into())),
+            }
+        }
+    }
+
+    /// Commits `batch` and waits until this member has applied it.
+    pub async fn commit(&self, batch: Vec<Command>) -> Result<Vec<Applied>, Rejected> {
+        let deadline = Instant::now() + LEADER_WAIT;
+        loop {
+            let (leader, addr) = self.leader(deadline).await?;
+            if leader == self.me {
+                // Moved, not cloned: on the hot path of a single server a copy of every batch
+                // would cost. A refusal before logging fails the batch as not applied.
+                return write_here(&self.raft, batch).await.map(|(_, applied)| applied).map_err(|e| match e {
+                    ForwardError::NotLeader(_) => Rejected::NotApplied("leadership moved".into()),
+                    ForwardError::Unknown(why) | ForwardError::Refused(why) => Rejected::Unknown(why),
+                });
+            }
+            let request = PeerRequest::Forward(batch.clone());
+            let answer = self.peers.call(leader, &addr, Channel::Client, request, COMMIT_TIMEOUT).await;
+            match answer {
+                Ok(PeerResponse::Forward(Ok((index, applied)))) => {
+                    self.applied_here(index).await?;
+                    return Ok(applied);
+                }
+                Ok(PeerResponse::Forward(Err(ForwardError::NotLeader(_)))) | Err(PeerError::Unreachable(..)) => {
+                    if Instant::now() + RETRY_PAUSE >= deadline {
+                        return Err(Rejected::NotApplied(format!("member {leader} does not lead and no other does")));
+                    }
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
+                Ok(PeerResponse::Forward(Err(e))) => return Err(Rejected::Unknown(e.to_string())),
+                Ok(_) => {
+                    return Err(Rejected::Unknown(format!("member {leader} answered a forward with another reply")))
+                }
+                Err(e @ PeerError::Lost(..)) => return Err(Rejected::Unknown(e.to_string())),
+            }
+        }
+    }
+
+    /// Waits until this member has applied log index `index`.
+    async fn applied_here(&self, index: u64) -> Result<(), Rejected> {
+        self.raft
+            .wait(Some(COMMIT_TIMEOUT))
+            .applied_index_at_least(Some(index), "apply a forwarded batch")
+            .await
+            .map(|_| ())
+            .map_err(|e| Rejected::Unknown(format!("committed, but not applied here in time: {e}")))
+    }
+
+    /// A linearizable point: the leader confirms with a quorum that it still leads and names
+    /// its commit index; this member waits until it has applied that far.
+    pub async fn barrier(&self) -> Result<(), Rejected> {
+        let deadline = Instant::now() + LEADER_WAIT;
+        loop {
+            let (leader, addr) = self.leader(deadline).await?;
+            let index = if leader == self.me {
+                read_index_here(&self.raft).await
+            } else {
+                match self.peers.call(leader, &addr, Channel::Client, PeerRequest::ReadIndex, COMMIT_TIMEOUT).await {
+                    Ok(PeerResponse::ReadIndex(r)) => r,
+                    Ok(_) => Err(ForwardError::Unknown("wrong reply to a read index".into())),
+                    Err(PeerError::Unreachable(..)) => Err(ForwardError::NotLeader(None)),
+                    Err(e) => Err(ForwardError::Unknown(e.to_string())),
+                }
+            };
+            match index {
+                Ok(index) => return self.applied_here(index).await,
+                Err(ForwardError::NotLeader(_)) if Instant::now() + RETRY_PAUSE < deadline => {
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
+                Err(e) => return Err(Rejected::NotApplied(e.to_string())),
+            }
+        }
+    }
+}
+
+/// Proposes `batch` as one entry on this member, which must lead. Returns the entry's index
+/// and each command's result. Used for this member's own batches and for forwarded ones.
+pub async fn write_here(raft: &Raft, batch: Vec<Command>) -> Result<(u64, Vec<Applied>), ForwardError> {
+    match tokio::time::timeout(COMMIT_TIMEOUT, raft.client_write(batch)).await {
+        Ok(Ok(response)) => Ok((response.log_id.index, response.data)),
+        Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => Err(ForwardError::NotLeader(f.leader_id)),
+        Ok(Err(e)) => Err(ForwardError::Unknown(e.to_string())),
+        // openraft keeps a deposed leader's pending writes waiting (#973): bound them.
+        Err(_) => Err(ForwardError::Unknown(format!("not committed within {COMMIT_TIMEOUT:?}"))),
+    }
+}
+
+/// The read index on this member, which must lead: `get_read_log_id` confirms leadership
+/// with a quorum of heartbeats.
+pub async fn read_index_here(raft: &Raft) -> Result<u64, ForwardError> {
+    match tokio::time::timeout(COMMIT_TIMEOUT, raft.get_read_log_id()).await {
+        Ok(Ok((read, _applied))) => Ok(read.map_or(0, |id| id.index)),
+        Ok(Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)))) => {
+            Err(ForwardError::NotLeader(f.leader_id))
+        }
+        // No quorum answered: perhaps deposed; the caller asks again.
+        Ok(Err(RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(_)))) => Err(ForwardError::NotLeader(None)),
+        Ok(Err(e)) => Err(ForwardError::Unknown(e.to_string())),
+        Err(_) => Err(ForwardError::Unknown(format!("leadership not confirmed within {COMMIT_TIMEOUT:?}"))),
+    }
+}

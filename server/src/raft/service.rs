@@ -1,0 +1,42 @@
+//! What a member does with its peers' requests: Raft's own messages go to openraft; a
+//! forwarded batch, a read index and a membership change are the leader's to do; touches
+//! keep the sessions of clients connected elsewhere alive in the leader's deadlines.
+
+use super::membership;
+use super::route::{read_index_here, write_here};
+use super::types::{NodeId, Raft};
+use crate::core::Core;
+use crate::peer::{ForwardError, PeerRequest, PeerResponse, PeerService};
+use std::sync::Arc;
+
+pub struct Member {
+    pub raft: Raft,
+    pub core: Arc<Core>,
+}
+
+impl PeerService for Member {
+    async fn handle(&self, from: NodeId, request: PeerRequest) -> PeerResponse {
+        match request {
+            PeerRequest::AppendEntries(rpc) => PeerResponse::AppendEntries(self.raft.append_entries(rpc).await),
+            PeerRequest::Vote(rpc) => PeerResponse::Vote(self.raft.vote(rpc).await),
+            PeerRequest::InstallSnapshot(rpc) => PeerResponse::InstallSnapshot(self.raft.install_snapshot(rpc).await),
+            PeerRequest::Forward(batch) => {
+                tracing::trace!(from, commands = batch.len(), "forwarded batch");
+                PeerResponse::Forward(write_here(&self.raft, batch).await)
+            }
+            PeerRequest::ReadIndex => PeerResponse::ReadIndex(read_index_here(&self.raft).await),
+            PeerRequest::Touch(sessions) => PeerResponse::Touch(self.touch(sessions)),
+            PeerRequest::Admin(admin) => PeerResponse::Admin(membership::run(&self.raft, admin).await),
+        }
+    }
+}
+
+impl Member {
+    /// Refreshes the deadlines of sessions whose clients another member heard from.
+    fn touch(&self, sessions: Vec<ward_proto::SessionId>) -> Result<Vec<ward_proto::SessionId>, ForwardError> {
+        if !self.raft.metrics().borrow().state.is_leader() {
+            return Err(ForwardError::NotLeader(self.raft.metrics().borrow().current_leader));
+        }
+        Ok(sessions.into_iter().filter(|s| !self.core.sessions.touch(*s)).collect())
+    }
+}
