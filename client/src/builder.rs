@@ -68,6 +68,7 @@ impl ClientBuilder {
         let mut failures = Vec::new();
         for (index, addr) in addrs.iter().enumerate() {
             let hello = Hello { owner: self.owner.clone(), ..Hello::new(None, requested_timeout_ms, 0) };
+            let hello_sent = tokio::time::Instant::now();
             let conn = match dial(addr, hello, self.connect_timeout).await {
                 Ok(conn) => conn,
                 Err(DialError::Unreachable(why)) => {
@@ -99,7 +100,8 @@ impl ClientBuilder {
                 watches: Default::default(),
                 state: state_tx,
                 session: session.clone(),
-                last_ack: tokio::time::Instant::now(),
+                // A welcome counts as a pong for the hello (the server confirms first).
+                last_ack: hello_sent,
                 locks: Default::default(),
                 rx,
             };

@@ -31,6 +31,19 @@ pub trait CommandLog: Send + Sync + 'static {
     fn propose_expiry(&self, cmd: Command) -> Pending {
         self.submit(cmd)
     }
+
+    /// Resolves once a heartbeat received before the call is known to have refreshed its
+    /// session's deadline where expiry is decided (the leader). A ping is answered only
+    /// then. A single server's own deadlines are the ones that count.
+    fn confirm_contact(&self) -> Barrier {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// False while this server cannot keep sessions alive (out of contact with a leader):
+    /// it then refuses handshakes.
+    fn in_contact(&self) -> bool {
+        true
+    }
 }
 
 /// The future of [`CommandLog::barrier`].

@@ -23,6 +23,8 @@ pub enum CloseReason {
     SessionEnded,
     /// The session was resumed on a newer connection.
     SessionMoved,
+    /// This member lost contact with the ensemble's leader: the client should move on.
+    OutOfContact,
 }
 
 /// What the rest of the server can push onto a connection besides replies.

@@ -26,7 +26,11 @@ pub(crate) enum Waiter {
     LockRelease {
         tag: u64,
     },
-    /// Heartbeats and watch re-arming: nobody waits on the answer.
+    /// A heartbeat. Its answer, a pong, is the one proof that the session's deadline was
+    /// refreshed where it counts (the server answers only then): the session lives at least
+    /// a timeout past the ping's send time.
+    Ping,
+    /// Watch re-arming and the like: nobody waits on the answer.
     Internal,
 }
 
@@ -68,7 +72,7 @@ impl PendingTable {
                     let _ = reply.send(Err(error.clone()));
                 }
                 // Kept in the lock table and asked again after the reconnect.
-                Waiter::LockWait { .. } | Waiter::LockRelease { .. } | Waiter::Internal => {}
+                Waiter::LockWait { .. } | Waiter::LockRelease { .. } | Waiter::Ping | Waiter::Internal => {}
             }
         }
     }

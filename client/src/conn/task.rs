@@ -47,8 +47,9 @@ pub(crate) struct Task {
     /// The same for lock guards, and whether the session may have expired without our
     /// knowing (the connection gone too long): a guard taken before that is not trusted.
     pub session: Arc<SessionCell>,
-    /// When we sent the newest request that was answered: the server's deadline for the
-    /// session is at least this plus the timeout.
+    /// When we sent the newest ping (or hello) that was answered: the leader's deadline for
+    /// the session is at least this plus the timeout. Other replies prove nothing: a member
+    /// cut off from the leader can still answer reads.
     pub last_ack: Instant,
     pub locks: LockTable,
     pub rx: mpsc::UnboundedReceiver<Cmd>,
@@ -101,6 +102,11 @@ impl Task {
         let mut last_heard = Instant::now();
         let silence = tokio::time::sleep_until(last_heard + silence_limit);
         tokio::pin!(silence);
+        // Past `last_ack + 4/5 T` the session may expire without our hearing of it: give this
+        // connection up (its server answers but cannot keep the session alive) so that the
+        // reconnect path doubts the session and guards learn their lock may be lost.
+        let unconfirmed = tokio::time::sleep_until(self.last_ack + self.timeout * 4 / 5);
+        tokio::pin!(unconfirmed);
         loop {
             tokio::select! {
                 cmd = self.rx.recv() => {
@@ -125,6 +131,13 @@ impl Task {
                         }
                     }
                 },
+                _ = &mut unconfirmed => {
+                    let due = self.last_ack + self.timeout * 4 / 5;
+                    if due <= Instant::now() {
+                        return End::Lost("no heartbeat confirmed for 4/5 of the session timeout".into());
+                    }
+                    unconfirmed.as_mut().reset(due);
+                }
                 _ = &mut silence => {
                     let due = last_heard + silence_limit;
                     if due <= Instant::now() {
@@ -133,7 +146,7 @@ impl Task {
                     silence.as_mut().reset(due);
                 }
                 _ = heartbeat.tick() => {
-                    let sent = match self.feed(&mut writer, Request::Ping, Waiter::Internal).await {
+                    let sent = match self.feed(&mut writer, Request::Ping, Waiter::Ping).await {
                         Ok(()) => writer.flush().await,
                         Err(e) => Err(e),
                     };
@@ -184,7 +197,9 @@ impl Task {
                 let Some((sent, waiter)) = self.pending.take(xid) else {
                     return Some(End::Lost(format!("reply to unknown xid {xid}")));
                 };
-                self.last_ack = self.last_ack.max(sent);
+                if matches!(waiter, Waiter::Ping) && result.is_ok() {
+                    self.last_ack = self.last_ack.max(sent);
+                }
                 match waiter {
                     Waiter::User { reply, watch } => complete_user(reply, watch, result, &mut self.watches),
                     Waiter::LockAcquire { tag, reply } => {
@@ -217,7 +232,7 @@ impl Task {
                         });
                         return Some(End::Closed);
                     }
-                    Waiter::Internal => {}
+                    Waiter::Ping | Waiter::Internal => {}
                 }
                 None
             }
@@ -254,6 +269,7 @@ impl Task {
                 let addr = self.addrs[self.next_addr % self.addrs.len()].clone();
                 self.next_addr += 1;
                 let hello = Hello::new(Some((self.session_id, self.secret)), self.requested_timeout_ms, self.last_zxid);
+                let hello_sent = Instant::now();
                 let attempt = dial(&addr, hello, self.connect_timeout);
                 tokio::pin!(attempt);
                 let result = loop {
@@ -265,6 +281,7 @@ impl Task {
                 };
                 match result {
                     Ok(conn) => {
+                        self.last_ack = self.last_ack.max(hello_sent);
                         self.timeout = Duration::from_millis(u64::from(conn.welcome.timeout_ms));
                         tracing::info!(session = %self.session_id, %addr, "session resumed");
                         self.publish(SessionState::Connected);

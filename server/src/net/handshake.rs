@@ -52,7 +52,7 @@ pub async fn run(
         return refuse(writer, peer, ErrorCode::Unavailable, why).await;
     }
     let welcome = match hello.resume {
-        Some((session, secret)) => resume(server, session, secret, conn, tx),
+        Some((session, secret)) => resume(server, session, secret, conn, tx).await,
         None => create(server, hello.timeout_ms, hello.owner.clone(), conn, tx).await,
     };
     match welcome {
@@ -68,20 +68,36 @@ pub async fn run(
 
 /// Resumes `session` on connection `conn` if `secret` is its secret and it is not expiring.
 /// Shared with the ZooKeeper listener.
-pub(crate) fn resume(
+///
+/// The welcome is sent only once this server's contact with the leader is confirmed after
+/// the hello arrived, as a pong is (R3): a client may count its session alive for a
+/// timeout from when it sent the hello.
+pub(crate) async fn resume(
     server: &Server,
     session: SessionId,
     secret: SessionSecret,
     conn: ConnId,
     tx: &OutboundTx,
 ) -> Result<Welcome, (ErrorCode, String)> {
+    refuse_out_of_contact(server)?;
     let known = server.core.read(|s| s.session(session).map(|r| (r.secret == secret, r.timeout_ms)));
     match known {
         Some((true, timeout_ms)) if server.core.sessions.attach(session, conn, tx.clone()) => {
+            server.log.confirm_contact().await.map_err(|r| (ErrorCode::Unavailable, r.to_string()))?;
             Ok(Welcome { version: PROTOCOL_VERSION, session_id: session, secret, timeout_ms, resumed: true })
         }
         // A wrong secret gets the same answer as an unknown session: no probing for ids.
         _ => Err((ErrorCode::SessionExpired, format!("session {session} has expired or is unknown"))),
+    }
+}
+
+/// R6: a member out of contact with a leader cannot keep sessions alive; its clients must
+/// go to one that can.
+fn refuse_out_of_contact(server: &Server) -> Result<(), (ErrorCode, String)> {
+    if server.log.in_contact() {
+        Ok(())
+    } else {
+        Err((ErrorCode::Unavailable, "this member is out of contact with a leader; try another".into()))
     }
 }
 
@@ -94,6 +110,7 @@ pub(crate) async fn create(
     conn: ConnId,
     tx: &OutboundTx,
 ) -> Result<Welcome, (ErrorCode, String)> {
+    refuse_out_of_contact(server)?;
     let mut secret = [0u8; 16];
     getrandom::getrandom(&mut secret)
         .map_err(|e| (ErrorCode::Unavailable, format!("no randomness for a secret: {e}")))?;

@@ -24,6 +24,14 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, Request, SessionId, Zxid};
 
+/// See [`SessionConn::before_read`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadWait {
+    None,
+    Sync,
+    Contact,
+}
+
 /// A connection bound to a session, after its handshake.
 pub struct SessionConn {
     pub server: Arc<Server>,
@@ -146,11 +154,19 @@ impl SessionConn {
         Ok(self.server.log.submit(Command { time_ms: now_ms(), session: self.session, xid, op }))
     }
 
-    /// Waits until this server has applied every write committed anywhere before the call
-    /// (`sync`): the read that follows is linearizable (G8).
-    pub async fn sync_barrier(&self) -> Result<(), ErrorCode> {
-        self.server.log.barrier().await.map_err(|rejected| {
-            tracing::debug!(session = %self.session, %rejected, "sync failed");
+    /// What a read must wait for before it looks at the state, beyond the session's own
+    /// writes: a `sync` for this server to have applied every write committed anywhere
+    /// before it (a linearizable read follows), a ping for its heartbeat to be known to
+    /// count at the leader (R3: a pong promises the session outlives the ping's send time by
+    /// a timeout).
+    pub async fn before_read(&self, wait: ReadWait) -> Result<(), ErrorCode> {
+        let done = match wait {
+            ReadWait::None => return Ok(()),
+            ReadWait::Sync => self.server.log.barrier().await,
+            ReadWait::Contact => self.server.log.confirm_contact().await,
+        };
+        done.map_err(|rejected| {
+            tracing::debug!(session = %self.session, %rejected, ?wait, "read not served");
             ErrorCode::Unavailable
         })
     }

@@ -22,10 +22,12 @@
 //! * [`route`]: a batch into Raft here, or to the leader; the read index for `sync`.
 //! * [`network`]: openraft's RPCs over the peer link ([`crate::peer`]).
 //! * [`service`]: what this member does with its peers' requests.
-//! * [`leadership`]: leader-only duties (session expiry) and followers' touches.
+//! * [`leadership`]: leader-only duties (session expiry).
+//! * [`contact`]: touch rounds with the leader; when a ping may be answered.
 //! * [`membership`]: adding and removing members.
 //! * [`identity`]: which member a data directory belongs to.
 
+pub mod contact;
 pub mod error;
 pub mod fsutil;
 pub mod identity;
@@ -115,6 +117,7 @@ pub struct RaftLog {
     raft: Raft,
     proposer: Proposer,
     route: Route,
+    contact: Arc<contact::Contact>,
     task: JoinHandle<()>,
     /// The peer listener and the leadership duties.
     background: (CancellationToken, TaskTracker),
@@ -130,6 +133,18 @@ impl CommandLog for RaftLog {
     fn barrier(&self) -> Barrier {
         let route = self.route.clone();
         Box::pin(async move { route.barrier().await })
+    }
+
+    fn confirm_contact(&self) -> Barrier {
+        let contact = self.contact.clone();
+        Box::pin(async move {
+            contact.confirm().await;
+            Ok(())
+        })
+    }
+
+    fn in_contact(&self) -> bool {
+        self.contact.in_contact()
     }
 
     fn propose_expiry(&self, cmd: Command) -> Pending {
@@ -251,15 +266,16 @@ pub async fn open_member(
             let member = Arc::new(service::Member { raft: raft.clone(), core: core.clone() });
             let identity = peers.identity().clone();
             tasks.spawn(crate::peer::listener::serve(e.peer_listener, identity, member, cancel.clone(), tasks.clone()));
-            tasks.spawn(leadership::pass_touches(raft.clone(), core.clone(), peers.clone(), cancel.clone()));
             tracing::info!(id, members = ?e.members, zxid = core.read(|s| s.last_zxid()), "ensemble member open");
         }
     }
     restart_session_deadlines(&core);
     tasks.spawn(leadership::run_duties(raft.clone(), core.clone(), grace, cancel.clone()));
+    let contact = contact::Contact::new();
+    tasks.spawn(contact::run(contact.clone(), raft.clone(), core.clone(), peers.clone(), cancel.clone()));
     let route = Route { raft: raft.clone(), peers, me: id };
     let (proposer, task) = Proposer::start(route.clone(), options.batch);
-    Ok(RaftLog { raft, proposer, route, task, background: (cancel, tasks), _dir_lock: dir_lock })
+    Ok(RaftLog { raft, proposer, route, contact, task, background: (cancel, tasks), _dir_lock: dir_lock })
 }
 
 /// Takes the data directory's `LOCK` file; the OS drops the lock if the process dies.

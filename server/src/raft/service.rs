@@ -34,8 +34,13 @@ impl PeerService for Member {
 impl Member {
     /// Refreshes the deadlines of sessions whose clients another member heard from.
     fn touch(&self, sessions: Vec<ward_proto::SessionId>) -> Result<Vec<ward_proto::SessionId>, ForwardError> {
+        // R1: acknowledged only by a leader that is ready (every earlier entry applied,
+        // deadlines restarted) and still holds its lease.
         if !self.raft.metrics().borrow().state.is_leader() {
             return Err(ForwardError::NotLeader(self.raft.metrics().borrow().current_leader));
+        }
+        if !self.core.sessions.is_sweeping() || !super::contact::lease_fresh(&self.raft) {
+            return Err(ForwardError::NotLeader(None));
         }
         Ok(sessions.into_iter().filter(|s| !self.core.sessions.touch(*s)).collect())
     }

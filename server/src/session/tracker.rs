@@ -24,6 +24,9 @@ struct Tracked {
 pub struct SessionTracker {
     // A std mutex: touched on every frame, never held across an await.
     inner: Mutex<HashMap<SessionId, Tracked>>,
+    /// The sessions whose `touched` flag is set, so draining costs what was touched and not
+    /// every session. Locked after `inner`, never before.
+    touched: Mutex<Vec<SessionId>>,
     /// 1 while this server may expire sessions: always on a single server; in an ensemble
     /// only on a leader that has applied every earlier entry and restarted every deadline.
     sweeping: AtomicU64,
@@ -31,7 +34,7 @@ pub struct SessionTracker {
 
 impl Default for SessionTracker {
     fn default() -> Self {
-        SessionTracker { inner: Mutex::default(), sweeping: AtomicU64::new(1) }
+        SessionTracker { inner: Mutex::default(), touched: Mutex::default(), sweeping: AtomicU64::new(1) }
     }
 }
 
@@ -73,6 +76,20 @@ impl SessionTracker {
         }
     }
 
+    /// Whether this server may expire sessions now.
+    pub fn is_sweeping(&self) -> bool {
+        self.sweeping.load(Ordering::SeqCst) == 1
+    }
+
+    /// Closes every connection serving a session here, for `reason`.
+    pub fn close_all(&self, reason: CloseReason) {
+        for t in self.lock().values_mut() {
+            if let Some((_, tx)) = t.conn.take() {
+                let _ = tx.send(Outbound::Close(reason));
+            }
+        }
+    }
+
     /// Turns the expiry sweep on or off (see the `sweeping` field).
     pub fn set_sweeping(&self, on: bool) {
         self.sweeping.store(u64::from(on), Ordering::SeqCst);
@@ -92,13 +109,21 @@ impl SessionTracker {
 
     /// Sessions heard from since the last call.
     pub fn take_touched(&self) -> Vec<SessionId> {
-        let mut touched = Vec::new();
-        for (id, t) in self.lock().iter_mut() {
-            if std::mem::take(&mut t.touched) {
-                touched.push(*id);
+        let mut map = self.lock();
+        let touched = std::mem::take(&mut *self.touched.lock().unwrap_or_else(PoisonError::into_inner));
+        for id in &touched {
+            if let Some(t) = map.get_mut(id) {
+                t.touched = false;
             }
         }
         touched
+    }
+
+    /// Sets the session's `touched` flag, listing it if it was clear (under `inner`'s lock).
+    fn mark_touched(&self, id: SessionId, t: &mut Tracked) {
+        if !std::mem::replace(&mut t.touched, true) {
+            self.touched.lock().unwrap_or_else(PoisonError::into_inner).push(id);
+        }
     }
 
     /// Binds the session to a connection, closing the one that served it before. Returns
@@ -110,7 +135,7 @@ impl SessionTracker {
             return false;
         }
         t.deadline = Instant::now() + t.timeout;
-        t.touched = true;
+        self.mark_touched(session, t);
         if let Some((_, old)) = t.conn.replace((conn, tx)) {
             let _ = old.send(Outbound::Close(CloseReason::SessionMoved));
         }
@@ -123,7 +148,7 @@ impl SessionTracker {
         match self.lock().get_mut(&session) {
             Some(t) if !t.expiring => {
                 t.deadline = Instant::now() + t.timeout;
-                t.touched = true;
+                self.mark_touched(session, t);
                 true
             }
             _ => false,

@@ -10,7 +10,7 @@ use super::reply::{ZkAnswer, ZkTag, ZkWire};
 use super::stats::{ConnStats, Shared};
 use super::{fourlw, MAX_PACKET};
 use crate::net::handshake;
-use crate::net::order::{Sequencer, SessionConn};
+use crate::net::order::{ReadWait, Sequencer, SessionConn};
 use crate::net::writer::{Item, ItemTx};
 use crate::outbox::{OutboundTx, Outbox};
 use crate::watch::ConnId;
@@ -138,7 +138,7 @@ async fn connect(
         handshake::create(server, timeout, None, conn, tx).await
     } else {
         match <[u8; 16]>::try_from(req.passwd.as_slice()) {
-            Ok(secret) => handshake::resume(server, session, SessionSecret(secret), conn, tx),
+            Ok(secret) => handshake::resume(server, session, SessionSecret(secret), conn, tx).await,
             Err(_) => Err((ErrorCode::SessionExpired, "password of the wrong length".into())),
         }
     };
@@ -212,12 +212,14 @@ async fn read_loop(
                 if !caught_up {
                     return;
                 }
-                let synced = match &op {
-                    ReadOp::Ward(Request::Sync { .. }) => tokio::select! {
-                        _ = cancel.cancelled() => return,
-                        r = ctx.sync_barrier() => r,
-                    },
-                    _ => Ok(()),
+                let wait = match &op {
+                    ReadOp::Ward(Request::Sync { .. }) => ReadWait::Sync,
+                    ReadOp::Ping => ReadWait::Contact,
+                    _ => ReadWait::None,
+                };
+                let synced = tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    r = ctx.before_read(wait) => r,
                 };
                 if synced.is_err() {
                     let (zxid, events_before, answer) = ctx.view(|_, _| ZkAnswer::fail(err::CONNECTION_LOSS));

@@ -1,0 +1,151 @@
+//! Contact with the leader: whether a client's heartbeat received here is known to count.
+//!
+//! Heartbeats are not logged, and only the leader's deadlines decide expiry. So a member may
+//! answer a client's ping only once it knows the leader has refreshed that session's
+//! deadline after the ping arrived; otherwise a member cut off from the leader would keep a
+//! client believing in a session (and its locks) that the leader is about to expire. That
+//! knowledge comes in *rounds*: a follower passes its touched sessions to the leader and
+//! the round counts when the leader acknowledges them; on the leader a round counts when it
+//! is ready (see [`super::leadership`]) and a quorum has answered it recently (its lease).
+//! A ping waits for a round that *started* after it arrived (R3 in docs/guarantees.md).
+//!
+//! A member with no round acknowledged for [`OUT_OF_CONTACT`] is out of contact: it closes
+//! its client connections and refuses handshakes until a round succeeds again (R6), so its
+//! clients move to a member that can keep their sessions alive.
+
+use super::types::Raft;
+use crate::core::Core;
+use crate::peer::{Channel, PeerRequest, PeerResponse, Peers};
+use crate::watch::CloseReason;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use ward_proto::SessionId;
+
+/// Rounds run at least this often (a fraction of the shortest session timeout), and at once
+/// when a ping waits.
+pub const ROUND_EVERY: Duration = Duration::from_millis(300);
+/// With no round acknowledged for this long (an election timeout plus two heartbeats) a
+/// member gives its clients up.
+pub const OUT_OF_CONTACT: Duration = Duration::from_millis(2500);
+/// A leader whose quorum last answered longer ago than this acknowledges nothing: well under
+/// the shortest election timeout, so no other leader can have been elected meanwhile
+/// without this one's acknowledgements being covered by the new leader's grace.
+const LEASE: Duration = Duration::from_millis(500);
+
+/// Shared between the round task, pings and handshakes.
+pub struct Contact {
+    /// Rounds started so far.
+    started: AtomicU64,
+    /// The highest round acknowledged.
+    acked: watch::Sender<u64>,
+    /// A ping is waiting: start a round now.
+    wanted: Notify,
+    /// False while out of contact.
+    in_contact: AtomicBool,
+}
+
+impl Contact {
+    pub fn new() -> Arc<Contact> {
+        Arc::new(Contact {
+            started: AtomicU64::new(0),
+            acked: watch::Sender::new(0),
+            wanted: Notify::new(),
+            in_contact: AtomicBool::new(true),
+        })
+    }
+
+    pub fn in_contact(&self) -> bool {
+        self.in_contact.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once a round started after this call has been acknowledged.
+    pub async fn confirm(&self) {
+        let need = self.started.load(Ordering::SeqCst) + 1;
+        let mut acked = self.acked.subscribe();
+        self.wanted.notify_one();
+        // The sender lives as long as `self`.
+        let _ = acked.wait_for(|&a| a >= need).await;
+    }
+}
+
+/// Runs rounds until `cancel`.
+pub async fn run(contact: Arc<Contact>, raft: Raft, core: Arc<Core>, peers: Arc<Peers>, cancel: CancellationToken) {
+    let mut last_ack = Instant::now();
+    // Touches of a round that did not reach the leader go with the next one.
+    let mut carried: Vec<SessionId> = Vec::new();
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = contact.wanted.notified() => {}
+            _ = tokio::time::sleep(ROUND_EVERY) => {}
+        }
+        let round = contact.started.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut touched = core.sessions.take_touched();
+        touched.append(&mut carried);
+        let acknowledged = match leader_of(&raft) {
+            Leader::Me { single } => single || (core.sessions.is_sweeping() && lease_fresh(&raft)),
+            Leader::Other(leader, addr) => {
+                let request = PeerRequest::Touch(touched.clone());
+                match peers.call(leader, &addr, Channel::Client, request, ROUND_EVERY * 3).await {
+                    Ok(PeerResponse::Touch(Ok(_gone))) => true,
+                    answer => {
+                        tracing::debug!(leader, ?answer, "touch round not acknowledged");
+                        false
+                    }
+                }
+            }
+            Leader::Unknown => false,
+        };
+        if acknowledged {
+            last_ack = Instant::now();
+            contact.acked.send_modify(|a| *a = (*a).max(round));
+            if !contact.in_contact.swap(true, Ordering::SeqCst) {
+                tracing::info!("back in contact with the leader: accepting clients again");
+            }
+        } else {
+            touched.sort_unstable();
+            touched.dedup();
+            carried = touched;
+            if last_ack.elapsed() > OUT_OF_CONTACT && contact.in_contact.swap(false, Ordering::SeqCst) {
+                tracing::warn!(
+                    silent_ms = last_ack.elapsed().as_millis() as u64,
+                    "out of contact with a leader: closing client connections so they move to another member"
+                );
+                core.sessions.close_all(CloseReason::OutOfContact);
+            }
+        }
+    }
+}
+
+enum Leader {
+    Me { single: bool },
+    Other(u64, String),
+    Unknown,
+}
+
+fn leader_of(raft: &Raft) -> Leader {
+    let m = raft.metrics().borrow().clone();
+    match m.current_leader {
+        Some(leader) if leader == m.id => {
+            Leader::Me { single: m.membership_config.membership().voter_ids().eq([m.id]) }
+        }
+        Some(leader) => match m.membership_config.membership().get_node(&leader) {
+            Some(node) => Leader::Other(leader, node.addr.clone()),
+            None => Leader::Unknown,
+        },
+        None => Leader::Unknown,
+    }
+}
+
+/// Whether this leader heard from a quorum recently (see [`LEASE`]).
+pub fn lease_fresh(raft: &Raft) -> bool {
+    let m = raft.metrics().borrow().clone();
+    if m.membership_config.membership().voter_ids().eq([m.id]) {
+        return true;
+    }
+    m.millis_since_quorum_ack.is_some_and(|ms| Duration::from_millis(ms) < LEASE)
+}
