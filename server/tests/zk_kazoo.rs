@@ -7,10 +7,8 @@ use zk_support::*;
 
 #[test]
 fn every_kazoo_op_answers_as_zookeeper_does() {
-    if !have_kazoo() {
-        return;
-    }
+    let Some(kazoo) = Kazoo::find() else { return };
     let ward = Ward::start();
-    let got = python("ops.py", &[&ward.zk_addr]);
+    let got = python(&kazoo, "ops.py", &[&ward.zk_addr]);
     assert_eq!(got, expected("ops.expected"), "ops.py output differs from ops.expected");
 }

@@ -4,32 +4,31 @@
 mod zk_support;
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 use ward_client::{Client, CreateMode};
 use zk_support::*;
 
 #[test]
 fn kazoo_recipes_hold_with_several_contenders() {
-    if !have_kazoo() {
-        return;
-    }
+    let Some(kazoo) = Kazoo::find() else { return };
     let ward = Ward::start();
-    assert_eq!(python("recipes.py", &[&ward.zk_addr]), expected("recipes.expected"));
+    assert_eq!(python(&kazoo, "recipes.py", &[&ward.zk_addr]), expected("recipes.expected"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kazoo_lock_and_native_lock_exclude_each_other() {
-    if !have_kazoo() {
-        return;
-    }
+    let Some(kazoo) = Kazoo::find() else { return };
     let ward = Ward::start();
     let native = Client::connect(&ward.addr).await.expect("connect");
     native.create("/shared", b"", CreateMode::Persistent).await.expect("create dir");
     let zk = ward.zk_addr.clone();
-    let try_kazoo = move || {
-        let zk = zk.clone();
-        tokio::task::spawn_blocking(move || python("lock_interop.py", &[&zk, "/shared", "try"]))
+    let try_kazoo = {
+        let kazoo = kazoo.clone();
+        move || {
+            let (kazoo, zk) = (kazoo.clone(), zk.clone());
+            tokio::task::spawn_blocking(move || python(&kazoo, "lock_interop.py", &[&zk, "/shared", "try"]))
+        }
     };
 
     // Native holds: kazoo's lock sees the Ward contender ahead of it.
@@ -39,9 +38,8 @@ async fn kazoo_lock_and_native_lock_exclude_each_other() {
     assert_eq!(try_kazoo().await.expect("join"), "acquired\n");
 
     // kazoo holds: a native contender queues behind it and gets the lock when kazoo releases.
-    let mut holder = Command::new("python3")
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/zk"))
-        .args(["lock_interop.py", &ward.zk_addr, "/shared", "hold"])
+    let mut holder = kazoo
+        .command(&scripts(), "lock_interop.py", &[&ward.zk_addr, "/shared", "hold"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
