@@ -3,21 +3,19 @@
 //! and a group-commit figure. Every server here is durable, on its own temporary data
 //! directory, and restarted on the same port so that clients reconnect by themselves.
 //!
-//! The test bodies run one at a time ([`common::serial`]): a kill loop and a throughput figure
+//! The test bodies run one at a time ([`ward_testkit::serial`]): a kill loop and a throughput figure
 //! do not share a 2-core machine well.
 
-mod common;
-
-use common::{
-    assert_same_tree, connect, seed, serial, tree_digest, wait_for, wait_state, within, Proxy, Rng, ServerProcess,
-    DEADLINE,
-};
 use futures_util::future::join_all;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use ward_client::{Client, CreateMode, Error, Op, OpResult, SessionState};
+use ward_testkit::{
+    assert_same_tree, connect_with, seed, serial, tree_digest, wait_for, wait_state, within, Proxy, Rng, ServerProcess,
+    DEADLINE,
+};
 
 /// A test body that hangs fails with a message instead of stalling the run.
 const TEST_DEADLINE: Duration = Duration::from_secs(240);
@@ -182,13 +180,13 @@ async fn sigkill_at_random_moments_loses_no_acknowledged_write() {
         let mut rng = Rng::new(seed);
         let started = Instant::now();
         // Frequent snapshots, so that some kills land while one is written or the log purged.
-        let mut server = ServerProcess::start(&["--snapshot-every", "64"]);
+        let mut server = ServerProcess::start_with(&["--snapshot-every", "64"]);
         let addr = server.addr_str();
-        let checker = connect(&addr, LONG_SESSION).await;
+        let checker = connect_with(&addr, LONG_SESSION).await;
         checker.create("/eph", b"", CreateMode::Persistent).await.expect("create /eph");
         let mut writers = Vec::new();
         for id in 0..WRITERS {
-            let client = connect(&addr, LONG_SESSION).await;
+            let client = connect_with(&addr, LONG_SESSION).await;
             client.create(&format!("/w{id}"), b"", CreateMode::Persistent).await.expect("create dir");
             client.create(&format!("/w{id}/last"), b"0", CreateMode::Persistent).await.expect("create last");
             client.create(&format!("/w{id}/pad"), b"", CreateMode::Persistent).await.expect("create pad");
@@ -281,9 +279,9 @@ async fn sigkill_at_random_moments_loses_no_acknowledged_write() {
 async fn a_client_keeps_its_session_and_ephemerals_across_a_quick_restart() {
     let _serial = serial().await;
     within("the test", TEST_DEADLINE, async {
-        let mut server = ServerProcess::start(&[]);
+        let mut server = ServerProcess::start();
         let addr = server.addr_str();
-        let client = connect(&addr, Duration::from_secs(10)).await;
+        let client = connect_with(&addr, Duration::from_secs(10)).await;
         assert_eq!(client.session_timeout(), Duration::from_secs(10));
         let session = client.session_id();
         client.create("/svc", b"", CreateMode::Persistent).await.expect("create /svc");
@@ -311,7 +309,7 @@ async fn a_client_keeps_its_session_and_ephemerals_across_a_quick_restart() {
         assert!(stats.last_zxid > zxid_before, "zxid {} after the restart, {zxid_before} before", stats.last_zxid);
 
         // The session is the same one on the server: closing it deletes the ephemeral.
-        let observer = connect(&addr, LONG_SESSION).await;
+        let observer = connect_with(&addr, LONG_SESSION).await;
         assert!(observer.exists("/svc/member").await.expect("exists").is_some());
         client.close().await.expect("close");
         assert_eq!(observer.exists("/svc/member").await.expect("exists"), None, "closed: the ephemeral is gone");
@@ -325,12 +323,12 @@ async fn after_a_long_outage_returning_sessions_live_and_absent_ones_expire_one_
     let _serial = serial().await;
     within("the test", TEST_DEADLINE, async {
         let timeout = Duration::from_secs(4);
-        let mut server = ServerProcess::start(&["--min-session-timeout-ms", "1000"]);
+        let mut server = ServerProcess::start_with(&["--min-session-timeout-ms", "1000"]);
         let addr = server.addr_str();
         // `lost` reaches the server only through a proxy, which is cut for good below.
         let proxy = Proxy::start(server.addr()).await;
-        let lost = connect(&proxy.addr_str(), timeout).await;
-        let back = connect(&addr, timeout).await;
+        let lost = connect_with(&proxy.addr_str(), timeout).await;
+        let back = connect_with(&addr, timeout).await;
         assert_eq!((lost.session_timeout(), back.session_timeout()), (timeout, timeout));
         lost.create("/lost", b"", CreateMode::Ephemeral).await.expect("create");
         back.create("/back", b"", CreateMode::Ephemeral).await.expect("create");
@@ -347,7 +345,7 @@ async fn after_a_long_outage_returning_sessions_live_and_absent_ones_expire_one_
         // Sessions come back with a fresh full timeout: right after the restart, the absent
         // client's ephemeral is still there. (Checked only if this read is quick enough that
         // the answer cannot depend on the machine's load.)
-        let checker = connect(&addr, LONG_SESSION).await;
+        let checker = connect_with(&addr, LONG_SESSION).await;
         let seen = checker.exists("/lost").await.expect("exists");
         let at = restarted.elapsed();
         if at < timeout / 2 {
@@ -424,14 +422,14 @@ async fn restart_from_snapshot_and_log_tail_gives_the_same_tree() {
     within("the test", TEST_DEADLINE, async {
         let started = Instant::now();
         let snapshot_every = 200;
-        let mut server = ServerProcess::start(&["--snapshot-every", &snapshot_every.to_string()]);
+        let mut server = ServerProcess::start_with(&["--snapshot-every", &snapshot_every.to_string()]);
         let addr = server.addr_str();
         let data_dir = server.data_dir().to_path_buf();
         let first_segment = data_dir.join("log").join("00000000000000000001.wal");
         let snapshot = data_dir.join("snapshot");
 
-        let reader = connect(&addr, LONG_SESSION).await;
-        let owner = connect(&addr, LONG_SESSION).await;
+        let reader = connect_with(&addr, LONG_SESSION).await;
+        let owner = connect_with(&addr, LONG_SESSION).await;
         owner.create("/s", b"root", CreateMode::Persistent).await.expect("create /s");
         for i in 0..5 {
             owner.create(&format!("/s/eph{i}"), b"e", CreateMode::Ephemeral).await.expect("ephemeral");
@@ -453,7 +451,7 @@ async fn restart_from_snapshot_and_log_tail_gives_the_same_tree() {
         };
         let mut tasks = Vec::new();
         for w in 0..4 {
-            let client = connect(&addr, LONG_SESSION).await;
+            let client = connect_with(&addr, LONG_SESSION).await;
             client.create(&format!("/s/w{w}"), b"", CreateMode::Persistent).await.expect("dir");
             client.create(&format!("/s/w{w}/big"), b"", CreateMode::Persistent).await.expect("big");
             let purged = Arc::clone(&purged);
@@ -546,11 +544,11 @@ async fn group_commit_with_64_writers_prints_writes_per_fsync() {
     within("the test", TEST_DEADLINE, async {
         const CLIENTS: usize = 64;
         const EACH: usize = 100;
-        let server = ServerProcess::start(&[]);
+        let server = ServerProcess::start();
         let addr = server.addr_str();
-        let probe = connect(&addr, LONG_SESSION).await;
+        let probe = connect_with(&addr, LONG_SESSION).await;
         probe.create("/g", b"", CreateMode::Persistent).await.expect("create /g");
-        let clients = join_all((0..CLIENTS).map(|_| connect(&addr, LONG_SESSION))).await;
+        let clients = join_all((0..CLIENTS).map(|_| connect_with(&addr, LONG_SESSION))).await;
         let before = probe.server_stats().await.expect("stats");
         let start = Instant::now();
         let tasks: Vec<_> = clients

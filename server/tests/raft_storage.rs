@@ -16,26 +16,7 @@ use ward_server::raft::state_machine::StateMachineStore;
 use ward_server::raft::types::{StorageError, TypeConfig};
 use ward_server::raft::wal::Wal;
 use ward_server::raft::{self as durable, FileError, OpenError, RaftOptions};
-
-/// A directory removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("ward-raft-{name}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use ward_testkit::TempDir;
 
 struct Builder;
 
@@ -43,8 +24,8 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachineStore, TempDir> for Builder 
     async fn build(&self) -> Result<(TempDir, LogStore, StateMachineStore), StorageError> {
         let dir = TempDir::new("suite");
         let err = |e: OpenError| StorageIOError::write(AnyError::new(&e));
-        let log = LogStore::open(&dir.0, 4096).map_err(err)?;
-        let mut sm = StateMachineStore::open(&dir.0, Arc::new(Core::default())).map_err(err)?;
+        let log = LogStore::open(dir.path(), 4096).map_err(err)?;
+        let mut sm = StateMachineStore::open(dir.path(), Arc::new(Core::default())).map_err(err)?;
         // As `raft::open` links them: applied entries leave memory and are read back from disk.
         sm.evict_applied(log.evictor());
         Ok((dir, log, sm))
@@ -129,7 +110,7 @@ fn copy_dir(from: &Path, to: &Path) {
 fn applied_entries_are_read_back_from_disk_after_leaving_memory() {
     use openraft::storage::{RaftLogReader, RaftLogStorage};
     let dir = TempDir::new("readback");
-    let log_dir = dir.0.join("log");
+    let log_dir = dir.path().join("log");
     {
         // Small segments so the entries span several files.
         let (mut wal, _) = Wal::open(&log_dir, 4096).expect("open");
@@ -144,7 +125,7 @@ fn applied_entries_are_read_back_from_disk_after_leaving_memory() {
     }
     assert!(segments(&log_dir).len() > 2, "the test needs several segments");
     let rt = runtime();
-    let mut store = LogStore::open(&dir.0, 4096).expect("open store");
+    let mut store = LogStore::open(dir.path(), 4096).expect("open store");
     let from_memory = rt.block_on(store.try_get_log_entries(1..=350)).expect("read");
     store.evictor().applied(330);
     let state = rt.block_on(store.get_log_state()).expect("state");
@@ -179,8 +160,8 @@ fn applied_entries_are_read_back_from_disk_after_leaving_memory() {
 #[test]
 fn cutting_the_log_inside_its_last_two_records_keeps_exactly_the_complete_prefix() {
     let original = TempDir::new("cut-orig");
-    write_log(&original.0, 6, 4096);
-    let files = segments(&original.0);
+    write_log(original.path(), 6, 4096);
+    let files = segments(original.path());
     assert_eq!(files.len(), 1);
     let image = std::fs::read(&files[0]).expect("read");
     let spans = record_spans(&image, 1);
@@ -191,19 +172,19 @@ fn cutting_the_log_inside_its_last_two_records_keeps_exactly_the_complete_prefix
     let to = spans[5].0 + record::record_size(spans[5].1 - spans[5].0 - record::RECORD_HEADER);
     for cut in from..=to {
         let dir = TempDir::new("cut");
-        copy_dir(&original.0, &dir.0);
+        copy_dir(original.path(), dir.path());
         let name = files[0].file_name().expect("name");
-        let file = std::fs::OpenOptions::new().write(true).open(dir.0.join(name)).expect("open");
+        let file = std::fs::OpenOptions::new().write(true).open(dir.path().join(name)).expect("open");
         file.set_len(cut as u64).expect("cut");
         drop(file);
         // A record survives when its payload is whole (its zero padding may be cut).
         let complete = spans.iter().filter(|(_, end)| *end <= cut).count() as u64;
-        let (mut wal, replayed) = Wal::open(&dir.0, 4096).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        let (mut wal, replayed) = Wal::open(dir.path(), 4096).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
         assert_eq!(entry_indexes(replayed), (1..=complete).collect::<Vec<_>>(), "cut at {cut}");
         // The repaired log takes new records after the prefix, and keeps them.
         wal.append(&RecordRef::Entries(&[entry(complete + 1, 0xEE)])).expect("append after repair");
         drop(wal);
-        let got = indexes(&dir.0).expect("reopen after append");
+        let got = indexes(dir.path()).expect("reopen after append");
         assert_eq!(got, (1..=complete + 1).collect::<Vec<_>>(), "cut at {cut}, then append");
     }
 }
@@ -212,8 +193,8 @@ fn cutting_the_log_inside_its_last_two_records_keeps_exactly_the_complete_prefix
 fn a_partly_written_last_record_in_a_preallocated_file_is_dropped() {
     // A crash mid-write persists any subset of the record's sectors; the file keeps its size.
     let original = TempDir::new("torn-orig");
-    write_log(&original.0, 4, 4096);
-    let files = segments(&original.0);
+    write_log(original.path(), 4, 4096);
+    let files = segments(original.path());
     let name = files[0].file_name().expect("name").to_owned();
     let image = std::fs::read(&files[0]).expect("read");
     let (start, end) = *record_spans(&image, 1).last().expect("records");
@@ -224,10 +205,10 @@ fn a_partly_written_last_record_in_a_preallocated_file_is_dropped() {
             let mut bytes = image.clone();
             let lost = if keep_head { split..end } else { start..split };
             bytes[lost].fill(0);
-            std::fs::write(dir.0.join(&name), &bytes).expect("write");
+            std::fs::write(dir.path().join(&name), &bytes).expect("write");
             // Zeroing bytes that were zero anyway leaves the record whole.
             let whole = bytes == image;
-            let got = indexes(&dir.0).unwrap_or_else(|e| panic!("split {split}, head {keep_head}: {e}"));
+            let got = indexes(dir.path()).unwrap_or_else(|e| panic!("split {split}, head {keep_head}: {e}"));
             let want: Vec<u64> = if whole { vec![1, 2, 3, 4] } else { vec![1, 2, 3] };
             assert_eq!(got, want, "split {split}, head {keep_head}");
         }
@@ -237,8 +218,8 @@ fn a_partly_written_last_record_in_a_preallocated_file_is_dropped() {
 #[test]
 fn a_flipped_byte_in_an_earlier_record_refuses_to_open_naming_file_and_offset() {
     let original = TempDir::new("flip-orig");
-    write_log(&original.0, 5, 4096);
-    let files = segments(&original.0);
+    write_log(original.path(), 5, 4096);
+    let files = segments(original.path());
     let name = files[0].file_name().expect("name").to_owned();
     let image = std::fs::read(&files[0]).expect("read");
     let spans = record_spans(&image, 1);
@@ -247,13 +228,13 @@ fn a_flipped_byte_in_an_earlier_record_refuses_to_open_naming_file_and_offset() 
     let targets = (start..end).map(|at| (at, start)).chain((0..record::SEGMENT_HEADER).map(|at| (at, 0)));
     for (at, blamed) in targets {
         let dir = TempDir::new("flip");
-        copy_dir(&original.0, &dir.0);
+        copy_dir(original.path(), dir.path());
         let mut bytes = image.clone();
         bytes[at] ^= 0x5A;
-        std::fs::write(dir.0.join(&name), &bytes).expect("write");
-        match Wal::open(&dir.0, 4096) {
+        std::fs::write(dir.path().join(&name), &bytes).expect("write");
+        match Wal::open(dir.path(), 4096) {
             Err(FileError::Damaged { path, offset, reason }) => {
-                assert_eq!(path, dir.0.join(&name), "flip at {at}");
+                assert_eq!(path, dir.path().join(&name), "flip at {at}");
                 assert_eq!(offset, blamed as u64, "flip at {at}: {reason}");
                 let message = FileError::Damaged { path, offset, reason }.to_string();
                 assert!(message.contains(&format!("byte offset {blamed}")), "{message}");
@@ -269,10 +250,10 @@ fn a_flipped_byte_in_an_earlier_record_refuses_to_open_naming_file_and_offset() 
 fn damage_at_the_end_of_a_full_segment_refuses_to_open() {
     let original = TempDir::new("flip-seg");
     // Records of ~100 bytes in 4 KiB segments: several segments.
-    write_log(&original.0, 300, 4096);
-    let files = segments(&original.0);
+    write_log(original.path(), 300, 4096);
+    let files = segments(original.path());
     assert!(files.len() >= 3, "{} segments", files.len());
-    assert_eq!(indexes(&original.0).expect("open"), (1..=300).collect::<Vec<_>>());
+    assert_eq!(indexes(original.path()).expect("open"), (1..=300).collect::<Vec<_>>());
     // The last record of the first segment: nothing intact follows it in its own file.
     let image = std::fs::read(&files[0]).expect("read");
     let spans = record_spans(&image, 1);
@@ -280,7 +261,7 @@ fn damage_at_the_end_of_a_full_segment_refuses_to_open() {
     let mut bytes = image.clone();
     bytes[at + record::RECORD_HEADER] ^= 1;
     std::fs::write(&files[0], &bytes).expect("write");
-    match Wal::open(&original.0, 4096) {
+    match Wal::open(original.path(), 4096) {
         Err(FileError::Damaged { path, offset, .. }) => {
             assert_eq!(path, files[0]);
             assert_eq!(offset, at as u64);
@@ -351,7 +332,7 @@ fn restart_after_snapshots_and_purges_gives_the_same_tree() {
     let rt = runtime();
     let (before, session) = rt.block_on(async {
         let core = Arc::new(Core::default());
-        let log = durable::open(&dir.0, core.clone(), options(10)).await.expect("open");
+        let log = durable::open(dir.path(), core.clone(), options(10)).await.expect("open");
         let session = create_session(&log).await;
         write_tree(&log, session, 300).await;
         let m = log
@@ -365,12 +346,12 @@ fn restart_after_snapshots_and_purges_gives_the_same_tree() {
         log.shutdown().await;
         (digest, session)
     });
-    assert!(dir.0.join("snapshot").exists());
-    let first_segment = dir.0.join("log").join("00000000000000000001.wal");
+    assert!(dir.path().join("snapshot").exists());
+    let first_segment = dir.path().join("log").join("00000000000000000001.wal");
     assert!(!first_segment.exists(), "purged segments are deleted");
     rt.block_on(async {
         let core = Arc::new(Core::default());
-        let log = durable::open(&dir.0, core.clone(), options(10)).await.expect("reopen");
+        let log = durable::open(dir.path(), core.clone(), options(10)).await.expect("reopen");
         assert_eq!(digest(&core), before, "same tree, sessions and zxid after restart");
         assert_eq!(core.sessions.len(), 1, "the session's deadline restarted");
         let zxid = core.read(|s| s.last_zxid());
@@ -387,17 +368,17 @@ fn restart_replays_the_log_without_a_snapshot() {
     let rt = runtime();
     let before = rt.block_on(async {
         let core = Arc::new(Core::default());
-        let log = durable::open(&dir.0, core.clone(), options(1_000_000)).await.expect("open");
+        let log = durable::open(dir.path(), core.clone(), options(1_000_000)).await.expect("open");
         let session = create_session(&log).await;
         write_tree(&log, session, 40).await;
         let digest = digest(&core);
         log.shutdown().await;
         digest
     });
-    assert!(!dir.0.join("snapshot").exists());
+    assert!(!dir.path().join("snapshot").exists());
     rt.block_on(async {
         let core = Arc::new(Core::default());
-        let log = durable::open(&dir.0, core.clone(), options(1_000_000)).await.expect("reopen");
+        let log = durable::open(dir.path(), core.clone(), options(1_000_000)).await.expect("reopen");
         assert_eq!(digest(&core), before);
         log.shutdown().await;
     });
@@ -409,7 +390,7 @@ fn concurrent_submits_share_entries_and_apply_in_submission_order() {
     let rt = runtime();
     rt.block_on(async {
         let core = Arc::new(Core::default());
-        let log = durable::open(&dir.0, core.clone(), options(1_000_000)).await.expect("open");
+        let log = durable::open(dir.path(), core.clone(), options(1_000_000)).await.expect("open");
         let session = create_session(&log).await;
         let entries_before = log.raft().metrics().borrow().last_log_index.unwrap_or(0);
         let n = 2000u64;
@@ -435,7 +416,7 @@ fn concurrent_submits_share_entries_and_apply_in_submission_order() {
 fn a_record_larger_than_a_segment_gets_a_segment_of_its_own() {
     let dir = TempDir::new("big");
     {
-        let (mut wal, _) = Wal::open(&dir.0, 4096).expect("open");
+        let (mut wal, _) = Wal::open(dir.path(), 4096).expect("open");
         wal.append(&RecordRef::Entries(&[entry(1, 1)])).expect("small");
         let mut big = entry(2, 2);
         if let EntryPayload::Normal(cmds) = &mut big.payload {
@@ -444,6 +425,6 @@ fn a_record_larger_than_a_segment_gets_a_segment_of_its_own() {
         wal.append(&RecordRef::Entries(&[big])).expect("big");
         wal.append(&RecordRef::Entries(&[entry(3, 3)])).expect("small after big");
     }
-    assert_eq!(segments(&dir.0).len(), 3);
-    assert_eq!(indexes(&dir.0).expect("reopen"), vec![1, 2, 3]);
+    assert_eq!(segments(dir.path()).len(), 3);
+    assert_eq!(indexes(dir.path()).expect("reopen"), vec![1, 2, 3]);
 }

@@ -1,33 +1,35 @@
 //! kazoo's recipes against Ward with several contenders, and a kazoo Lock and a native Ward
 //! lock on one directory excluding each other in one queue.
 
-mod zk_support;
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::time::Duration;
 use ward_client::{Client, CreateMode};
-use zk_support::*;
+use ward_testkit::zk::{expected, Kazoo};
+use ward_testkit::ServerProcess;
+
+/// The kazoo scripts and their expected outputs.
+const SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/zk");
 
 #[test]
 fn kazoo_recipes_hold_with_several_contenders() {
     let Some(kazoo) = Kazoo::find() else { return };
-    let ward = Ward::start();
-    assert_eq!(python(&kazoo, "recipes.py", &[&ward.zk_addr]), expected("recipes.expected"));
+    let ward = ServerProcess::builder().zookeeper().in_memory().start();
+    assert_eq!(kazoo.run(SCRIPTS, "recipes.py", &[&ward.zk_addr_str()]), expected(SCRIPTS, "recipes.expected"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kazoo_lock_and_native_lock_exclude_each_other() {
     let Some(kazoo) = Kazoo::find() else { return };
-    let ward = Ward::start();
-    let native = Client::connect(&ward.addr).await.expect("connect");
+    let ward = ServerProcess::builder().zookeeper().in_memory().start();
+    let native = Client::connect(&ward.addr_str()).await.expect("connect");
     native.create("/shared", b"", CreateMode::Persistent).await.expect("create dir");
-    let zk = ward.zk_addr.clone();
+    let zk = ward.zk_addr_str();
     let try_kazoo = {
-        let kazoo = kazoo.clone();
+        let (kazoo, zk) = (kazoo.clone(), zk.clone());
         move || {
             let (kazoo, zk) = (kazoo.clone(), zk.clone());
-            tokio::task::spawn_blocking(move || python(&kazoo, "lock_interop.py", &[&zk, "/shared", "try"]))
+            tokio::task::spawn_blocking(move || kazoo.run(SCRIPTS, "lock_interop.py", &[&zk, "/shared", "try"]))
         }
     };
 
@@ -39,7 +41,7 @@ async fn kazoo_lock_and_native_lock_exclude_each_other() {
 
     // kazoo holds: a native contender queues behind it and gets the lock when kazoo releases.
     let mut holder = kazoo
-        .command(&scripts(), "lock_interop.py", &[&ward.zk_addr, "/shared", "hold"])
+        .command(SCRIPTS, "lock_interop.py", &[&zk, "/shared", "hold"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

@@ -2,12 +2,10 @@
 //! before any reply that shows its change, never before the reply that armed its watch),
 //! expired-session handshakes, and bad input dropped without disturbing other clients.
 
-mod zk_support;
-
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use zk_support::Ward;
+use ward_testkit::ServerProcess;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -112,40 +110,39 @@ async fn four_letters(addr: &str, word: &[u8]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_letter_words_answer_in_zookeepers_format() {
-    let ward = Ward::start();
-    let (mut raw, _) = Raw::connect(&ward.zk_addr, 0, &[0; 16]).await;
+    let ward = ServerProcess::builder().zookeeper().in_memory().start();
+    let zk = ward.zk_addr_str();
+    let (mut raw, _) = Raw::connect(&zk, 0, &[0; 16]).await;
     raw.request(1, &create("/w")).await;
     raw.request(4, &path_watch("/w", true)).await;
     assert_eq!(raw.header().await.1, 0);
     assert_eq!(raw.header().await.1, 0);
 
-    assert_eq!(four_letters(&ward.zk_addr, b"ruok").await, "imok");
-    assert_eq!(four_letters(&ward.zk_addr, b"isro").await, "rw");
-    let srvr = four_letters(&ward.zk_addr, b"srvr").await;
+    assert_eq!(four_letters(&zk, b"ruok").await, "imok");
+    assert_eq!(four_letters(&zk, b"isro").await, "rw");
+    let srvr = four_letters(&zk, b"srvr").await;
     assert!(srvr.starts_with("Zookeeper version: 3.8.0-ward"), "{srvr}");
     assert!(srvr.contains("Mode: standalone\n") && srvr.contains("Zxid: 0x"), "{srvr}");
-    let stat = four_letters(&ward.zk_addr, b"stat").await;
+    let stat = four_letters(&zk, b"stat").await;
     assert!(stat.contains("Clients:\n /127.0.0.1:") && stat.contains("Node count: 2\n"), "{stat}");
-    let mntr = four_letters(&ward.zk_addr, b"mntr").await;
+    let mntr = four_letters(&zk, b"mntr").await;
     assert!(mntr.contains("zk_server_state\tstandalone\n") && mntr.contains("zk_watch_count\t1\n"), "{mntr}");
     assert!(mntr.contains("zk_znode_count\t2\n"), "{mntr}");
-    let conf = four_letters(&ward.zk_addr, b"conf").await;
+    let conf = four_letters(&zk, b"conf").await;
     assert!(conf.contains("minSessionTimeout=4000\n") && conf.contains("maxSessionTimeout=40000\n"), "{conf}");
-    let cons = four_letters(&ward.zk_addr, b"cons").await;
+    let cons = four_letters(&zk, b"cons").await;
     assert!(cons.contains(&format!("sid={:#x}", raw.session)), "{cons}");
-    assert!(four_letters(&ward.zk_addr, b"envi").await.contains("zookeeper.version=3.8.0"));
-    assert_eq!(four_letters(&ward.zk_addr, b"wchs").await, "1 connections watching 1 paths\nTotal watches:1\n");
-    assert_eq!(
-        four_letters(&ward.zk_addr, b"dump").await,
-        "dump is not executed because it is not in the whitelist.\n"
-    );
+    assert!(four_letters(&zk, b"envi").await.contains("zookeeper.version=3.8.0"));
+    assert_eq!(four_letters(&zk, b"wchs").await, "1 connections watching 1 paths\nTotal watches:1\n");
+    assert_eq!(four_letters(&zk, b"dump").await, "dump is not executed because it is not in the whitelist.\n");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn notifications_go_before_replies_that_show_the_change_and_after_the_one_that_armed() {
-    let ward = Ward::start();
-    let (mut a, _) = Raw::connect(&ward.zk_addr, 0, &[0; 16]).await;
-    let (mut b, _) = Raw::connect(&ward.zk_addr, 0, &[0; 16]).await;
+    let ward = ServerProcess::builder().zookeeper().in_memory().start();
+    let zk = ward.zk_addr_str();
+    let (mut a, _) = Raw::connect(&zk, 0, &[0; 16]).await;
+    let (mut b, _) = Raw::connect(&zk, 0, &[0; 16]).await;
     let mut notified = 0;
     for round in 0..50 {
         // A fresh node per round, so no watch is left over from an earlier one.
@@ -178,27 +175,29 @@ async fn notifications_go_before_replies_that_show_the_change_and_after_the_one_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_or_unknown_session_gets_a_zero_timeout() {
-    let ward = Ward::start();
-    let (mut a, timeout) = Raw::connect(&ward.zk_addr, 0, &[0; 16]).await;
+    let ward = ServerProcess::builder().zookeeper().in_memory().start();
+    let zk = ward.zk_addr_str();
+    let (mut a, timeout) = Raw::connect(&zk, 0, &[0; 16]).await;
     assert_eq!(timeout, 10_000);
     let (session, passwd) = (a.session, a.passwd.clone());
-    let (_b, resumed) = Raw::connect(&ward.zk_addr, session, &passwd).await;
+    let (_b, resumed) = Raw::connect(&zk, session, &passwd).await;
     assert_eq!(resumed, 10_000, "a live session resumes with its password");
-    let (_c, wrong) = Raw::connect(&ward.zk_addr, session, &[9; 16]).await;
+    let (_c, wrong) = Raw::connect(&zk, session, &[9; 16]).await;
     assert_eq!(wrong, 0, "a wrong password looks like an expired session");
-    let (mut d, _) = Raw::connect(&ward.zk_addr, session, &passwd).await;
+    let (mut d, _) = Raw::connect(&zk, session, &passwd).await;
     let close = d.request(-11, &[]).await;
     assert_eq!(d.header().await, (close, 0));
     assert!(d.frame().await.is_none(), "closeSession closes the connection");
     assert!(a.frame().await.is_none(), "the session's older connection was closed when it moved");
-    let (_e, gone) = Raw::connect(&ward.zk_addr, session, &passwd).await;
+    let (_e, gone) = Raw::connect(&zk, session, &passwd).await;
     assert_eq!(gone, 0, "a closed session is expired");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_is_dropped_and_other_clients_keep_working() {
-    let ward = Ward::start();
-    let (mut good, _) = Raw::connect(&ward.zk_addr, 0, &[0; 16]).await;
+    let ward = ServerProcess::builder().zookeeper().in_memory().start();
+    let zk = ward.zk_addr_str();
+    let (mut good, _) = Raw::connect(&zk, 0, &[0; 16]).await;
     let cases: [(&str, Vec<u8>); 4] = [
         ("garbage", b"\x00\x00\x00\x10garbage-garbage!".to_vec()),
         ("2 GiB length prefix", vec![0x80, 0, 0, 0, 1, 2, 3]),
@@ -206,7 +205,7 @@ async fn bad_input_is_dropped_and_other_clients_keep_working() {
         ("over jute.maxbuffer", (0x100000u32).to_be_bytes().to_vec()),
     ];
     for (what, bytes) in cases {
-        let mut s = TcpStream::connect(&ward.zk_addr).await.expect("connect");
+        let mut s = TcpStream::connect(&zk).await.expect("connect");
         s.write_all(&bytes).await.expect("write");
         if what == "truncated packet" {
             s.shutdown().await.expect("half-close");
@@ -221,7 +220,7 @@ async fn bad_input_is_dropped_and_other_clients_keep_working() {
         assert_eq!(good.header().await, (xid, 0), "after {what}");
     }
     // A bad request after a good handshake drops only that connection.
-    let (mut bad, _) = Raw::connect(&ward.zk_addr, 0, &[0; 16]).await;
+    let (mut bad, _) = Raw::connect(&zk, 0, &[0; 16]).await;
     bad.request(1, &[0xff, 0xff]).await;
     assert!(bad.frame().await.is_none(), "a malformed create closes its connection");
     let xid = good.request(3, &path_watch("/", false)).await;

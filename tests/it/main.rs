@@ -3,7 +3,8 @@
 //! docs/guarantees.md (G1..G10) it checks; the lock and election tests (t90..t93) name the
 //! "Done when" point of issue 3, and the recipe tests (t94..t98) that of issue 4.
 //!
-//! One test binary, so the server is built and started from one place (`harness`).
+//! One test binary, so the server is built and started from one place (`harness`, over
+//! `ward-testkit`).
 
 mod harness;
 

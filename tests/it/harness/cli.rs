@@ -1,11 +1,11 @@
 //! The `ward` CLI as a child process: one-shot runs, and long-lived `create --hold`
 //! processes that a test can kill.
 
-use super::wait::DEADLINE;
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+use ward_testkit::DEADLINE;
 
 fn cli(server: &str, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ward"));

@@ -1,45 +1,20 @@
-//! What every test needs: server processes, CLI processes, contender processes, a cutting
-//! proxy, raw sockets, outside records of lock holders and bounded waiting.
+//! What every test needs. Server processes, the cutting proxy, clients and bounded waiting
+//! come from `ward-testkit`; here are the pieces that need this package's binaries (the
+//! `ward` CLI, `ward-contender`) or its wire types: CLI and contender processes, raw
+//! sockets, and outside records of lock holders.
 
 mod cli;
 mod procs;
-mod proxy;
 mod raw;
 mod record;
-mod server;
-mod wait;
 
 pub use cli::{run_cli, run_cli_env, ClientProcess};
 pub use procs::Contender;
-pub use proxy::Proxy;
 pub use raw::{call, expect_dropped, frame, raw_connect, raw_session, recv, send, RawConn};
 pub use record::{check_at_most, check_exclusive, check_read_write, RecordFile};
-pub use server::ServerProcess;
-pub use wait::{bounded, wait_for, wait_until, within, DEADLINE};
+pub use ward_testkit::{bounded, connect, connect_with, wait_for, wait_until, within, Proxy, ServerProcess, DEADLINE};
 
-use std::time::Duration;
-use ward_client::{Client, Error, Watch, WatchEvent};
-
-/// Generous: connecting includes the server's first accept on a loaded machine.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// A client with the default session timeout.
-pub async fn connect(addrs: &str) -> Client {
-    within("connect", DEADLINE, Client::builder(addrs).connect_timeout(CONNECT_TIMEOUT).connect())
-        .await
-        .unwrap_or_else(|e| panic!("connect to {addrs}: {e:?}"))
-}
-
-/// A client asking for `session_timeout`.
-pub async fn connect_with(addrs: &str, session_timeout: Duration) -> Client {
-    within(
-        "connect",
-        DEADLINE,
-        Client::builder(addrs).connect_timeout(CONNECT_TIMEOUT).session_timeout(session_timeout).connect(),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("connect to {addrs}: {e:?}"))
-}
+use ward_client::{Error, Watch, WatchEvent};
 
 /// The event of a watch that must fire; panics if it does not within [`DEADLINE`].
 pub async fn fired(watch: Watch) -> WatchEvent {

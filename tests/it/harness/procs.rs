@@ -1,12 +1,12 @@
 //! `ward-contender` processes (tests/support/contender.rs): lock and election contenders in
 //! OS processes of their own, which a test can SIGKILL. Killed and reaped on drop.
 
-use super::wait::DEADLINE;
 use std::io::Write;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+use ward_testkit::DEADLINE;
 
 /// One line a contender printed, and when the test read it.
 #[derive(Debug)]

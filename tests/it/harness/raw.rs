@@ -1,6 +1,5 @@
 //! Raw sockets speaking (or deliberately mangling) the wire protocol, below the client.
 
-use super::wait::DEADLINE;
 use futures_util::{SinkExt, StreamExt};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -8,6 +7,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
 use ward_proto::{ClientMessage, FrameCodec, Hello, Request, Response, ServerMessage, Welcome, MAX_REPLY_FRAME};
+use ward_testkit::DEADLINE;
 
 pub type RawConn = Framed<TcpStream, FrameCodec<ServerMessage, ClientMessage>>;
 

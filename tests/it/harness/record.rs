@@ -2,18 +2,20 @@
 //! ("enter <token> ...", "exit <token>"), checked after the fact.
 
 use std::path::{Path, PathBuf};
+use ward_testkit::TempDir;
 
-/// A record file in a fresh scratch directory (removed on drop).
+/// A record file in a fresh scratch directory (removed on drop, kept when the test fails).
 pub struct RecordFile {
-    dir: PathBuf,
+    /// `None` only while dropping.
+    dir: Option<TempDir>,
     path: PathBuf,
 }
 
 impl RecordFile {
     pub fn new(what: &str) -> RecordFile {
-        let dir = super::server::scratch_dir(what);
-        let path = dir.join("record.txt");
-        RecordFile { dir, path }
+        let dir = TempDir::new(what);
+        let path = dir.path().join("record.txt");
+        RecordFile { dir: Some(dir), path }
     }
 
     pub fn path(&self) -> &Path {
@@ -32,10 +34,9 @@ impl RecordFile {
 
 impl Drop for RecordFile {
     fn drop(&mut self) {
-        if std::thread::panicking() {
+        if let (true, Some(dir)) = (std::thread::panicking(), self.dir.take()) {
+            dir.keep();
             eprintln!("record kept for inspection: {}", self.path.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
 }

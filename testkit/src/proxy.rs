@@ -1,6 +1,7 @@
 //! A TCP proxy between a client and a server, so a test can cut the client off without
 //! touching either: `cut()` drops every current connection, `block()` makes new ones close
-//! at once (the client sees a refused reconnect), `unblock()` lets them through again.
+//! at once (the client sees a refused reconnect), `unblock()` lets them through again;
+//! `isolate()` is both, and keeps the client off the server until `unblock()`.
 //! `mute_replies()` keeps forwarding what the client sends but drops what the server
 //! answers on the connections open now: a request is applied and its reply is lost.
 //! `partition()` is a silent `isolate()`: open connections stay up but carry nothing, so
@@ -28,6 +29,8 @@ struct Links {
     live: Vec<Link>,
 }
 
+/// Forwards every connection it accepts to one upstream address, each over a link of its own
+/// that the test can cut, block, mute or partition.
 pub struct Proxy {
     addr: SocketAddr,
     // One lock for the flag and the list, so a connection accepted while `block()` and
@@ -48,6 +51,11 @@ impl Proxy {
         Proxy { addr, links, accepted, acceptor }
     }
 
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The address as a connect string: give this to the client instead of the server's.
     pub fn addr_str(&self) -> String {
         self.addr.to_string()
     }

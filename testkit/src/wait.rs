@@ -55,3 +55,10 @@ pub async fn within<T>(what: &str, limit: Duration, fut: impl Future<Output = T>
 pub async fn bounded<T>(fut: impl Future<Output = T>) -> T {
     within("the test", TEST_DEADLINE, fut).await
 }
+
+/// Test bodies that share this process's CPU badly (a kill loop, a throughput figure) hold
+/// this to run one at a time.
+pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    SERIAL.lock().await
+}

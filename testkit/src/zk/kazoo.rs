@@ -1,9 +1,12 @@
 //! A python with kazoo for the kazoo scripts: python3 itself if it imports kazoo, else a
 //! virtualenv under the cargo target directory (`<target>/kazoo-venv`), made once with
 //! `pip install kazoo` and reused by every later run and test binary. Without python3, its
-//! venv module or PyPI, the caller skips ([`super::skip`]).
+//! venv module or PyPI, the caller skips ([`skip`]).
 
-use super::run::try_run_bounded;
+use super::SCRIPT_LIMIT;
+use crate::locate::target_dir;
+use crate::run::{run_ok, try_run};
+use crate::skip::skip;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,25 +24,31 @@ pub struct Kazoo {
 }
 
 impl Kazoo {
-    /// The python to run kazoo scripts with, or `None` after a loud [`super::skip`] saying why
-    /// there is none.
+    /// The python to run kazoo scripts with, or `None` after a loud [`skip`] saying why there
+    /// is none.
     pub fn find() -> Option<Kazoo> {
         // One provisioning per test process: its tests wait here for the first one.
         static FOUND: OnceLock<Result<PathBuf, String>> = OnceLock::new();
         match FOUND.get_or_init(find_or_provision) {
             Ok(python) => Some(Kazoo { python: python.clone() }),
             Err(why) => {
-                super::skip(why);
+                skip(why);
                 None
             }
         }
     }
 
     /// A command running `script` (in `dir`) with `args` under this python.
-    pub fn command(&self, dir: &Path, script: &str, args: &[&str]) -> Command {
+    pub fn command(&self, dir: impl AsRef<Path>, script: &str, args: &[&str]) -> Command {
         let mut cmd = Command::new(&self.python);
         cmd.current_dir(dir).arg(script).args(args);
         cmd
+    }
+
+    /// Runs `script` (in `dir`) with `args`; panics with its output unless it exits 0, else
+    /// returns its stdout.
+    pub fn run(&self, dir: impl AsRef<Path>, script: &str, args: &[&str]) -> String {
+        run_ok(self.command(dir, script, args), SCRIPT_LIMIT)
     }
 }
 
@@ -101,7 +110,7 @@ fn build(building: &Path) -> Result<(), String> {
 
 /// Runs `cmd`; `Err` saying `what` and the end of its stderr unless it exits 0.
 fn succeed(cmd: &mut Command, limit: Duration, what: &str) -> Result<(), String> {
-    let out = try_run_bounded(cmd, limit).map_err(|why| format!("{what}: {why}"))?;
+    let out = try_run(cmd, b"", limit).map_err(|why| format!("{what}: {why}"))?;
     if out.status.success() {
         return Ok(());
     }
@@ -113,13 +122,4 @@ fn succeed(cmd: &mut Command, limit: Duration, what: &str) -> Result<(), String>
 
 fn imports_kazoo(python: &Path) -> bool {
     Command::new(python).args(["-c", "import kazoo"]).output().is_ok_and(|o| o.status.success())
-}
-
-/// The cargo target directory this test binary was built into (`<target>/<profile>/deps/<exe>`),
-/// else `$CARGO_TARGET_DIR`, else the system temp dir.
-fn target_dir() -> PathBuf {
-    let from_exe = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.parent()?.parent()?.to_path_buf()));
-    from_exe
-        .or_else(|| std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from))
-        .unwrap_or_else(|| std::env::temp_dir().join("ward-target"))
 }

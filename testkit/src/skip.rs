@@ -1,4 +1,4 @@
-//! Skipping a suite whose outside tools (python3 and kazoo, java and ZooKeeper's jars) are
+//! Skipping a test whose outside tools (python3 and kazoo, java and ZooKeeper's jars) are
 //! missing. A skip is loud, and `WARD_REQUIRE_ALL_SUITES=1` (set by .ci/run) makes it a
 //! failure: there a skip would hide a suite that silently stopped running.
 

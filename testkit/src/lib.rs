@@ -1,0 +1,47 @@
+//! Test support shared by the workspace's process-level tests (the root package's
+//! `tests/it`, and `server/tests`): real `ward-server` processes and the faults a test
+//! inflicts on them, and the outside tools the ZooKeeper-compatibility tests run.
+//!
+//! Everything here fails the calling test by panicking with a message, and cleans up after
+//! itself in `Drop`: every process started here is killed, every directory made is removed.
+//!
+//! # Layout
+//!
+//! - [`server`]: [`ServerProcess`], one `ward-server` process (durable or in memory, with or
+//!   without the ZooKeeper listener): kill -9, restart on the same port and data directory,
+//!   crash during startup, pause and resume. Built with [`ServerBuilder`].
+//! - [`locate`]: where the test's build lives, and the `ward-server` binary in it.
+//! - [`proxy`]: [`Proxy`], a TCP proxy between clients and a server that cuts, blocks,
+//!   mutes and partitions its links.
+//! - [`wait`]: bounded waiting ([`within`], [`wait_for`], [`wait_until`], [`bounded`]) and
+//!   [`serial`] for test bodies that must not share the CPU.
+//! - [`client`]: connecting clients with generous bounds, and waiting for a session state.
+//! - [`tree`]: a digest of the whole znode tree, compared node by node.
+//! - [`tempdir`]: [`TempDir`], a directory removed on drop.
+//! - [`rng`]: [`Rng`], a small seeded PRNG, and the run's [`seed`].
+//! - [`run`]: running an outside program to completion within a bound.
+//! - [`mod@skip`]: skipping a test whose outside tools are missing, loudly, or failing it under
+//!   `WARD_REQUIRE_ALL_SUITES=1`.
+//! - [`zk`]: kazoo (provisioned in a venv under the target directory) and ZooKeeper's Java
+//!   client and zkCli.
+
+pub mod client;
+pub mod locate;
+pub mod proxy;
+pub mod rng;
+pub mod run;
+pub mod server;
+pub mod skip;
+pub mod tempdir;
+pub mod tree;
+pub mod wait;
+pub mod zk;
+
+pub use client::{connect, connect_with, wait_state};
+pub use proxy::Proxy;
+pub use rng::{seed, Rng};
+pub use server::{ServerBuilder, ServerProcess};
+pub use skip::skip;
+pub use tempdir::TempDir;
+pub use tree::{assert_same_tree, tree_digest};
+pub use wait::{bounded, serial, wait_for, wait_until, within, DEADLINE, TEST_DEADLINE};

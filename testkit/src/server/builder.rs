@@ -1,0 +1,68 @@
+//! How a [`ServerProcess`] is started: its addresses, storage, ZooKeeper listener and flags.
+
+use super::ServerProcess;
+use std::net::SocketAddr;
+
+/// Options for [`ServerProcess`], e.g.
+/// `ServerProcess::builder().flags(&["--snapshot-every", "64"]).zookeeper().in_memory().start()`.
+#[derive(Clone, Debug)]
+pub struct ServerBuilder {
+    pub(super) listen: SocketAddr,
+    /// `None`: `--zk-listen off`.
+    pub(super) zk_listen: Option<SocketAddr>,
+    pub(super) in_memory: bool,
+    pub(super) flags: Vec<String>,
+}
+
+impl Default for ServerBuilder {
+    fn default() -> ServerBuilder {
+        ServerBuilder { listen: any_port(), zk_listen: None, in_memory: false, flags: Vec::new() }
+    }
+}
+
+impl ServerBuilder {
+    /// Adds flags after the harness's own (a later flag wins, so these override).
+    pub fn flags(mut self, flags: &[&str]) -> ServerBuilder {
+        self.flags.extend(flags.iter().map(|f| f.to_string()));
+        self
+    }
+
+    /// Listens on `addr` instead of a free 127.0.0.1 port: for servers whose addresses must
+    /// be known before they start (an ensemble's members name each other).
+    pub fn listen(mut self, addr: SocketAddr) -> ServerBuilder {
+        self.listen = addr;
+        self
+    }
+
+    /// Serves ZooKeeper clients too, on a free 127.0.0.1 port ([`ServerProcess::zk_addr`]).
+    pub fn zookeeper(self) -> ServerBuilder {
+        self.zk_listen(any_port())
+    }
+
+    /// Serves ZooKeeper clients on `addr`.
+    pub fn zk_listen(mut self, addr: SocketAddr) -> ServerBuilder {
+        self.zk_listen = Some(addr);
+        self
+    }
+
+    /// Keeps nothing on disk (`--in-memory`) instead of a data directory of its own.
+    pub fn in_memory(mut self) -> ServerBuilder {
+        self.in_memory = true;
+        self
+    }
+
+    /// Starts the server and waits until it listens; panics (with its stderr) if it does not.
+    pub fn start(self) -> ServerProcess {
+        ServerProcess::launch(self).unwrap_or_else(|why| panic!("ward-server did not start: {why}"))
+    }
+
+    /// Like [`start`](Self::start), but `Err` with the reason and the server's last words
+    /// (a fixed address may be taken, say).
+    pub fn try_start(self) -> Result<ServerProcess, String> {
+        ServerProcess::launch(self)
+    }
+}
+
+fn any_port() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 0))
+}

@@ -1,0 +1,243 @@
+//! A real `ward-server` process on 127.0.0.1: durable in a data directory of its own (or in
+//! memory), optionally serving ZooKeeper clients too, and the faults a test inflicts on it.
+//! Killed in `Drop`, its directory removed; when the test panics, its stderr's tail is
+//! printed.
+
+mod builder;
+mod spawn;
+
+pub use builder::ServerBuilder;
+pub use spawn::{LOG_TAIL, STARTUP};
+
+use crate::locate::server_binary;
+use crate::tempdir::TempDir;
+use crate::wait::DEADLINE;
+use spawn::{spawn, stop, LogTail};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Tries at binding the previous ports again after a restart.
+const BIND_TRIES: u32 = 40;
+
+/// One `ward-server`. [`restart`](Self::restart) starts it again on the same ports and data
+/// directory, so clients given its address reconnect by themselves.
+pub struct ServerProcess {
+    /// `None` while killed.
+    child: Option<Child>,
+    addr: SocketAddr,
+    zk_addr: Option<SocketAddr>,
+    options: ServerBuilder,
+    log: LogTail,
+    /// Incarnations started so far.
+    starts: u32,
+    // The working directory (whatever the server writes next to itself stays out of the
+    // work tree) and the data directory's parent. Dropped after the child is killed: fields
+    // drop after `Drop::drop`.
+    dir: TempDir,
+}
+
+impl ServerProcess {
+    /// Options for a server; [`ServerBuilder::start`] starts it.
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder::default()
+    }
+
+    /// A durable server on a free port with default flags.
+    pub fn start() -> ServerProcess {
+        ServerProcess::builder().start()
+    }
+
+    /// A durable server with extra flags, e.g. `["--min-session-timeout-ms", "500"]`.
+    pub fn start_with(flags: &[&str]) -> ServerProcess {
+        ServerProcess::builder().flags(flags).start()
+    }
+
+    fn launch(options: ServerBuilder) -> Result<ServerProcess, String> {
+        let (addr, zk_addr) = (options.listen, options.zk_listen);
+        let mut server = ServerProcess {
+            child: None,
+            addr,
+            zk_addr,
+            options,
+            log: LogTail::default(),
+            starts: 0,
+            dir: TempDir::new("server"),
+        };
+        match server.spawn() {
+            Ok(()) => Ok(server),
+            Err(why) => Err(format!("{why}\nstderr:\n{}", server.log_tail())),
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The address as a connect string.
+    pub fn addr_str(&self) -> String {
+        self.addr.to_string()
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// The ZooKeeper listener's address; panics unless started with [`ServerBuilder::zookeeper`].
+    pub fn zk_addr(&self) -> SocketAddr {
+        self.zk_addr.unwrap_or_else(|| panic!("ward-server {} was started without its ZooKeeper listener", self.addr))
+    }
+
+    /// [`zk_addr`](Self::zk_addr) as a connect string.
+    pub fn zk_addr_str(&self) -> String {
+        self.zk_addr().to_string()
+    }
+
+    /// The data directory; panics for an in-memory server, which has none.
+    pub fn data_dir(&self) -> PathBuf {
+        assert!(!self.options.in_memory, "an in-memory ward-server has no data directory");
+        self.dir.path().join("data")
+    }
+
+    /// The running process's id; `None` while killed.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// SIGKILL, then reap (which also releases the data directory's lock).
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            stop(&mut child);
+        }
+    }
+
+    /// SIGSTOP: the process stays, with its sockets open, and answers nothing until
+    /// [`resume`](Self::resume) — a server stalled rather than gone.
+    pub fn pause(&mut self) {
+        self.signal("-STOP");
+    }
+
+    /// SIGCONT after [`pause`](Self::pause).
+    pub fn resume(&mut self) {
+        self.signal("-CONT");
+    }
+
+    /// SIGTERM, and waits (bounded by [`DEADLINE`]) for the process to exit by itself.
+    pub fn terminate(&mut self) -> ExitStatus {
+        self.signal("-TERM");
+        let start = Instant::now();
+        loop {
+            let child = self.child.as_mut().unwrap_or_else(|| panic!("ward-server is not running"));
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return status;
+            }
+            if start.elapsed() > DEADLINE {
+                panic!("ward-server did not exit within {DEADLINE:?} of SIGTERM; stderr:\n{}", self.log_tail());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Kills the server if it runs, then starts it again on the same ports and data
+    /// directory. Returns when the new one prints its banners, i.e. has replayed its log and
+    /// listens. The ports may briefly be taken by someone else: the bind is retried.
+    pub fn restart(&mut self) {
+        self.kill9();
+        for attempt in 1.. {
+            match self.spawn() {
+                Ok(()) => return,
+                Err(why) if why.contains("Address already in use") && attempt < BIND_TRIES => {
+                    std::thread::sleep(Duration::from_millis(50 * u64::from(attempt.min(10))));
+                }
+                Err(why) => panic!("ward-server restart on {} failed: {why}\nstderr:\n{}", self.addr, self.log_tail()),
+            }
+        }
+    }
+
+    /// Kills the server if it runs, then starts it on the same ports and data directory and
+    /// SIGKILLs it again `after` its start, wherever its startup (log replay, torn-tail repair,
+    /// election) or its first moments of serving have got to. Leaves it stopped.
+    pub fn crash_during_startup(&mut self, after: Duration) {
+        self.kill9();
+        let mut child = self
+            .command()
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn ward-server: {e}"));
+        std::thread::sleep(after);
+        stop(&mut child);
+    }
+
+    /// The async form of [`restart`](Self::restart), for multi-thread runtimes: the client
+    /// tasks keep running while this waits for the banner.
+    pub fn restart_now(&mut self) {
+        tokio::task::block_in_place(|| self.restart())
+    }
+
+    /// The async form of [`kill9`](Self::kill9).
+    pub fn kill9_now(&mut self) {
+        tokio::task::block_in_place(|| self.kill9())
+    }
+
+    /// Panics (with the server's log) unless the process still runs: a server that exited
+    /// on its own has crashed.
+    pub fn assert_running(&mut self) {
+        match self.child.as_mut().map(Child::try_wait) {
+            None => panic!("ward-server is not running (killed by the test)"),
+            Some(Ok(Some(status))) => panic!("ward-server exited with {status}; stderr:\n{}", self.log_tail()),
+            Some(_) => {}
+        }
+    }
+
+    /// The last [`LOG_TAIL`] lines of stderr, over every incarnation.
+    pub fn log_tail(&self) -> String {
+        self.log.text()
+    }
+
+    /// The command line of an incarnation: the harness's flags, then the test's.
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(server_binary());
+        cmd.arg("--listen").arg(self.addr.to_string());
+        // Small segments: a 64 MiB zero-fill per test server would dominate the run.
+        cmd.args(["--segment-mb", "1", "--zk-listen"]);
+        cmd.arg(self.zk_addr.map_or_else(|| "off".to_string(), |a| a.to_string()));
+        match self.options.in_memory {
+            true => cmd.arg("--in-memory"),
+            false => cmd.arg("--data-dir").arg(self.dir.path().join("data")),
+        };
+        cmd.args(&self.options.flags).current_dir(self.dir.path()).stdin(Stdio::null());
+        cmd
+    }
+
+    /// Starts one incarnation on `self.addr` (port 0 at first) and learns its addresses.
+    fn spawn(&mut self) -> Result<(), String> {
+        self.starts += 1;
+        let started = spawn(self.command(), self.starts, &self.log, self.zk_addr.is_some())?;
+        (self.addr, self.zk_addr) = (started.addr, started.zk_addr);
+        self.child = Some(started.child);
+        Ok(())
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.pid().unwrap_or_else(|| panic!("kill {signal}: ward-server is not running"));
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(pid.to_string())
+            .status()
+            .unwrap_or_else(|e| panic!("run kill {signal}: {e}"));
+        assert!(status.success(), "kill {signal} {pid} failed: {status}");
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // SIGKILL ends a paused (stopped) process too.
+        self.kill9();
+        if std::thread::panicking() {
+            eprintln!("--- ward-server {} stderr (last {LOG_TAIL} lines) ---\n{}\n---", self.addr, self.log_tail());
+        }
+    }
+}

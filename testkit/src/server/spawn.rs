@@ -1,0 +1,122 @@
+//! Starting one incarnation of a server process: wait for its banners on stdout, keep the
+//! tail of its stderr.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A server start includes a cold binary and a log replay on a loaded machine.
+pub const STARTUP: Duration = Duration::from_secs(60);
+/// Lines of stderr kept (over all of a server's incarnations) to print when a test fails.
+pub const LOG_TAIL: usize = 400;
+const BANNER: &str = "ward-server listening on ";
+const ZK_BANNER: &str = "ward-server zookeeper listening on ";
+
+/// The last [`LOG_TAIL`] lines a server wrote to stderr, each marked with its incarnation.
+#[derive(Clone, Default)]
+pub struct LogTail(Arc<Mutex<VecDeque<String>>>);
+
+impl LogTail {
+    fn push(&self, line: String) {
+        // A test that panicked while holding this lock must not hide the log.
+        let mut log = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if log.len() == LOG_TAIL {
+            log.pop_front();
+        }
+        log.push_back(line);
+    }
+
+    pub fn text(&self) -> String {
+        let log = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        Vec::from(log.clone()).join("\n")
+    }
+
+    /// The last `n` lines on one line, for a short error message.
+    fn last(&self, n: usize) -> String {
+        let text = self.text();
+        let mut last: Vec<&str> = text.lines().rev().take(n).collect();
+        last.reverse();
+        last.join(" | ")
+    }
+}
+
+/// A running incarnation and the addresses from its banners.
+pub struct Started {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub zk_addr: Option<SocketAddr>,
+}
+
+/// Spawns `cmd` and waits for its banner (and the ZooKeeper banner when `zookeeper`); `Err`
+/// with the reason and its last stderr lines if it exits or stays silent first.
+pub fn spawn(mut cmd: Command, incarnation: u32, log: &LogTail, zookeeper: bool) -> Result<Started, String> {
+    let mut child =
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("spawn {cmd:?}: {e}"))?;
+    let (Some(stderr), Some(stdout)) = (child.stderr.take(), child.stdout.take()) else {
+        stop(&mut child);
+        return Err("spawned without its pipes".into());
+    };
+    let sink = log.clone();
+    // Drained always: a full pipe would stall a chatty server.
+    let stderr_done = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            sink.push(format!("[{incarnation}] {line}"));
+        }
+    });
+    let wanted = if zookeeper { 2 } else { 1 };
+    let (banner_tx, banners) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        for _ in 0..wanted {
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() || line.is_empty() || banner_tx.send(line).is_err() {
+                return;
+            }
+        }
+        // Whatever follows the banners is drained, for the same reason as stderr.
+        let _ = std::io::copy(&mut reader, &mut std::io::sink());
+    });
+    let mut lines = Vec::new();
+    let start = Instant::now();
+    while lines.len() < wanted {
+        match banners.recv_timeout(Duration::from_millis(20)) {
+            Ok(line) => lines.push(line),
+            Err(_) if start.elapsed() > STARTUP => {
+                stop(&mut child);
+                return Err(format!("no banner within {STARTUP:?}: {}", log.last(5)));
+            }
+            Err(_) => {
+                if let Ok(Some(status)) = child.try_wait() {
+                    // Its stderr is complete once the process is gone.
+                    let _ = stderr_done.join();
+                    return Err(format!("exited with {status} before listening: {}", log.last(5)));
+                }
+            }
+        }
+    }
+    let addrs = parse(&lines[0], BANNER)
+        .and_then(|addr| Ok((addr, lines.get(1).map(|line| parse(line, ZK_BANNER)).transpose()?)));
+    match addrs {
+        Ok((addr, zk_addr)) => Ok(Started { child, addr, zk_addr }),
+        Err(why) => {
+            stop(&mut child);
+            Err(format!("{why}: {}", log.last(5)))
+        }
+    }
+}
+
+/// SIGKILL, then reap.
+pub fn stop(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn parse(line: &str, prefix: &str) -> Result<SocketAddr, String> {
+    match line.trim_end().strip_prefix(prefix).map(str::parse) {
+        Some(Ok(addr)) => Ok(addr),
+        _ => Err(format!("unexpected banner {line:?} (expected {prefix:?}ADDR)")),
+    }
+}
