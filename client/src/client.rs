@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
-use ward_proto::{path, CreateMode, Op, OpResult, Request, Response, ServerStats, SessionId, Stat};
+use ward_proto::{path, CreateMode, MemberInfo, Op, OpResult, Request, Response, ServerStats, SessionId, Stat};
 
 /// A session with a Ward ensemble. Clones share the session; when the last clone is dropped
 /// the session is closed (its ephemerals deleted) in the background.
@@ -232,6 +232,32 @@ impl Client {
     pub async fn server_stats(&self) -> Result<ServerStats> {
         match self.call(Request::Stats, None).await? {
             Response::Stats(stats) => Ok(stats),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The ensemble's members as its leader sees them: id, peer address, role, applied index
+    /// and lag. A single server lists itself.
+    pub async fn members(&self) -> Result<Vec<MemberInfo>> {
+        match self.call(Request::Members, None).await? {
+            Response::Members(members) => Ok(members),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Adds member `id`, reachable by its peers at `peer_addr`, to the ensemble: it joins as
+    /// a learner, catches up, then votes. Returns once it votes.
+    pub async fn add_member(&self, id: u64, peer_addr: &str) -> Result<()> {
+        match self.call(Request::AddMember { id, addr: peer_addr.to_string() }, None).await? {
+            Response::MembersChanged => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Removes member `id` from the ensemble (the leader too: another is elected).
+    pub async fn remove_member(&self, id: u64) -> Result<()> {
+        match self.call(Request::RemoveMember { id }, None).await? {
+            Response::MembersChanged => Ok(()),
             other => Err(unexpected(other)),
         }
     }

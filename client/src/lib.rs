@@ -52,6 +52,7 @@ pub use mutex::{Mutex, MutexGuard};
 pub use queue::Contender;
 pub use state::SessionState;
 pub use ward_proto::{
-    CreateMode, ErrorCode, EventKind, LockKind, Op, OpResult, ServerStats, SessionId, Stat, WatchEvent,
+    CreateMode, ErrorCode, EventKind, LockKind, MemberInfo, MemberRole, Op, OpResult, ServerStats, SessionId, Stat,
+    WatchEvent,
 };
 pub use watch::Watch;

@@ -35,7 +35,7 @@ pub use ids::{SessionId, SessionSecret, Zxid};
 pub use lock::LockKind;
 pub use message::{ClientMessage, ServerMessage};
 pub use request::{CreateMode, Op, Request, WatchKind};
-pub use response::{LockNode, LockState, OpResult, Response, ServerStats, Stat};
+pub use response::{LockNode, LockState, MemberInfo, MemberRole, OpResult, Response, ServerStats, Stat};
 
 /// Largest node data accepted by default (ZooKeeper's `jute.maxbuffer` is also 1 MiB).
 pub const MAX_DATA_LEN: usize = 1 << 20;

@@ -113,6 +113,19 @@ pub enum Request {
     },
     /// Counters of the server that answers.
     Stats,
+    /// The ensemble's members as the leader knows them. Answered with
+    /// [`Response::Members`](crate::Response::Members).
+    Members,
+    /// Adds member `id`, reachable by its peers at `addr`: it joins as a learner, catches up
+    /// (from a snapshot if need be) and then becomes a voter. Answered once it votes.
+    AddMember {
+        id: u64,
+        addr: String,
+    },
+    /// Removes member `id` from the ensemble (the leader too: a new one is elected).
+    RemoveMember {
+        id: u64,
+    },
 }
 
 impl Request {

@@ -63,6 +63,31 @@ pub enum Response {
     /// The fence is valid: that node holds its lock with that token.
     FenceValid,
     Stats(ServerStats),
+    Members(Vec<MemberInfo>),
+    /// A membership change is done.
+    MembersChanged,
+}
+
+/// One member of the ensemble, as its leader sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberInfo {
+    pub id: u64,
+    /// Where its peers reach it.
+    pub addr: String,
+    pub role: MemberRole,
+    /// The last log index it has applied, as it last reported (the leader's own is exact);
+    /// `None` if not known.
+    pub applied: Option<u64>,
+    /// How many log entries it is behind the leader's log; `None` if not known.
+    pub lag: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MemberRole {
+    Leader,
+    Follower,
+    /// Receives the log but does not vote (a member being added).
+    Learner,
 }
 
 /// A lock attempt's standing.

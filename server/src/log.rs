@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::sync::oneshot;
-use ward_proto::ErrorCode;
+use ward_proto::{ErrorCode, MemberInfo, MemberRole};
 
 /// Orders commands and applies them.
 pub trait CommandLog: Send + Sync + 'static {
@@ -39,12 +39,40 @@ pub trait CommandLog: Send + Sync + 'static {
         Box::pin(std::future::ready(Ok(())))
     }
 
+    /// The ensemble's members. A server without a replicated log is a group of one.
+    fn members(&self) -> Members {
+        let me = MemberInfo { id: 1, addr: String::new(), role: MemberRole::Leader, applied: None, lag: Some(0) };
+        Box::pin(std::future::ready(Ok(vec![me])))
+    }
+
+    /// Adds or removes a member; resolves once the change is committed.
+    fn change_members(&self, _change: MemberChange) -> Barrier {
+        let why = "this server keeps its log in memory: it cannot form an ensemble".to_string();
+        Box::pin(std::future::ready(Err(Rejected::NotApplied(why))))
+    }
+
     /// False while this server cannot keep sessions alive (out of contact with a leader):
     /// it then refuses handshakes.
     fn in_contact(&self) -> bool {
         true
     }
 }
+
+/// A change to an ensemble's membership.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemberChange {
+    /// Member `id`, reachable by its peers at `addr`, joins (as a learner, then a voter).
+    Add {
+        id: u64,
+        addr: String,
+    },
+    Remove {
+        id: u64,
+    },
+}
+
+/// The future of [`CommandLog::members`].
+pub type Members = Pin<Box<dyn Future<Output = Result<Vec<MemberInfo>, Rejected>> + Send>>;
 
 /// The future of [`CommandLog::barrier`].
 pub type Barrier = Pin<Box<dyn Future<Output = Result<(), Rejected>> + Send>>;

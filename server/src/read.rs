@@ -66,6 +66,8 @@ impl Reader<'_> {
                 crate::state::check_fence(state.tree(), &path, token).map(|()| Response::FenceValid)
             }
             Request::Stats => Ok(Response::Stats(self.core.stats(state))),
+            // Answered from the log before any read (`SessionConn::prepare`).
+            Request::Members | Request::AddMember { .. } | Request::RemoveMember { .. } => Err(ErrorCode::BadArguments),
             _ => Err(ErrorCode::BadArguments),
         }
     }

@@ -10,6 +10,8 @@
 //! - [`server`]: [`ServerProcess`], one `ward-server` process (durable or in memory, with or
 //!   without the ZooKeeper listener): kill -9, restart on the same port and data directory,
 //!   crash during startup, pause and resume. Built with [`ServerBuilder`].
+//! - [`ensemble`]: [`Ensemble`], several members whose peer links each run through a proxy,
+//!   so a test can partition any member or any one direction.
 //! - [`locate`]: where the test's build lives, and the `ward-server` binary in it.
 //! - [`proxy`]: [`Proxy`], a TCP proxy between clients and a server that cuts, blocks,
 //!   mutes and partitions its links.
@@ -26,6 +28,7 @@
 //!   client and zkCli.
 
 pub mod client;
+pub mod ensemble;
 pub mod locate;
 pub mod proxy;
 pub mod rng;
@@ -38,6 +41,7 @@ pub mod wait;
 pub mod zk;
 
 pub use client::{connect, connect_with, wait_state};
+pub use ensemble::Ensemble;
 pub use proxy::Proxy;
 pub use rng::{seed, Rng};
 pub use server::{ServerBuilder, ServerProcess};

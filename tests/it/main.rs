@@ -8,6 +8,7 @@
 
 mod harness;
 
+mod t100_ensemble;
 mod t10_crud;
 mod t20_sequential;
 mod t30_multi;

@@ -10,7 +10,7 @@
 //! out first (G6). The machinery is in `order.rs`, shared with the ZooKeeper listener.
 
 use super::handshake;
-use super::order::{ReadWait, Sequencer, SessionConn};
+use super::order::{Sequencer, SessionConn};
 use super::writer::{Item, ItemTx, Shrink, Wire};
 use crate::outbox::Outbox;
 use crate::read::Reader as ReadCtx;
@@ -157,24 +157,17 @@ async fn read_loop(
             if !caught_up {
                 return;
             }
-            let wait = match request {
-                Request::Sync { .. } => ReadWait::Sync,
-                Request::Ping => ReadWait::Contact,
-                _ => ReadWait::None,
+            let prepared = tokio::select! {
+                _ = cancel.cancelled() => return,
+                r = ctx.prepare(&request) => r,
             };
-            if wait != ReadWait::None {
-                let ready = tokio::select! {
-                    _ = cancel.cancelled() => return,
-                    r = ctx.before_read(wait) => r,
-                };
-                if let Err(code) = ready {
-                    let (zxid, events_before, answer) = ctx.view(|_, _| Err(code));
-                    let item = Item::Read { tag: xid, zxid, events_before, events: Vec::new(), answer };
-                    if queue.send(Box::new(item)).await.is_err() {
-                        return;
-                    }
-                    continue;
+            if let Some(answer) = prepared {
+                let (zxid, events_before, answer) = ctx.view(|_, _| answer);
+                let item = Item::Read { tag: xid, zxid, events_before, events: Vec::new(), answer };
+                if queue.send(Box::new(item)).await.is_err() {
+                    return;
                 }
+                continue;
             }
             read(ctx, xid, request)
         };

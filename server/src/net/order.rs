@@ -7,7 +7,7 @@ use super::queue;
 use super::writer::{ItemTx, Shrink, Wire, WriterLoop};
 use crate::command::Command;
 use crate::core::Core;
-use crate::log::Pending;
+use crate::log::{MemberChange, Pending, Rejected};
 use crate::outbox::{OutboundTx, OutboxRx};
 use crate::prep::prep;
 use crate::state::StateMachine;
@@ -22,15 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use ward_proto::{ErrorCode, Request, SessionId, Zxid};
-
-/// See [`SessionConn::before_read`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReadWait {
-    None,
-    Sync,
-    Contact,
-}
+use ward_proto::{ErrorCode, Request, Response, SessionId, Zxid};
 
 /// A connection bound to a session, after its handshake.
 pub struct SessionConn {
@@ -154,21 +146,38 @@ impl SessionConn {
         Ok(self.server.log.submit(Command { time_ms: now_ms(), session: self.session, xid, op }))
     }
 
-    /// What a read must wait for before it looks at the state, beyond the session's own
-    /// writes: a `sync` for this server to have applied every write committed anywhere
-    /// before it (a linearizable read follows), a ping for its heartbeat to be known to
-    /// count at the leader (R3: a pong promises the session outlives the ping's send time by
-    /// a timeout).
-    pub async fn before_read(&self, wait: ReadWait) -> Result<(), ErrorCode> {
-        let done = match wait {
-            ReadWait::None => return Ok(()),
-            ReadWait::Sync => self.server.log.barrier().await,
-            ReadWait::Contact => self.server.log.confirm_contact().await,
+    /// What a read needs beyond the session's own writes, before it looks at the state: a
+    /// `sync` waits for this server to have applied every write committed anywhere before
+    /// it (a linearizable read follows); a ping waits for its heartbeat to be known to count
+    /// at the leader (R3: a pong promises the session outlives the ping's send time by a
+    /// timeout). Membership requests are answered here, from the log, not from the state.
+    /// `None`: go on and read; `Some`: this is the answer.
+    pub async fn prepare(&self, request: &Request) -> Option<Result<Response, ErrorCode>> {
+        let log = &self.server.log;
+        let waited = match request {
+            Request::Sync { .. } => log.barrier().await,
+            Request::Ping => log.confirm_contact().await,
+            Request::Members => return Some(log.members().await.map(Response::Members).map_err(|r| self.refused(r))),
+            Request::AddMember { id, addr } => {
+                let change = MemberChange::Add { id: *id, addr: addr.clone() };
+                return Some(
+                    log.change_members(change).await.map(|()| Response::MembersChanged).map_err(|r| self.refused(r)),
+                );
+            }
+            Request::RemoveMember { id } => {
+                let change = MemberChange::Remove { id: *id };
+                return Some(
+                    log.change_members(change).await.map(|()| Response::MembersChanged).map_err(|r| self.refused(r)),
+                );
+            }
+            _ => return None,
         };
-        done.map_err(|rejected| {
-            tracing::debug!(session = %self.session, %rejected, ?wait, "read not served");
-            ErrorCode::Unavailable
-        })
+        waited.err().map(|r| Err(self.refused(r)))
+    }
+
+    fn refused(&self, rejected: Rejected) -> ErrorCode {
+        tracing::info!(session = %self.session, %rejected, "request not served");
+        ErrorCode::Unavailable
     }
 
     /// Serves the session: `read_loop` turns frames into items, the shared writer completes

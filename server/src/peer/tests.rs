@@ -78,10 +78,11 @@ fn every_request_round_trips() {
             op: CommandOp::CreateSession { timeout_ms: 4000, secret: SessionSecret([7; 16]), owner: Some("o".into()) },
         },
     ]));
-    round_trip(PeerRequest::Touch(vec![SessionId(1), SessionId(u64::MAX)]));
+    round_trip(PeerRequest::Touch { sessions: vec![SessionId(1), SessionId(u64::MAX)], applied: Some(4) });
     round_trip(PeerRequest::ReadIndex);
     round_trip(PeerRequest::Admin(AdminRequest::AddMember { id: 4, addr: "10.0.0.4:7190".into() }));
     round_trip(PeerRequest::Admin(AdminRequest::RemoveMember { id: 1 }));
+    round_trip(PeerRequest::Admin(AdminRequest::Members));
     round_trip(PeerHello {
         magic: PEER_MAGIC,
         version: PEER_VERSION,
@@ -117,6 +118,14 @@ fn every_response_round_trips() {
     round_trip(PeerResponse::ReadIndex(Ok(99)));
     round_trip(PeerResponse::ReadIndex(Err(ForwardError::NotLeader(None))));
     round_trip(PeerResponse::Admin(Ok(AdminReply::Done)));
+    let member = ward_proto::MemberInfo {
+        id: 2,
+        addr: "h:1".into(),
+        role: ward_proto::MemberRole::Learner,
+        applied: Some(5),
+        lag: None,
+    };
+    round_trip(PeerResponse::Admin(Ok(AdminReply::Members(vec![member]))));
     round_trip(PeerResponse::Admin(Err(ForwardError::Refused("learner not found".into()))));
 }
 
@@ -144,7 +153,7 @@ struct Echo;
 impl PeerService for Echo {
     async fn handle(&self, _from: u64, request: PeerRequest) -> PeerResponse {
         match request {
-            PeerRequest::Touch(sessions) => PeerResponse::Touch(Ok(sessions)),
+            PeerRequest::Touch { sessions, .. } => PeerResponse::Touch(Ok(sessions)),
             _ => std::future::pending().await,
         }
     }
@@ -167,7 +176,9 @@ async fn calls_multiplex_and_strangers_are_refused() {
     let calls = (0..50u64).map(|i| {
         let client = client.clone();
         let addr = addr.clone();
-        tokio::spawn(async move { client.call(&addr, PeerRequest::Touch(vec![SessionId(i)]), long).await })
+        tokio::spawn(async move {
+            client.call(&addr, PeerRequest::Touch { sessions: vec![SessionId(i)], applied: None }, long).await
+        })
     });
     for (i, call) in calls.enumerate() {
         match call.await.expect("task") {
@@ -180,16 +191,16 @@ async fn calls_multiplex_and_strangers_are_refused() {
     assert!(matches!(silent, Err(PeerError::Lost(2, _))), "{silent:?}");
     // A caller that thinks it reaches member 3, or another ensemble, never gets through.
     let wrong_member = PeerClient::new(Identity { ensemble: "prod".into(), me: 1 }, 3, Channel::Raft);
-    let r = wrong_member.call(&addr, PeerRequest::Touch(vec![]), long).await;
+    let r = wrong_member.call(&addr, PeerRequest::Touch { sessions: vec![], applied: None }, long).await;
     assert!(matches!(r, Err(PeerError::Unreachable(3, _))), "{r:?}");
     let stranger = PeerClient::new(Identity { ensemble: "test".into(), me: 1 }, 2, Channel::Raft);
-    let r = stranger.call(&addr, PeerRequest::Touch(vec![]), long).await;
+    let r = stranger.call(&addr, PeerRequest::Touch { sessions: vec![], applied: None }, long).await;
     assert!(matches!(r, Err(PeerError::Unreachable(2, _))), "{r:?}");
     // Nobody listening: not sent.
     cancel.cancel();
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let dead = closed.local_addr().expect("addr").to_string();
     drop(closed);
-    let r = client.call(&dead, PeerRequest::Touch(vec![]), long).await;
+    let r = client.call(&dead, PeerRequest::Touch { sessions: vec![], applied: None }, long).await;
     assert!(matches!(r, Err(PeerError::Unreachable(2, _))), "{r:?}");
 }

@@ -14,7 +14,7 @@ use openraft::raft::{
     VoteResponse,
 };
 use serde::{Deserialize, Serialize};
-use ward_proto::SessionId;
+use ward_proto::{MemberInfo, SessionId};
 
 /// "Ward peer": not a client hello, which starts with Ward's client magic.
 pub const PEER_MAGIC: [u8; 4] = *b"WRDP";
@@ -70,8 +70,12 @@ pub enum PeerRequest {
     InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
     /// A follower's batch of client writes, for the leader to order as one entry.
     Forward(Vec<Command>),
-    /// Sessions whose clients were heard from on the sender since its last touch.
-    Touch(Vec<SessionId>),
+    /// Sessions whose clients were heard from on the sender since its last touch, and the
+    /// sender's last applied log index (for the member list).
+    Touch {
+        sessions: Vec<SessionId>,
+        applied: Option<u64>,
+    },
     /// Confirm leadership and name the log index a linearizable read must wait for.
     ReadIndex,
     Admin(AdminRequest),
@@ -113,9 +117,12 @@ pub enum AdminRequest {
     AddMember { id: NodeId, addr: String },
     /// Removes `id` from the voters and the group.
     RemoveMember { id: NodeId },
+    /// The member list, as the leader knows it.
+    Members,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AdminReply {
     Done,
+    Members(Vec<MemberInfo>),
 }

@@ -49,12 +49,14 @@ pub struct Contact {
 }
 
 impl Contact {
-    pub fn new() -> Arc<Contact> {
+    /// A member of an ensemble starts out of contact (it accepts no clients until a leader
+    /// acknowledges it); a single server is its own leader.
+    pub fn new(in_contact: bool) -> Arc<Contact> {
         Arc::new(Contact {
             started: AtomicU64::new(0),
             acked: watch::Sender::new(0),
             wanted: Notify::new(),
-            in_contact: AtomicBool::new(true),
+            in_contact: AtomicBool::new(in_contact),
         })
     }
 
@@ -89,7 +91,8 @@ pub async fn run(contact: Arc<Contact>, raft: Raft, core: Arc<Core>, peers: Arc<
         let acknowledged = match leader_of(&raft) {
             Leader::Me { single } => single || (core.sessions.is_sweeping() && lease_fresh(&raft)),
             Leader::Other(leader, addr) => {
-                let request = PeerRequest::Touch(touched.clone());
+                let applied = raft.metrics().borrow().last_applied.map(|id| id.index);
+                let request = PeerRequest::Touch { sessions: touched.clone(), applied };
                 match peers.call(leader, &addr, Channel::Client, request, ROUND_EVERY * 3).await {
                     Ok(PeerResponse::Touch(Ok(_gone))) => true,
                     answer => {

@@ -50,7 +50,8 @@ pub use proposer::BatchLimits;
 
 use crate::command::Command;
 use crate::core::Core;
-use crate::log::{Barrier, CommandLog, Pending, Rejected};
+use crate::log::{Barrier, CommandLog, MemberChange, Members, Pending, Rejected};
+use crate::peer::{AdminReply, AdminRequest};
 use crate::peer::{Identity, Peers};
 use log_store::LogStore;
 use network::PeerNetworkFactory;
@@ -76,7 +77,8 @@ pub struct EnsembleOptions {
     pub name: String,
     /// The founding members and their peer addresses, this one included. Servers started
     /// with the same list form one group on first start; later starts use the membership
-    /// in their data directory.
+    /// in their data directory. Empty for a member that joins an existing ensemble (it is
+    /// added by the leader, and founds nothing).
     pub members: BTreeMap<NodeId, String>,
     /// Where peers reach this member, bound by the caller.
     pub peer_listener: tokio::net::TcpListener,
@@ -118,6 +120,7 @@ pub struct RaftLog {
     proposer: Proposer,
     route: Route,
     contact: Arc<contact::Contact>,
+    reports: membership::AppliedReports,
     task: JoinHandle<()>,
     /// The peer listener and the leadership duties.
     background: (CancellationToken, TaskTracker),
@@ -145,6 +148,25 @@ impl CommandLog for RaftLog {
 
     fn in_contact(&self) -> bool {
         self.contact.in_contact()
+    }
+
+    fn members(&self) -> Members {
+        let (route, reports) = (self.route.clone(), self.reports.clone());
+        Box::pin(async move {
+            match route.admin(AdminRequest::Members, &reports).await? {
+                AdminReply::Members(members) => Ok(members),
+                AdminReply::Done => Err(Rejected::Unknown("the leader answered without a member list".into())),
+            }
+        })
+    }
+
+    fn change_members(&self, change: MemberChange) -> Barrier {
+        let (route, reports) = (self.route.clone(), self.reports.clone());
+        let request = match change {
+            MemberChange::Add { id, addr } => AdminRequest::AddMember { id, addr },
+            MemberChange::Remove { id } => AdminRequest::RemoveMember { id },
+        };
+        Box::pin(async move { route.admin(request, &reports).await.map(|_| ()) })
     }
 
     fn propose_expiry(&self, cmd: Command) -> Pending {
@@ -230,6 +252,7 @@ pub async fn open_member(
     }
     .validate()
     .map_err(|e| OpenError::Config(e.to_string()))?;
+    let replicated = ensemble.is_some();
     let grace = match &ensemble {
         // A deposed leader may have acknowledged a client's heartbeat until its lease ran
         // out, which is one maximal election timeout (openraft's lease).
@@ -244,7 +267,9 @@ pub async fn open_member(
     core.sessions.set_sweeping(false);
     let cancel = CancellationToken::new();
     let tasks = TaskTracker::new();
-    if fresh {
+    let reports = membership::AppliedReports::default();
+    let joining = ensemble.as_ref().is_some_and(|e| e.members.is_empty());
+    if fresh && !joining {
         let members: BTreeMap<NodeId, BasicNode> = match &ensemble {
             Some(e) => e.members.iter().map(|(id, addr)| (*id, BasicNode::new(addr))).collect(),
             None => BTreeMap::from([(NODE_ID, BasicNode::default())]),
@@ -263,7 +288,7 @@ pub async fn open_member(
             tracing::info!(last_index = ?last, zxid = core.read(|s| s.last_zxid()), "durable log open");
         }
         Some(e) => {
-            let member = Arc::new(service::Member { raft: raft.clone(), core: core.clone() });
+            let member = Arc::new(service::Member { raft: raft.clone(), core: core.clone(), reports: reports.clone() });
             let identity = peers.identity().clone();
             tasks.spawn(crate::peer::listener::serve(e.peer_listener, identity, member, cancel.clone(), tasks.clone()));
             tracing::info!(id, members = ?e.members, zxid = core.read(|s| s.last_zxid()), "ensemble member open");
@@ -271,11 +296,11 @@ pub async fn open_member(
     }
     restart_session_deadlines(&core);
     tasks.spawn(leadership::run_duties(raft.clone(), core.clone(), grace, cancel.clone()));
-    let contact = contact::Contact::new();
+    let contact = contact::Contact::new(!replicated);
     tasks.spawn(contact::run(contact.clone(), raft.clone(), core.clone(), peers.clone(), cancel.clone()));
     let route = Route { raft: raft.clone(), peers, me: id };
     let (proposer, task) = Proposer::start(route.clone(), options.batch);
-    Ok(RaftLog { raft, proposer, route, contact, task, background: (cancel, tasks), _dir_lock: dir_lock })
+    Ok(RaftLog { raft, proposer, route, contact, reports, task, background: (cancel, tasks), _dir_lock: dir_lock })
 }
 
 /// Takes the data directory's `LOCK` file; the OS drops the lock if the process dies.

@@ -8,10 +8,11 @@
 //! deadline) against "unknown" (sent, and no answer came: the caller must not claim either
 //! outcome).
 
+use super::membership::{self, AppliedReports};
 use super::types::{NodeId, Raft};
 use crate::command::{Applied, Command};
 use crate::log::Rejected;
-use crate::peer::{Channel, ForwardError, PeerError, PeerRequest, PeerResponse, Peers};
+use crate::peer::{AdminReply, AdminRequest, Channel, ForwardError, PeerError, PeerRequest, PeerResponse, Peers};
 use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +22,8 @@ use tokio::time::Instant;
 const LEADER_WAIT: Duration = Duration::from_secs(6);
 /// How long the leader may take to commit a batch before its outcome is called unknown.
 pub const COMMIT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A new member is caught up before it votes, perhaps from a snapshot.
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(120);
 /// A short pause before asking again after "not the leader", so a member that has just
 /// learned of a new term does not spin.
 const RETRY_PAUSE: Duration = Duration::from_millis(50);
@@ -122,6 +125,36 @@ impl Route {
                 Err(ForwardError::NotLeader(_)) if Instant::now() + RETRY_PAUSE < deadline => {
                     tokio::time::sleep(RETRY_PAUSE).await;
                 }
+                Err(e) => return Err(Rejected::NotApplied(e.to_string())),
+            }
+        }
+    }
+}
+
+impl Route {
+    /// Runs a membership request on the leader (here, or forwarded), asking again after a
+    /// leader change.
+    pub async fn admin(&self, request: AdminRequest, reports: &AppliedReports) -> Result<AdminReply, Rejected> {
+        let deadline = Instant::now() + LEADER_WAIT;
+        loop {
+            let (leader, addr) = self.leader(deadline).await?;
+            let answer = if leader == self.me {
+                membership::run(&self.raft, reports, request.clone()).await
+            } else {
+                let call = PeerRequest::Admin(request.clone());
+                match self.peers.call(leader, &addr, Channel::Client, call, ADMIN_TIMEOUT).await {
+                    Ok(PeerResponse::Admin(r)) => r,
+                    Ok(_) => Err(ForwardError::Unknown("wrong reply to a membership request".into())),
+                    Err(PeerError::Unreachable(..)) => Err(ForwardError::NotLeader(None)),
+                    Err(e) => Err(ForwardError::Unknown(e.to_string())),
+                }
+            };
+            match answer {
+                Ok(reply) => return Ok(reply),
+                Err(ForwardError::NotLeader(_)) if Instant::now() + RETRY_PAUSE < deadline => {
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
+                Err(ForwardError::Unknown(why)) => return Err(Rejected::Unknown(why)),
                 Err(e) => return Err(Rejected::NotApplied(e.to_string())),
             }
         }

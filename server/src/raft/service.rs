@@ -12,6 +12,7 @@ use std::sync::Arc;
 pub struct Member {
     pub raft: Raft,
     pub core: Arc<Core>,
+    pub reports: membership::AppliedReports,
 }
 
 impl PeerService for Member {
@@ -25,8 +26,13 @@ impl PeerService for Member {
                 PeerResponse::Forward(write_here(&self.raft, batch).await)
             }
             PeerRequest::ReadIndex => PeerResponse::ReadIndex(read_index_here(&self.raft).await),
-            PeerRequest::Touch(sessions) => PeerResponse::Touch(self.touch(sessions)),
-            PeerRequest::Admin(admin) => PeerResponse::Admin(membership::run(&self.raft, admin).await),
+            PeerRequest::Touch { sessions, applied } => {
+                if let Some(applied) = applied {
+                    self.reports.record(from, applied);
+                }
+                PeerResponse::Touch(self.touch(sessions))
+            }
+            PeerRequest::Admin(admin) => PeerResponse::Admin(membership::run(&self.raft, &self.reports, admin).await),
         }
     }
 }

@@ -10,7 +10,7 @@ use super::reply::{ZkAnswer, ZkTag, ZkWire};
 use super::stats::{ConnStats, Shared};
 use super::{fourlw, MAX_PACKET};
 use crate::net::handshake;
-use crate::net::order::{ReadWait, Sequencer, SessionConn};
+use crate::net::order::{Sequencer, SessionConn};
 use crate::net::writer::{Item, ItemTx};
 use crate::outbox::{OutboundTx, Outbox};
 use crate::watch::ConnId;
@@ -212,16 +212,22 @@ async fn read_loop(
                 if !caught_up {
                     return;
                 }
-                let wait = match &op {
-                    ReadOp::Ward(Request::Sync { .. }) => ReadWait::Sync,
-                    ReadOp::Ping => ReadWait::Contact,
-                    _ => ReadWait::None,
+                let needs = match &op {
+                    // Only these wait: other reads go on without a copy of the request.
+                    ReadOp::Ward(request @ Request::Sync { .. }) => Some(request.clone()),
+                    ReadOp::Ping => Some(Request::Ping),
+                    _ => None,
                 };
-                let synced = tokio::select! {
-                    _ = cancel.cancelled() => return,
-                    r = ctx.before_read(wait) => r,
+                let prepared = match needs {
+                    Some(request) => tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        r = ctx.prepare(&request) => r,
+                    },
+                    None => None,
                 };
-                if synced.is_err() {
+                // ZooKeeper has no membership requests here: only a failed sync or ping
+                // comes back, and a ZooKeeper client is told its connection is lost.
+                if prepared.is_some() {
                     let (zxid, events_before, answer) = ctx.view(|_, _| ZkAnswer::fail(err::CONNECTION_LOSS));
                     let tag = ZkTag { xid, render: Render::None };
                     let item = Item::Read { tag, zxid, events_before, events: Vec::new(), answer };

@@ -24,6 +24,10 @@ commands:
   holders PATH                          the holder of the lock PATH, then the waiters
                                           in order, one a line: path token since
                                           session data
+  members                               the ensemble's members: id, peer address,
+                                          role, applied index, lag
+  members add ID=PEER_ADDR              add a member (learner, caught up, then voter)
+  members remove ID                     remove a member (the leader too)
   lock [--shared] [--timeout SECS] PATH [PATH...] -- CMD [ARGS...]
                                         run CMD while holding the lock PATH (all of
                                           them, taken all or nothing); --shared: the
@@ -84,6 +88,14 @@ pub enum Command {
     },
     Holders {
         path: String,
+    },
+    Members,
+    AddMember {
+        id: u64,
+        addr: String,
+    },
+    RemoveMember {
+        id: u64,
     },
     /// `lock` (exclusive or `--shared`, over one or more paths) and `semaphore`.
     Lock {
@@ -281,6 +293,26 @@ fn command(positional: Vec<String>, flags: Flags) -> Result<Command, UsageError>
             arity(1, 1)?;
             Command::Holders { path: path() }
         }
+        "members" => match rest.first().map(String::as_str) {
+            None => Command::Members,
+            Some("add") => {
+                arity(2, 2)?;
+                let spec = &rest[1];
+                let (id, addr) = spec
+                    .split_once('=')
+                    .and_then(|(id, addr)| Some((id.parse().ok()?, addr.to_owned())))
+                    .ok_or_else(|| UsageError(format!("members add needs ID=PEER_ADDR, not {spec:?}")))?;
+                Command::AddMember { id, addr }
+            }
+            Some("remove") => {
+                arity(2, 2)?;
+                let id = rest[1]
+                    .parse()
+                    .map_err(|_| UsageError(format!("members remove needs an id, not {:?}", rest[1])))?;
+                Command::RemoveMember { id }
+            }
+            Some(other) => return Err(UsageError(format!("unknown members command {other}"))),
+        },
         "lock" => {
             let (paths, cmd) = paths_and_command(&verb, rest, flags.before_dashes, usize::MAX)?;
             let kind = if flags.shared { LockKind::Shared } else { LockKind::Exclusive };

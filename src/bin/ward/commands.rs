@@ -112,6 +112,21 @@ async fn execute(client: &Client, command: Command) -> Result<(), Failure> {
                 writeln!(out, "{}", holders::line(contender))?;
             }
         }
+        Command::Members => {
+            let members = client.members().await.map_err(ward("members"))?;
+            writeln!(out, "{:<4} {:<24} {:<9} {:>10} {:>6}", "ID", "PEER ADDRESS", "ROLE", "APPLIED", "LAG")?;
+            for m in members {
+                let known = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
+                let role = format!("{:?}", m.role).to_lowercase();
+                writeln!(out, "{:<4} {:<24} {:<9} {:>10} {:>6}", m.id, m.addr, role, known(m.applied), known(m.lag))?;
+            }
+        }
+        Command::AddMember { id, addr } => {
+            client.add_member(id, &addr).await.map_err(ward(format!("members add {id}={addr}")))?;
+        }
+        Command::RemoveMember { id } => {
+            client.remove_member(id).await.map_err(ward(format!("members remove {id}")))?;
+        }
         Command::Ls { path } => {
             let children = client.get_children(&path).await.map_err(ward(format!("ls {path}")))?;
             for child in children {

@@ -21,6 +21,9 @@ pub const USAGE: &str = "usage: ward-server [--listen ADDR] [--zk-listen ADDR|of
                                 and peer address (the same list on every member)
   --id N                        this member's id in --ensemble
   --peer-listen ADDR            where peers connect (default: this member's --ensemble address)
+  --join                        a new member, to be added with `ward members add ID=ADDR`:
+                                it founds no group and waits for the leader (with --id,
+                                --peer-listen, and no --ensemble)
   --ensemble-name NAME          checked when members connect (default ward)
   --dev-ensemble N              run a local ensemble of N members (child processes) on
                                 consecutive ports from --listen; data in --data-dir
@@ -60,6 +63,7 @@ pub fn parse_args() -> Result<Args, String> {
     let (mut members, mut id, mut peer_listen, mut name) = (None, None, None, String::from("ward"));
     let mut routes = BTreeMap::new();
     let mut dev_ensemble = None;
+    let mut join = false;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -97,6 +101,7 @@ pub fn parse_args() -> Result<Args, String> {
             "--id" => id = Some(value()?.parse::<u64>().map_err(|e| format!("--id: {e}"))?),
             "--peer-listen" => peer_listen = Some(value()?),
             "--ensemble-name" => name = value()?,
+            "--join" => join = true,
             "--peer-route" => {
                 routes.extend(parse_members(&value()?).map_err(|e| e.replace("--ensemble", "--peer-route"))?)
             }
@@ -112,8 +117,18 @@ pub fn parse_args() -> Result<Args, String> {
         }
     }
     let ensemble = match (members, id) {
-        (None, None) if peer_listen.is_none() && routes.is_empty() => None,
-        (None, _) => return Err("--id and --peer-listen need --ensemble".into()),
+        (None, None) if peer_listen.is_none() && routes.is_empty() && !join => None,
+        (None, Some(id)) if join => {
+            let Some(peer_listen) = peer_listen else {
+                return Err("--join needs --peer-listen (where the ensemble will reach this member)".into());
+            };
+            if data_dir.is_none() {
+                return Err("--in-memory cannot be a member of an ensemble: a member's log must be durable".into());
+            }
+            Some(Ensemble { id, name, members: BTreeMap::new(), peer_listen, routes })
+        }
+        (None, _) => return Err("--id and --peer-listen need --ensemble (or --join)".into()),
+        (Some(_), _) if join => return Err("--join is for a member added later: leave out --ensemble".into()),
         (Some(_), None) => return Err("--ensemble needs --id (this member's id in the list)".into()),
         (Some(members), Some(id)) => {
             let Some(own) = members.get(&id) else {
