@@ -175,3 +175,72 @@ fn session_attached_while_it_ends_is_told_or_refused() {
         assert!(!core.sessions.is_owner(session, 2));
     });
 }
+
+/// R3 (docs/guarantees.md, G16): a ping is confirmed only by a round whose touches were
+/// taken after the ping arrived. One thread is a connection receiving a ping and asking
+/// which round it needs; the other is the round task running two rounds (start, take the
+/// touched sessions, get the leader's acknowledgement). A shared counter orders the ping's
+/// arrival against each round's taking of touches. Making `Rounds::needed` return
+/// `started` instead of `started + 1` breaks it: loom finds a round that took its touches
+/// before the ping arrived and confirms it.
+#[test]
+fn a_ping_is_confirmed_only_by_a_round_that_started_after_it() {
+    use crate::raft::rounds::Rounds;
+    use loom::sync::atomic::{AtomicU64, Ordering};
+    use loom::sync::Mutex;
+    loom::model(|| {
+        let rounds = Arc::new(Rounds::default());
+        let clock = Arc::new(AtomicU64::new(1));
+        // When each round (1, 2) took its touches.
+        let touched_at = Arc::new(Mutex::new([0u64; 3]));
+        let task = {
+            let (rounds, clock, touched_at) = (rounds.clone(), clock.clone(), touched_at.clone());
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    let round = rounds.start();
+                    let at = clock.fetch_add(1, Ordering::SeqCst);
+                    touched_at.lock().expect("touches")[round as usize] = at;
+                    rounds.ack(round);
+                }
+            })
+        };
+        let arrival = clock.fetch_add(1, Ordering::SeqCst);
+        let need = rounds.needed();
+        let confirmed_early = rounds.confirmed(need);
+        task.join().expect("round task");
+        let touched_at = *touched_at.lock().expect("touches");
+        for confirmed in [confirmed_early, rounds.confirmed(need)] {
+            if confirmed {
+                let at = touched_at[need as usize];
+                assert!(at > arrival, "round {need} took its touches at {at}, before the ping arrived at {arrival}");
+            }
+        }
+        assert!(need <= 3, "at most one round more than the task ran");
+    });
+}
+
+/// G15: a new leader's sweep never expires a session on a deadline from before it led. The
+/// leader's duties restart every deadline and only then turn the sweep on; the sweep task
+/// may run at any moment meanwhile. Turning the sweep on before restarting the deadlines
+/// breaks it: loom finds the sweep expiring the session on its stale deadline.
+#[test]
+fn a_new_leader_expires_nothing_before_deadlines_restart() {
+    use crate::session::SessionTracker;
+    use std::time::Duration;
+    loom::model(|| {
+        let tracker = Arc::new(SessionTracker::default());
+        tracker.set_sweeping(false);
+        // Known from the log, last heard of by another leader: already past its deadline.
+        tracker.register(SessionId(7), Duration::ZERO);
+        let duties = {
+            let tracker = tracker.clone();
+            thread::spawn(move || {
+                tracker.restart_deadlines(Duration::from_secs(3600));
+                tracker.set_sweeping(true);
+            })
+        };
+        let expired = tracker.take_due(tokio::time::Instant::now());
+        duties.join().expect("duties");
+        assert!(expired.is_empty(), "expired {expired:?} on a deadline from before this leader");
+    });
+}

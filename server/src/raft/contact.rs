@@ -13,11 +13,12 @@
 //! its client connections and refuses handshakes until a round succeeds again (R6), so its
 //! clients move to a member that can keep their sessions alive.
 
+use super::rounds::Rounds;
 use super::types::Raft;
 use crate::core::Core;
 use crate::peer::{Channel, PeerRequest, PeerResponse, Peers};
 use crate::watch::CloseReason;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{watch, Notify};
@@ -38,10 +39,9 @@ const LEASE: Duration = Duration::from_millis(500);
 
 /// Shared between the round task, pings and handshakes.
 pub struct Contact {
-    /// Rounds started so far.
-    started: AtomicU64,
-    /// The highest round acknowledged.
-    acked: watch::Sender<u64>,
+    rounds: Rounds,
+    /// Bumped at every acknowledgement, to wake the pings waiting on `rounds`.
+    acked: watch::Sender<()>,
     /// A ping is waiting: start a round now.
     wanted: Notify,
     /// False while out of contact.
@@ -53,8 +53,8 @@ impl Contact {
     /// acknowledges it); a single server is its own leader.
     pub fn new(in_contact: bool) -> Arc<Contact> {
         Arc::new(Contact {
-            started: AtomicU64::new(0),
-            acked: watch::Sender::new(0),
+            rounds: Rounds::default(),
+            acked: watch::Sender::new(()),
             wanted: Notify::new(),
             in_contact: AtomicBool::new(in_contact),
         })
@@ -66,11 +66,12 @@ impl Contact {
 
     /// Resolves once a round started after this call has been acknowledged.
     pub async fn confirm(&self) {
-        let need = self.started.load(Ordering::SeqCst) + 1;
+        // Subscribed before the round can be acknowledged: no acknowledgement is missed.
         let mut acked = self.acked.subscribe();
+        let need = self.rounds.needed();
         self.wanted.notify_one();
         // The sender lives as long as `self`.
-        let _ = acked.wait_for(|&a| a >= need).await;
+        let _ = acked.wait_for(|()| self.rounds.confirmed(need)).await;
     }
 }
 
@@ -85,7 +86,7 @@ pub async fn run(contact: Arc<Contact>, raft: Raft, core: Arc<Core>, peers: Arc<
             _ = contact.wanted.notified() => {}
             _ = tokio::time::sleep(ROUND_EVERY) => {}
         }
-        let round = contact.started.fetch_add(1, Ordering::SeqCst) + 1;
+        let round = contact.rounds.start();
         let mut touched = core.sessions.take_touched();
         touched.append(&mut carried);
         let acknowledged = match leader_of(&raft) {
@@ -105,7 +106,8 @@ pub async fn run(contact: Arc<Contact>, raft: Raft, core: Arc<Core>, peers: Arc<
         };
         if acknowledged {
             last_ack = Instant::now();
-            contact.acked.send_modify(|a| *a = (*a).max(round));
+            contact.rounds.ack(round);
+            contact.acked.send_replace(());
             if !contact.in_contact.swap(true, Ordering::SeqCst) {
                 tracing::info!("back in contact with the leader: accepting clients again");
             }

@@ -23,7 +23,8 @@
 //! * [`network`]: openraft's RPCs over the peer link ([`crate::peer`]).
 //! * [`service`]: what this member does with its peers' requests.
 //! * [`leadership`]: leader-only duties (session expiry).
-//! * [`contact`]: touch rounds with the leader; when a ping may be answered.
+//! * [`contact`]: touch rounds with the leader; when a ping may be answered ([`rounds`]: the
+//!   bookkeeping, checked by loom).
 //! * [`membership`]: adding and removing members.
 //! * [`identity`]: which member a data directory belongs to.
 
@@ -38,6 +39,7 @@ pub mod network;
 pub mod proposer;
 mod readback;
 pub mod record;
+pub mod rounds;
 pub mod route;
 pub mod segment;
 pub mod service;
