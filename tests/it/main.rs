@@ -9,6 +9,7 @@
 mod harness;
 
 mod t100_ensemble;
+mod t101_failover;
 mod t10_crud;
 mod t20_sequential;
 mod t30_multi;
