@@ -10,6 +10,8 @@ mod harness;
 
 mod t100_ensemble;
 mod t101_failover;
+mod t103_linearizable;
+mod t104_membership;
 mod t10_crud;
 mod t20_sequential;
 mod t30_multi;
