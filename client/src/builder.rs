@@ -1,7 +1,7 @@
 //! Connecting: addresses, session timeout, connect timeout.
 
 use crate::client::{Client, Inner};
-use crate::conn::dial::{dial, DialError};
+use crate::conn::dial::{dial, Connection, DialError};
 use crate::conn::task::Task;
 use crate::error::{Error, Result};
 use crate::state::{SessionCell, SessionState};
@@ -38,7 +38,8 @@ impl ClientBuilder {
         self
     }
 
-    /// How long one attempt to reach one server may take (default 5 s).
+    /// How long connecting may take (default 5 s): one attempt to reach one server, and all
+    /// attempts while servers answer that they cannot serve yet.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
@@ -65,60 +66,82 @@ impl ClientBuilder {
         let start = random_below(addrs.len());
         addrs.rotate_left(start);
         let requested_timeout_ms = u32::try_from(self.session_timeout.as_millis()).unwrap_or(u32::MAX);
-        let mut failures = Vec::new();
-        for (index, addr) in addrs.iter().enumerate() {
-            let hello = Hello { owner: self.owner.clone(), ..Hello::new(None, requested_timeout_ms, 0) };
-            let hello_sent = tokio::time::Instant::now();
-            let conn = match dial(addr, hello, self.connect_timeout).await {
-                Ok(conn) => conn,
-                Err(DialError::Unreachable(why)) => {
-                    failures.push(why);
-                    continue;
+        let (index, conn, hello_sent) = self.first_welcome(&addrs, requested_timeout_ms).await?;
+        let welcome = conn.welcome.clone();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (state_tx, state_rx) = watch::channel(SessionState::Connected);
+        let session = crate::sync::Arc::new(SessionCell::new());
+        let timeout = Duration::from_millis(u64::from(welcome.timeout_ms));
+        let task = Task {
+            addrs: addrs.clone(),
+            next_addr: index + 1,
+            session_id: welcome.session_id,
+            secret: welcome.secret,
+            requested_timeout_ms,
+            timeout,
+            connect_timeout: self.connect_timeout,
+            last_zxid: 0,
+            next_xid: 1,
+            pending: Default::default(),
+            watches: Default::default(),
+            state: state_tx,
+            session: session.clone(),
+            // A welcome counts as a pong for the hello (the server confirms first).
+            last_ack: hello_sent,
+            locks: Default::default(),
+            resend: Vec::new(),
+            rx,
+        };
+        tokio::spawn(task.run(conn));
+        let inner = Inner {
+            tx,
+            state: state_rx,
+            session,
+            session_id: welcome.session_id,
+            timeout,
+            next_tag: AtomicU64::new(1),
+            mutexes: Default::default(),
+            runtime: tokio::runtime::Handle::current(),
+        };
+        Ok(Client { inner: Arc::new(inner) })
+    }
+
+    /// Dials the listed servers in turn until one welcomes a new session. A server that
+    /// answers "unavailable" (an ensemble member not yet in contact with a leader, say) is
+    /// tried again, with the others, until the connect timeout has passed; when every
+    /// server is unreachable or refuses for good, the error comes at once.
+    async fn first_welcome(
+        &self,
+        addrs: &[String],
+        requested_timeout_ms: u32,
+    ) -> Result<(usize, Connection, tokio::time::Instant)> {
+        let deadline = tokio::time::Instant::now() + self.connect_timeout;
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let mut failures = Vec::new();
+            let mut unavailable = false;
+            for (index, addr) in addrs.iter().enumerate() {
+                let hello = Hello { owner: self.owner.clone(), ..Hello::new(None, requested_timeout_ms, 0) };
+                let hello_sent = tokio::time::Instant::now();
+                let limit = self.connect_timeout.min(deadline.saturating_duration_since(hello_sent));
+                match dial(addr, hello, limit.max(Duration::from_millis(1))).await {
+                    Ok(conn) => return Ok((index, conn, hello_sent)),
+                    Err(DialError::Unreachable(why)) => failures.push(why),
+                    Err(DialError::Refused(ErrorCode::ProtocolVersion, why)) => {
+                        return Err(Error::ProtocolVersion(why))
+                    }
+                    Err(DialError::Refused(code, why)) => {
+                        unavailable |= code == ErrorCode::Unavailable;
+                        failures.push(format!("{addr}: refused ({code:?}): {why}"));
+                    }
                 }
-                Err(DialError::Refused(ErrorCode::ProtocolVersion, why)) => return Err(Error::ProtocolVersion(why)),
-                Err(DialError::Refused(code, why)) => {
-                    failures.push(format!("{addr}: refused ({code:?}): {why}"));
-                    continue;
-                }
-            };
-            let welcome = conn.welcome.clone();
-            let (tx, rx) = mpsc::unbounded_channel();
-            let (state_tx, state_rx) = watch::channel(SessionState::Connected);
-            let session = crate::sync::Arc::new(SessionCell::new());
-            let timeout = Duration::from_millis(u64::from(welcome.timeout_ms));
-            let task = Task {
-                addrs: addrs.clone(),
-                next_addr: index + 1,
-                session_id: welcome.session_id,
-                secret: welcome.secret,
-                requested_timeout_ms,
-                timeout,
-                connect_timeout: self.connect_timeout,
-                last_zxid: 0,
-                next_xid: 1,
-                pending: Default::default(),
-                watches: Default::default(),
-                state: state_tx,
-                session: session.clone(),
-                // A welcome counts as a pong for the hello (the server confirms first).
-                last_ack: hello_sent,
-                locks: Default::default(),
-                rx,
-            };
-            tokio::spawn(task.run(conn));
-            let inner = Inner {
-                tx,
-                state: state_rx,
-                session,
-                session_id: welcome.session_id,
-                timeout,
-                next_tag: AtomicU64::new(1),
-                mutexes: Default::default(),
-                runtime: tokio::runtime::Handle::current(),
-            };
-            return Ok(Client { inner: Arc::new(inner) });
+            }
+            if !unavailable || tokio::time::Instant::now() + pause >= deadline {
+                return Err(Error::Connect(failures.join("; ")));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
         }
-        Err(Error::Connect(failures.join("; ")))
     }
 }
 

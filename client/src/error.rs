@@ -74,6 +74,9 @@ impl From<ErrorCode> for Error {
             ErrorCode::StaleFence => Error::StaleFence,
             ErrorCode::PermitsMismatch => Error::PermitsMismatch,
             ErrorCode::LockContended => Error::LockContended,
+            // A resent write that was applied, with a reply no longer kept: as unknown as a
+            // lost connection, which is where it came from.
+            ErrorCode::OutcomeUnknown => Error::ConnectionLoss,
             other => Error::Protocol(format!("unknown error code {other:?}")),
         }
     }

@@ -50,4 +50,8 @@ pub enum ErrorCode {
     /// `CheckLast`: another contender waits behind this one.
     #[error("another contender waits in the lock queue")]
     LockContended,
+    /// A resent write had been applied, and its reply is no longer kept: it happened once,
+    /// with a result the server cannot give again.
+    #[error("the resent write was applied before; its outcome is no longer known")]
+    OutcomeUnknown,
 }

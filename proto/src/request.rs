@@ -126,6 +126,12 @@ pub enum Request {
     RemoveMember {
         id: u64,
     },
+    /// A write (create, delete, set or multi) sent again, under its original xid, after the
+    /// connection it was sent on was lost before its reply came. Applied only if it was not
+    /// applied before; if it was, answered with its original reply, or `OutcomeUnknown` when
+    /// a later write of the session has been applied since (only the last reply is kept).
+    /// Xids of one session must grow: the client's own counter does.
+    Resend(Box<Request>),
 }
 
 impl Request {
@@ -140,7 +146,7 @@ impl Request {
                 | Request::CloseSession
                 | Request::LockAcquire { .. }
                 | Request::LockRelease { .. }
-        )
+        ) || matches!(self, Request::Resend(inner) if inner.is_write())
     }
 }
 

@@ -14,7 +14,9 @@ pub struct Command {
     pub time_ms: i64,
     /// The session on whose behalf the command runs.
     pub session: SessionId,
-    /// The client's request tag, kept for tracing.
+    /// The client's request tag. Ward's clients number a session's requests in order, so it
+    /// is also the key that recognizes a resent write; 0 (ZooKeeper clients, the server's
+    /// own commands) is never deduplicated.
     pub xid: u64,
     pub op: CommandOp,
 }
@@ -38,6 +40,10 @@ pub enum CommandOp {
     LockAcquire { dirs: Vec<String>, tag: u64, kind: LockKind, data: Vec<u8> },
     /// Leaves the queues: deletes this session's contenders for `tag` in `dirs`.
     LockRelease { dirs: Vec<String>, tag: u64 },
+    /// An `Op` or `Multi` sent again under its original xid after a lost connection: apply
+    /// answers it from the session's last write instead of applying it twice (exactly once,
+    /// Raft dissertation §6.3). Last, so that logs written before it decode unchanged.
+    Resent(Box<CommandOp>),
 }
 
 /// What applying a command produced. Serializable: it is the Raft response of a batch.

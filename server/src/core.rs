@@ -29,7 +29,7 @@ impl Core {
     /// log order; nothing else mutates the tree.
     pub fn apply(&self, cmd: &Command) -> Applied {
         let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
-        let (outcome, changes) = state.apply(cmd);
+        let (applied, changes) = state.apply_command(cmd);
         let zxid = state.last_zxid();
         self.watches.fire(&changes, zxid);
         for grant in lock::grants(&state, &changes) {
@@ -50,8 +50,8 @@ impl Core {
             }
         }
         drop(state);
-        tracing::trace!(zxid, session = %cmd.session, xid = cmd.xid, ?outcome, "applied");
-        Applied { zxid, outcome }
+        tracing::trace!(zxid = applied.zxid, session = %cmd.session, xid = cmd.xid, outcome = ?applied.outcome, "applied");
+        applied
     }
 
     pub fn stats(&self, state: &StateMachine) -> ServerStats {

@@ -21,6 +21,14 @@ pub fn prep(request: Request, max_data: usize) -> Result<CommandOp, ErrorCode> {
             Ok(CommandOp::Multi(ops))
         }
         Request::CloseSession => Ok(CommandOp::CloseSession),
+        // Only plain writes are resent: lock requests find their earlier attempt by tag.
+        Request::Resend(inner) => match *inner {
+            request @ (Request::Create { .. }
+            | Request::Delete { .. }
+            | Request::SetData { .. }
+            | Request::Multi(_)) => Ok(CommandOp::Resent(Box::new(prep(request, max_data)?))),
+            _ => Err(ErrorCode::BadArguments),
+        },
         Request::LockAcquire { dirs, tag, kind, data } => {
             valid_dirs(&dirs)?;
             if data.len() > max_data || matches!(kind, LockKind::Semaphore { permits: 0 }) {

@@ -2,7 +2,7 @@
 //! [`StateMachine::apply`]. Apply is deterministic: same commands, same state, on every
 //! replica and on every replay.
 
-use crate::command::{Change, Command, CommandOp, Outcome};
+use crate::command::{Applied, Change, Command, CommandOp, Outcome};
 use crate::tree::ops::Ctx;
 use crate::tree::{DataTree, Journal};
 use serde::{Deserialize, Serialize};
@@ -28,6 +28,33 @@ pub struct StateMachine {
     /// when the attempt holds in every directory.
     pub(crate) lock_groups: BTreeMap<(SessionId, u64), Vec<String>>,
     last_zxid: Zxid,
+    /// Each session's last client write (by xid) and what it got, so that the same write
+    /// sent again after a lost reply is answered instead of applied twice. One per session:
+    /// the client resends in order, so anything older than the last was applied too.
+    last_writes: BTreeMap<SessionId, LastWrite>,
+}
+
+/// See [`StateMachine::apply_command`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastWrite {
+    pub xid: u64,
+    pub applied: Applied,
+}
+
+/// The state machine as snapshots before exactly-once writes encoded it (`WARDSNP1`).
+#[derive(Deserialize)]
+pub(crate) struct StateMachineV1 {
+    tree: DataTree,
+    sessions: BTreeMap<SessionId, SessionRecord>,
+    lock_groups: BTreeMap<(SessionId, u64), Vec<String>>,
+    last_zxid: Zxid,
+}
+
+impl From<StateMachineV1> for StateMachine {
+    fn from(v1: StateMachineV1) -> Self {
+        let StateMachineV1 { tree, sessions, lock_groups, last_zxid } = v1;
+        StateMachine { tree, sessions, lock_groups, last_zxid, last_writes: BTreeMap::new() }
+    }
 }
 
 impl StateMachine {
@@ -47,9 +74,40 @@ impl StateMachine {
         self.last_zxid
     }
 
+    /// Applies one command, exactly once: a resent write (`CommandOp::Resent`) whose xid is
+    /// not newer than its session's last applied write is answered from that record (its
+    /// original reply and zxid, or `OutcomeUnknown` for an older one) and changes nothing.
+    /// Every other command is applied under the next zxid ([`StateMachine::apply`]).
+    pub fn apply_command(&mut self, cmd: &Command) -> (Applied, Vec<Change>) {
+        let resent = match &cmd.op {
+            CommandOp::Resent(op) => Some(op),
+            _ => None,
+        };
+        if let (Some(_), Some(last)) = (resent, self.last_writes.get(&cmd.session)) {
+            if cmd.xid == last.xid {
+                return (last.applied.clone(), Vec::new());
+            }
+            if cmd.xid < last.xid {
+                let outcome = Outcome::Reply(Err(ErrorCode::OutcomeUnknown));
+                return (Applied { zxid: last.applied.zxid, outcome }, Vec::new());
+            }
+        }
+        let (outcome, changes) = self.apply(cmd);
+        let applied = Applied { zxid: self.last_zxid, outcome };
+        let client_write = matches!(cmd.op, CommandOp::Op(_) | CommandOp::Multi(_) | CommandOp::Resent(_));
+        if client_write && cmd.xid != 0 && self.sessions.contains_key(&cmd.session) {
+            self.last_writes.insert(cmd.session, LastWrite { xid: cmd.xid, applied: applied.clone() });
+        }
+        (applied, changes)
+    }
+
     /// Applies one command under the next zxid. Failures (a missing parent, a version
     /// conflict) are outcomes, decided here in log order, and still consume the zxid.
     pub fn apply(&mut self, cmd: &Command) -> (Outcome, Vec<Change>) {
+        if let CommandOp::Resent(op) = &cmd.op {
+            // Deduplication is `apply_command`'s; here a resent write is the write it wraps.
+            return self.apply(&Command { op: (**op).clone(), ..cmd.clone() });
+        }
         self.last_zxid += 1;
         let zxid = self.last_zxid;
         let mut changes = Vec::new();
@@ -99,6 +157,8 @@ impl StateMachine {
                 let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes: &mut changes, journal: &mut journal };
                 Outcome::Reply(self.lock_release(&mut ctx, cmd.session, dirs, *tag))
             }
+            // Unwrapped at the top.
+            CommandOp::Resent(_) => Outcome::Reply(Err(ErrorCode::BadArguments)),
         };
         (outcome, changes)
     }
@@ -159,6 +219,7 @@ impl StateMachine {
             return Err(ErrorCode::SessionExpired);
         }
         self.lock_groups.retain(|(owner, _), _| *owner != session);
+        self.last_writes.remove(&session);
         let mut journal = Journal::off();
         let mut ctx = Ctx { zxid, time_ms, changes, journal: &mut journal };
         self.tree.remove_ephemerals(&mut ctx, session);

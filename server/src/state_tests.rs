@@ -164,3 +164,56 @@ fn ending_a_session_deletes_its_ephemerals_and_only_those() {
     assert_eq!(h.create(a, "/late", CreateMode::Ephemeral), Err(ErrorCode::SessionExpired));
     assert_eq!(h.run(a, CommandOp::CloseSession).0, Outcome::Reply(Err(ErrorCode::SessionExpired)));
 }
+
+/// Exactly once (G14): the state machine keeps each session's last client write, so the same
+/// write sent again (`Resent`, same xid) gets its first reply and changes nothing; an older
+/// one is known applied but its reply is gone; a newer one was never applied and applies now.
+#[test]
+fn a_resent_write_is_applied_once_and_answered_with_its_first_reply() {
+    let mut h = Harness::new();
+    let s = h.session();
+    let write = |xid: u64, op: CommandOp| Command { time_ms: 5, session: s, xid, op };
+    let create = |path: &str| {
+        CommandOp::Op(Op::Create { path: path.into(), data: b"x".to_vec(), mode: CreateMode::PersistentSequential })
+    };
+    let (first, _) = h.sm.apply_command(&write(4, create("/n-")));
+    let zxid_after_first = h.sm.last_zxid();
+    // The reply was lost; the client sends it again under the same xid.
+    let (again, changes) = h.sm.apply_command(&write(4, CommandOp::Resent(Box::new(create("/n-")))));
+    assert_eq!(again, first, "the original reply, zxid included");
+    assert!(changes.is_empty(), "nothing changed, so no watch fires");
+    assert_eq!(h.sm.last_zxid(), zxid_after_first, "no zxid taken");
+    assert_eq!(h.sm.tree().get("/").unwrap().children.iter().count(), 1, "one sequential node, not two");
+    // A later write, then a resend of the first: applied once, its reply no longer kept.
+    h.sm.apply_command(&write(
+        6,
+        CommandOp::Op(Op::SetData { path: "/n-0000000000".into(), data: vec![], version: None }),
+    ));
+    let (older, _) = h.sm.apply_command(&write(4, CommandOp::Resent(Box::new(create("/n-")))));
+    assert_eq!(older.outcome, Outcome::Reply(Err(ErrorCode::OutcomeUnknown)));
+    assert_eq!(h.sm.tree().get("/").unwrap().children.iter().count(), 1);
+    // A resent write that never reached the log before is applied now, once.
+    let (late, _) = h.sm.apply_command(&write(9, CommandOp::Resent(Box::new(create("/n-")))));
+    assert!(matches!(late.outcome, Outcome::Reply(Ok(Response::Created { .. }))), "{late:?}");
+    assert_eq!(h.sm.tree().get("/").unwrap().children.iter().count(), 2);
+    let (late_again, _) = h.sm.apply_command(&write(9, CommandOp::Resent(Box::new(create("/n-")))));
+    assert_eq!(late_again, late);
+    assert_eq!(h.sm.tree().get("/").unwrap().children.iter().count(), 2);
+}
+
+/// Xid 0 (ZooKeeper clients, the server's own commands) is never a dedup key, and a session's
+/// record goes with the session.
+#[test]
+fn writes_without_an_xid_and_ended_sessions_leave_no_dedup_record() {
+    let mut h = Harness::new();
+    let s = h.session();
+    let create = CommandOp::Op(Op::Create { path: "/a".into(), data: vec![], mode: CreateMode::Persistent });
+    h.sm.apply_command(&Command { time_ms: 5, session: s, xid: 0, op: create.clone() });
+    let resent = CommandOp::Resent(Box::new(create));
+    let (again, _) = h.sm.apply_command(&Command { time_ms: 6, session: s, xid: 0, op: resent.clone() });
+    assert_eq!(again.outcome, Outcome::Reply(Err(ErrorCode::NodeExists)), "applied as a new write");
+    h.sm.apply_command(&Command { time_ms: 7, session: s, xid: 3, op: resent.clone() });
+    h.run(s, CommandOp::CloseSession);
+    let back: StateMachine = postcard::from_bytes(&postcard::to_allocvec(&h.sm).expect("encode")).expect("decode");
+    assert!(!format!("{back:?}").contains("LastWrite"), "the closed session's record is gone");
+}

@@ -32,6 +32,21 @@ impl Ensemble {
     pub async fn start(n: u64, flags: &[&str]) -> Ensemble {
         let seed = seed();
         eprintln!("ensemble of {n}: start order from WARD_TEST_SEED={seed}");
+        // A peer port is chosen free before its member binds it (every member must know all
+        // of them up front), so another process can take it meanwhile: start over then.
+        for attempt in 1.. {
+            match Ensemble::try_start(n, flags, seed).await {
+                Ok(ensemble) => return ensemble,
+                Err(why) if attempt < 3 && why.contains("Address already in use") => {
+                    eprintln!("ensemble start {attempt} lost a port race; starting over: {why}");
+                }
+                Err(why) => panic!("ensemble of {n} did not start: {why}"),
+            }
+        }
+        unreachable!("the loop returns or panics")
+    }
+
+    async fn try_start(n: u64, flags: &[&str], seed: u64) -> Result<Ensemble, String> {
         let peer_addrs: BTreeMap<u64, SocketAddr> = (1..=n).map(|id| (id, free_port())).collect();
         let list = peer_addrs.iter().map(|(id, a)| format!("{id}={a}")).collect::<Vec<_>>().join(",");
         let mut links = BTreeMap::new();
@@ -65,10 +80,10 @@ impl Ensemble {
             ];
             args.extend(flags.iter().map(|f| f.to_string()));
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let server = ServerProcess::builder().zookeeper().flags(&args).start();
+            let server = ServerProcess::builder().zookeeper().flags(&args).try_start()?;
             members.insert(id, server);
         }
-        Ensemble { members, links }
+        Ok(Ensemble { members, links })
     }
 
     pub fn ids(&self) -> Vec<u64> {
@@ -118,7 +133,8 @@ impl Ensemble {
                     .connect()
                     .await
                     .ok()?;
-                let members = client.members().await.ok();
+                // Bounded per attempt: a member may be waiting on a leader that is cut off.
+                let members = tokio::time::timeout(Duration::from_secs(3), client.members()).await.ok()?.ok();
                 let _ = client.close().await;
                 members?.into_iter().find(|m| m.role == MemberRole::Leader).map(|m| m.id)
             }

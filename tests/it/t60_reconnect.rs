@@ -67,6 +67,39 @@ async fn requests_while_disconnected_fail_with_connection_loss() {
     .await
 }
 
+// G14: a write whose reply is lost is sent again on the next connection under its own xid
+// and applied once: a sequential create makes one node, and the caller gets the reply of the
+// one apply (the same path), not an error and not a second node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_whose_reply_is_lost_is_resent_and_applied_once() {
+    bounded(async {
+        let server = ServerProcess::start_with(&SHORT_FLAGS);
+        let proxy = Proxy::start(server.addr()).await;
+        let observer = connect(&server.addr_str()).await;
+        let c = connect_with(&proxy.addr_str(), Duration::from_secs(30)).await;
+        observer.create("/once", b"", CreateMode::Persistent).await.expect("create /once");
+        for round in 0..3 {
+            let before = observer.get_children("/once").await.expect("children").len();
+            // The server gets the create and applies it; its reply is dropped on the way.
+            proxy.mute_replies();
+            let create = tokio::spawn({
+                let c = c.clone();
+                async move { c.create("/once/n-", format!("{round}").as_bytes(), CreateMode::PersistentSequential).await }
+            });
+            wait_until("the create is applied", DEADLINE, || async {
+                observer.get_children("/once").await.expect("children").len() > before
+            })
+            .await;
+            proxy.cut();
+            let path = within("the resent create's reply", DEADLINE, create).await.expect("task").expect("create");
+            let children = observer.get_children("/once").await.expect("children");
+            assert_eq!(children.len(), before + 1, "round {round}: applied once: {children:?}");
+            assert_eq!(observer.get_data(&path).await.expect("get").0, format!("{round}").as_bytes());
+        }
+    })
+    .await
+}
+
 // G7 + G6: a watch set before a disconnect fires for a change made while disconnected.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_survives_a_reconnect() {

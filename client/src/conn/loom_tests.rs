@@ -46,6 +46,7 @@ fn task() -> (Task, mpsc::UnboundedSender<Cmd>) {
         session: Arc::new(SessionCell::new()),
         last_ack: tokio::time::Instant::now(),
         locks: Default::default(),
+        resend: Vec::new(),
         rx,
     };
     (task, tx)
@@ -77,7 +78,7 @@ fn every_request_gets_exactly_its_own_outcome() {
         let mut callers = Vec::new();
         for xid in 1..=3 {
             let (reply, rx) = oneshot::channel();
-            task.pending.insert(xid, Waiter::User { reply, watch: None });
+            task.pending.insert(xid, Waiter::User { reply, watch: None, resend: None });
             callers.push(rx);
         }
         let gone = callers.pop().expect("third caller");
@@ -206,7 +207,7 @@ fn watch_fires_once_and_before_the_following_reply() {
         task.watches.add(WatchKind::Data, "/n".into(), w1);
         task.watches.add(WatchKind::Data, "/n".into(), w2);
         let (reply_tx, reply_rx) = oneshot::channel();
-        task.pending.insert(7, Waiter::User { reply: reply_tx, watch: None });
+        task.pending.insert(7, Waiter::User { reply: reply_tx, watch: None, resend: None });
 
         let reader = thread::spawn(move || {
             let answer = block_on(reply_rx).expect("answered");

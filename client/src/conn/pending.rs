@@ -9,10 +9,14 @@ use ward_proto::{ErrorCode, Request, Response, WatchKind};
 
 /// Why a request is in flight.
 pub(crate) enum Waiter {
-    /// An application request; `watch` is armed if the reply succeeds.
+    /// An application request; `watch` is armed if the reply succeeds. `resend` holds a
+    /// plain write (create, delete, set, multi): if the connection is lost before its reply,
+    /// it is sent again on the next one under the same xid, and the server applies it at
+    /// most once (exactly-once writes).
     User {
         reply: oneshot::Sender<Result<Response, Error>>,
         watch: Option<(String, WatchSender)>,
+        resend: Option<Request>,
     },
     Close(oneshot::Sender<Result<(), Error>>),
     LockAcquire {
@@ -58,7 +62,38 @@ impl PendingTable {
         }
     }
 
-    /// The connection is gone: every request in flight gets `error` (its outcome is unknown).
+    /// The connection is gone: every request in flight gets `ConnectionLoss` (its outcome is
+    /// unknown), except writes that can be sent again: those stay, and are returned oldest
+    /// first, to go out again first on the next connection.
+    pub(crate) fn connection_lost(&mut self) -> Vec<(u64, Request)> {
+        let resendable: Vec<u64> = self
+            .by_xid
+            .iter()
+            .filter(|(_, (_, w))| matches!(w, Waiter::User { resend: Some(_), .. }))
+            .map(|(xid, _)| *xid)
+            .collect();
+        let mut kept: Vec<(u64, (Instant, Waiter))> =
+            resendable.into_iter().filter_map(|xid| self.by_xid.remove(&xid).map(|w| (xid, w))).collect();
+        self.fail_all(&Error::ConnectionLoss);
+        kept.sort_by_key(|(xid, _)| *xid);
+        let mut again = Vec::with_capacity(kept.len());
+        for (xid, entry) in kept {
+            if let (_, Waiter::User { resend: Some(request), .. }) = &entry {
+                again.push((xid, request.clone()));
+            }
+            self.by_xid.insert(xid, entry);
+        }
+        again
+    }
+
+    /// Marks `xid` as sent again now (a reply to it proves the server heard us then).
+    pub(crate) fn resent(&mut self, xid: u64) {
+        if let Some((sent, _)) = self.by_xid.get_mut(&xid) {
+            *sent = Instant::now();
+        }
+    }
+
+    /// The session is over, or the connection gone: every request in flight gets `error`.
     pub(crate) fn fail_all(&mut self, error: &Error) {
         for (_, (_, waiter)) in self.by_xid.drain() {
             match waiter {

@@ -52,6 +52,8 @@ pub(crate) struct Task {
     /// cut off from the leader can still answer reads.
     pub last_ack: Instant,
     pub locks: LockTable,
+    /// Writes to send again on the next connection (see [`PendingTable::connection_lost`]).
+    pub resend: Vec<(u64, Request)>,
     pub rx: mpsc::UnboundedReceiver<Cmd>,
 }
 
@@ -61,7 +63,7 @@ impl Task {
             let end = match self.serve(conn).await {
                 End::Lost(why) => {
                     tracing::info!(session = %self.session_id, reason = %why, "disconnected; reconnecting");
-                    self.pending.fail_all(&Error::ConnectionLoss);
+                    self.resend = self.pending.connection_lost();
                     self.publish(SessionState::Disconnected);
                     match self.reconnect().await {
                         Ok(next) => {
@@ -88,6 +90,15 @@ impl Task {
         }
         if let Err(e) = self.rearm_locks(&mut writer).await {
             return End::Lost(e.to_string());
+        }
+        // Writes whose replies the last connection lost go first, in their order, under their
+        // own xids: the server answers one it already applied instead of applying it again.
+        for (xid, request) in std::mem::take(&mut self.resend) {
+            self.pending.resent(xid);
+            let message = ClientMessage::Request { xid, request: Request::Resend(Box::new(request)) };
+            if let Err(e) = writer.feed(message).await {
+                return End::Lost(e.to_string());
+            }
         }
         if let Err(e) = writer.flush().await {
             return End::Lost(e.to_string());
@@ -165,7 +176,8 @@ impl Task {
             match cmd {
                 Cmd::Request { request, watch, reply } => {
                     let watch = watched_path(&request).map(str::to_string).zip(watch);
-                    self.feed(writer, request, Waiter::User { reply, watch }).await?;
+                    let resend = resendable(&request).then(|| request.clone());
+                    self.feed(writer, request, Waiter::User { reply, watch, resend }).await?;
                 }
                 Cmd::Close { reply } => self.feed(writer, Request::CloseSession, Waiter::Close(reply)).await?,
                 Cmd::Lock { dirs, tag, kind, data, reply, granted } => {
@@ -201,7 +213,7 @@ impl Task {
                     self.last_ack = self.last_ack.max(sent);
                 }
                 match waiter {
-                    Waiter::User { reply, watch } => complete_user(reply, watch, result, &mut self.watches),
+                    Waiter::User { reply, watch, .. } => complete_user(reply, watch, result, &mut self.watches),
                     Waiter::LockAcquire { tag, reply } => {
                         if let Ok(Response::Lock(state)) = &result {
                             if let Some(node) = state.nodes.first() {
@@ -408,3 +420,9 @@ impl Drop for Task {
 #[cfg(all(test, ward_loom))]
 #[path = "loom_tests.rs"]
 mod loom_tests;
+
+/// Plain writes are sent again after a lost connection; lock requests have their own retry
+/// (by tag), and reads are simply failed.
+fn resendable(request: &Request) -> bool {
+    matches!(request, Request::Create { .. } | Request::Delete { .. } | Request::SetData { .. } | Request::Multi(_))
+}

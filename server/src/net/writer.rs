@@ -133,7 +133,15 @@ where
 
     /// The server closes the connection. Requests ordered before the close still get their
     /// replies; if one is the session's own CloseSession, its reply ends the connection.
+    ///
+    /// Except when this member lost contact with the leader: its writes in flight may wait
+    /// seconds for a leader, and the client must move to another member now (R6); their
+    /// outcome is unknown to this connection either way.
     async fn close(&mut self, reason: CloseReason, applied: &AppliedTx) -> Step {
+        if reason == CloseReason::OutOfContact {
+            tracing::debug!(peer = %self.peer, session = %self.session, "out of contact: closing at once");
+            return Step::Stop;
+        }
         while let Ok(item) = self.queue.try_recv() {
             if let Step::Stop = self.complete(*item, applied).await {
                 return Step::Stop;

@@ -29,9 +29,11 @@ use ward_proto::SessionId;
 /// Rounds run at least this often (a fraction of the shortest session timeout), and at once
 /// when a ping waits.
 pub const ROUND_EVERY: Duration = Duration::from_millis(300);
-/// With no round acknowledged for this long (an election timeout plus two heartbeats) a
-/// member gives its clients up.
-pub const OUT_OF_CONTACT: Duration = Duration::from_millis(2500);
+/// With no round acknowledged for this long a member gives its clients up. Longer than an
+/// ordinary election (up to 2 s, plus the new leader getting ready), so that a leader change
+/// does not cost every follower's client its connection; clients whose pings go unconfirmed
+/// move on by themselves anyway (at 4/5 of their timeout, or 2/3 for ZooKeeper's clients).
+pub const OUT_OF_CONTACT: Duration = Duration::from_secs(5);
 /// A leader whose quorum last answered longer ago than this acknowledges nothing: well under
 /// the shortest election timeout, so no other leader can have been elected meanwhile
 /// without this one's acknowledgements being covered by the new leader's grace.
@@ -60,8 +62,14 @@ impl Contact {
         })
     }
 
+    /// Whether clients may be accepted. When not, a round starts at once: a member that has
+    /// just found its leader should not make a client wait for the next tick.
     pub fn in_contact(&self) -> bool {
-        self.in_contact.load(Ordering::SeqCst)
+        let yes = self.in_contact.load(Ordering::SeqCst);
+        if !yes {
+            self.wanted.notify_one();
+        }
+        yes
     }
 
     /// Resolves once a round started after this call has been acknowledged.
@@ -80,11 +88,14 @@ pub async fn run(contact: Arc<Contact>, raft: Raft, core: Arc<Core>, peers: Arc<
     let mut last_ack = Instant::now();
     // Touches of a round that did not reach the leader go with the next one.
     let mut carried: Vec<SessionId> = Vec::new();
+    let mut first = true;
     loop {
-        tokio::select! {
-            _ = cancel.cancelled() => return,
-            _ = contact.wanted.notified() => {}
-            _ = tokio::time::sleep(ROUND_EVERY) => {}
+        if !std::mem::take(&mut first) {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = contact.wanted.notified() => {}
+                _ = tokio::time::sleep(ROUND_EVERY) => {}
+            }
         }
         let round = contact.rounds.start();
         let mut touched = core.sessions.take_touched();

@@ -96,14 +96,18 @@ async fn run(route: Route, mut queue: mpsc::UnboundedReceiver<Proposal>, limits:
 /// The bytes a command adds to an entry, roughly.
 fn approx_size(cmd: &Command) -> usize {
     const FIXED: usize = 48;
-    FIXED
-        + match &cmd.op {
-            CommandOp::Op(op) => op_size(op),
-            CommandOp::Multi(ops) => ops.iter().map(op_size).sum(),
-            CommandOp::LockAcquire { dirs, data, .. } => dirs.iter().map(String::len).sum::<usize>() + data.len(),
-            CommandOp::LockRelease { dirs, .. } => dirs.iter().map(String::len).sum(),
-            CommandOp::CreateSession { .. } | CommandOp::CloseSession | CommandOp::ExpireSession => 0,
-        }
+    FIXED + payload_size(&cmd.op)
+}
+
+fn payload_size(op: &CommandOp) -> usize {
+    match op {
+        CommandOp::Op(op) => op_size(op),
+        CommandOp::Multi(ops) => ops.iter().map(op_size).sum(),
+        CommandOp::LockAcquire { dirs, data, .. } => dirs.iter().map(String::len).sum::<usize>() + data.len(),
+        CommandOp::LockRelease { dirs, .. } => dirs.iter().map(String::len).sum(),
+        CommandOp::Resent(inner) => payload_size(inner),
+        CommandOp::CreateSession { .. } | CommandOp::CloseSession | CommandOp::ExpireSession => 0,
+    }
 }
 
 fn op_size(op: &Op) -> usize {

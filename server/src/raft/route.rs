@@ -59,6 +59,34 @@ impl Route {
         }
     }
 
+    /// Calls `leader` on the Client channel, giving up (as `Lost`: the request may have
+    /// arrived) as soon as this member learns that `leader` no longer leads. A leader cut off
+    /// by a partition answers nothing, and waiting out the whole timeout would hold up every
+    /// write behind this one (the proposer has one batch in flight).
+    async fn call_leader(
+        &self,
+        leader: NodeId,
+        addr: &str,
+        request: PeerRequest,
+        timeout: Duration,
+    ) -> Result<PeerResponse, PeerError> {
+        let mut metrics = self.raft.metrics();
+        let deposed = async {
+            loop {
+                if metrics.borrow_and_update().current_leader != Some(leader) {
+                    return;
+                }
+                if metrics.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        tokio::select! {
+            answer = self.peers.call(leader, addr, Channel::Client, request, timeout) => answer,
+            () = deposed => Err(PeerError::Lost(leader, "it stopped leading while it had the request".into())),
+        }
+    }
+
     /// Commits `batch` and waits until this member has applied it.
     pub async fn commit(&self, batch: Vec<Command>) -> Result<Vec<Applied>, Rejected> {
         let deadline = Instant::now() + LEADER_WAIT;
@@ -73,7 +101,7 @@ impl Route {
                 });
             }
             let request = PeerRequest::Forward(batch.clone());
-            let answer = self.peers.call(leader, &addr, Channel::Client, request, COMMIT_TIMEOUT).await;
+            let answer = self.call_leader(leader, &addr, request, COMMIT_TIMEOUT).await;
             match answer {
                 Ok(PeerResponse::Forward(Ok((index, applied)))) => {
                     self.applied_here(index).await?;
@@ -113,11 +141,11 @@ impl Route {
             let index = if leader == self.me {
                 read_index_here(&self.raft).await
             } else {
-                match self.peers.call(leader, &addr, Channel::Client, PeerRequest::ReadIndex, COMMIT_TIMEOUT).await {
+                match self.call_leader(leader, &addr, PeerRequest::ReadIndex, COMMIT_TIMEOUT).await {
                     Ok(PeerResponse::ReadIndex(r)) => r,
                     Ok(_) => Err(ForwardError::Unknown("wrong reply to a read index".into())),
-                    Err(PeerError::Unreachable(..)) => Err(ForwardError::NotLeader(None)),
-                    Err(e) => Err(ForwardError::Unknown(e.to_string())),
+                    // A read index asked again changes nothing: retry on any failure.
+                    Err(_) => Err(ForwardError::NotLeader(None)),
                 }
             };
             match index {
@@ -142,10 +170,14 @@ impl Route {
                 membership::run(&self.raft, reports, request.clone()).await
             } else {
                 let call = PeerRequest::Admin(request.clone());
-                match self.peers.call(leader, &addr, Channel::Client, call, ADMIN_TIMEOUT).await {
+                // Listing members is quick; a membership change waits for a learner to catch up.
+                let limit = if request == AdminRequest::Members { COMMIT_TIMEOUT } else { ADMIN_TIMEOUT };
+                match self.call_leader(leader, &addr, call, limit).await {
                     Ok(PeerResponse::Admin(r)) => r,
                     Ok(_) => Err(ForwardError::Unknown("wrong reply to a membership request".into())),
                     Err(PeerError::Unreachable(..)) => Err(ForwardError::NotLeader(None)),
+                    // Listing members changes nothing: ask again.
+                    Err(PeerError::Lost(..)) if request == AdminRequest::Members => Err(ForwardError::NotLeader(None)),
                     Err(e) => Err(ForwardError::Unknown(e.to_string())),
                 }
             };

@@ -20,7 +20,10 @@ use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-const SNAPSHOT_MAGIC: &[u8; 8] = b"WARDSNP1";
+/// Version 2 added each session's last write ([`crate::state::LastWrite`]); version 1
+/// snapshots are still read.
+const SNAPSHOT_MAGIC: &[u8; 8] = b"WARDSNP2";
+const SNAPSHOT_MAGIC_V1: &[u8; 8] = b"WARDSNP1";
 
 /// The snapshot's content, as built (borrowing the live state under its read lock)...
 #[derive(Serialize)]
@@ -34,6 +37,21 @@ struct BodyRef<'a> {
 struct Body {
     meta: SnapshotMeta,
     state: StateMachine,
+}
+
+/// A version 1 snapshot.
+#[derive(Deserialize)]
+struct BodyV1 {
+    meta: SnapshotMeta,
+    state: crate::state::StateMachineV1,
+}
+
+/// Decodes a snapshot file's payload of either version.
+fn decode(version: u8, bytes: &[u8]) -> Result<Body, postcard::Error> {
+    match version {
+        1 => postcard::from_bytes::<BodyV1>(bytes).map(|b| Body { meta: b.meta, state: b.state.into() }),
+        _ => postcard::from_bytes::<Body>(bytes),
+    }
 }
 
 pub struct StateMachineStore {
@@ -60,8 +78,8 @@ impl StateMachineStore {
             built: 0,
             evictor: None,
         };
-        if let Some(bytes) = read_checked(&sm.snapshot_path, SNAPSHOT_MAGIC)? {
-            let body: Body = postcard::from_bytes(&bytes)
+        if let Some((version, bytes)) = read_snapshot_file(&sm.snapshot_path)? {
+            let body = decode(version, &bytes)
                 .map_err(|source| OpenError::Decode { what: sm.snapshot_path.display().to_string(), source })?;
             tracing::info!(last = ?body.meta.last_log_id, zxid = body.state.last_zxid(), "snapshot loaded");
             sm.restore(&body.meta, body.state);
@@ -187,11 +205,57 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, StorageError> {
-        let bytes = read_checked(&self.snapshot_path, SNAPSHOT_MAGIC)
+        let file = read_snapshot_file(&self.snapshot_path)
             .map_err(|e| StorageIOError::read_snapshot(None, AnyError::new(&e)))?;
-        let Some(bytes) = bytes else { return Ok(None) };
+        let Some((version, mut bytes)) = file else { return Ok(None) };
+        if version == 1 {
+            // Sent to followers and installed as the current version.
+            let body = decode(1, &bytes).map_err(|e| StorageIOError::read_snapshot(None, AnyError::new(&e)))?;
+            bytes = postcard::to_allocvec(&BodyRef { meta: &body.meta, state: &body.state })
+                .map_err(|e| StorageIOError::read_snapshot(None, AnyError::new(&e)))?;
+        }
         let (meta, _) = postcard::take_from_bytes::<SnapshotMeta>(&bytes)
             .map_err(|e| StorageIOError::read_snapshot(None, AnyError::new(&e)))?;
         Ok(Some(Snapshot { meta, snapshot: Box::new(Cursor::new(bytes)) }))
+    }
+}
+
+/// The snapshot file's version and payload, if there is one.
+fn read_snapshot_file(path: &Path) -> Result<Option<(u8, Vec<u8>)>, super::error::FileError> {
+    match read_checked(path, SNAPSHOT_MAGIC) {
+        Ok(found) => Ok(found.map(|bytes| (2, bytes))),
+        // A header that is not version 2's may be version 1's; if not, the first error says
+        // what is wrong.
+        Err(first) => match read_checked(path, SNAPSHOT_MAGIC_V1) {
+            Ok(found) => Ok(found.map(|bytes| (1, bytes))),
+            Err(_) => Err(first),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::{Command, CommandOp};
+    use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
+
+    /// A data directory written before exactly-once writes (`WARDSNP1`) still loads: version 2
+    /// only appended the per-session last writes, an empty map of which is one zero byte.
+    #[test]
+    fn a_version_1_snapshot_still_decodes() {
+        let mut state = StateMachine::default();
+        let open = CommandOp::CreateSession { timeout_ms: 4000, secret: SessionSecret([1; 16]), owner: None };
+        state.apply(&Command { time_ms: 1, session: SessionId(0), xid: 0, op: open });
+        let create = Op::Create { path: "/a".into(), data: b"x".to_vec(), mode: CreateMode::Ephemeral };
+        state.apply(&Command { time_ms: 2, session: SessionId(1), xid: 0, op: CommandOp::Op(create) });
+        let meta = SnapshotMeta::default();
+        let mut v2 = postcard::to_allocvec(&BodyRef { meta: &meta, state: &state }).expect("encode");
+        assert_eq!(v2.pop(), Some(0), "the empty map of last writes ends a version 2 body");
+        let v1 = v2;
+        let body = decode(1, &v1).expect("decode version 1");
+        assert_eq!(body.state.last_zxid(), 2);
+        assert_eq!(body.state.tree().get("/a").map(|n| n.data.to_vec()), Some(b"x".to_vec()));
+        assert!(body.state.session(SessionId(1)).is_some());
+        assert!(decode(2, &v1).is_err(), "a version 1 body is not a version 2 one");
     }
 }

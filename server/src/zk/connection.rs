@@ -198,7 +198,8 @@ async fn read_loop(
                 closes_session = matches!(render, Render::CloseSession);
                 let number = seq.next_write();
                 let tag = ZkTag { xid, render };
-                match ctx.submit(u64::try_from(xid).unwrap_or(0), request) {
+                // xid 0: ZooKeeper clients never resend, so their writes need no dedup record.
+                match ctx.submit(0, request) {
                     Ok(pending) => Item::Write { tag, number, pending, closes_session },
                     Err(code) => Item::Refused { tag, number, code },
                 }
