@@ -1,4 +1,4 @@
-//! Locks (issue 3): mutual exclusion across processes, herd-free handoff, ZooKeeper-recipe
+//! Locks (G12): mutual exclusion across processes, herd-free handoff, ZooKeeper-recipe
 //! waiters in the same queue, blocking guards.
 
 use crate::harness::*;
@@ -13,7 +13,7 @@ use ward_client::{blocking, Client, CreateMode, SessionState};
 const PROCESS_TASKS: [usize; 3] = [7, 7, 6];
 const ITERS: usize = 101;
 
-// Done when 1: 20 contenders in 3 OS processes, over 2,000 handoffs, an outside record with
+// G12: 20 contenders in 3 OS processes, over 2,000 handoffs, an outside record with
 // no overlap and strictly increasing fencing tokens.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_contenders_in_three_processes_never_overlap() {
@@ -62,7 +62,7 @@ async fn twenty_contenders_in_three_processes_never_overlap() {
     .await
 }
 
-// Done when 2: with 50 waiters, every release delivers exactly one lock notification
+// G12: with 50 waiters, every release delivers exactly one lock notification
 // (the server's lock_grants counter), to the next in line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_release_grants_exactly_one_of_fifty_waiters() {
@@ -128,7 +128,7 @@ async fn zk_recipe_lock(client: &Client, dir: &str, mine: &str) {
     }
 }
 
-// Issue 3 ("plain ZooKeeper-style waiters keep working"): recipe waiters and `lock()`
+// G12 (plain ZooKeeper-style waiters keep working): recipe waiters and `lock()`
 // exclude each other and queue in one order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zookeeper_recipe_waiters_and_ward_locks_share_one_queue() {
@@ -209,7 +209,7 @@ fn blocking_client(addr: &str) -> blocking::Client {
 
 const SHORT_WAIT: Duration = Duration::from_secs(3);
 
-// Done when 7: blocking guards release on drop and while a panic unwinds.
+// G12: blocking guards release on drop and while a panic unwinds.
 #[test]
 fn blocking_guards_release_on_drop_and_on_panic() {
     // Plain threads (the blocking client cannot run inside a runtime), bounded like the rest.

@@ -1,4 +1,4 @@
-//! Locks under faults (issue 3): a killed holder process, a holder cut off past its session
+//! Locks under faults (G12): a killed holder process, a holder cut off past its session
 //! timeout, and acquires that are cancelled, time out or lose their reply.
 
 use crate::harness::*;
@@ -14,7 +14,7 @@ async fn contenders_of(observer: &Client, dir: &str, client: &Client) -> Vec<Str
     children.into_iter().filter(|name| parse_contender(name).map(|(s, _)| s) == Some(client.session_id())).collect()
 }
 
-// Done when 3: a holder process killed with SIGKILL is replaced within session timeout + 1 s
+// G12: a holder process killed with SIGKILL is replaced within session timeout + 1 s
 // (measured, bounded generously), by a higher token; the stale token is then refused by a
 // fenced write and by check_fence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -110,14 +110,14 @@ async fn lost_versus_next_grant(cut: Cut) {
     assert!(next.fencing_token() > old_token);
 }
 
-// Done when 4: a holder whose connection is cut (closed) beyond the session timeout sees
+// G12: a holder whose connection is cut (closed) beyond the session timeout sees
 // lost() complete before anyone else is granted the lock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cut_off_holder_sees_lost_before_anyone_else_is_granted() {
     bounded(lost_versus_next_grant(Cut::Closed)).await
 }
 
-// Done when 4, silent variant: the connection stays open but carries nothing (a network
+// G12, silent variant: the connection stays open but carries nothing (a network
 // partition); the holder must notice the silence itself, still before the next grant.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silently_partitioned_holder_sees_lost_before_anyone_else_is_granted() {
@@ -132,7 +132,7 @@ async fn yields(n: usize) {
     }
 }
 
-// Done when 6 (cancelled, timed out): given-up acquires leave no nodes behind.
+// G12 (cancelled, timed out): given-up acquires leave no nodes behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelled_and_timed_out_lock_calls_leave_no_nodes() {
     bounded(async {
@@ -207,7 +207,7 @@ async fn acquire_with_lost_reply(
     (attempt, created)
 }
 
-// Done when 6 (lost reply): the acquire is applied, its reply lost and the connection cut;
+// G12 (lost reply): the acquire is applied, its reply lost and the connection cut;
 // the retry under the same tag finds the contender it created: one node, no orphan. Once
 // while another holds (the lost reply said "wait"), once on a free lock ("you hold it").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

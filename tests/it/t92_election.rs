@@ -1,4 +1,4 @@
-//! Leader election across processes (issue 3): one leader at a time while leaders die.
+//! Leader election across processes (G12): one leader at a time while leaders die.
 
 use crate::harness::*;
 use std::collections::HashSet;
@@ -27,7 +27,7 @@ async fn next_leader(candidates: &mut [Contender], alive: &[bool]) -> (usize, u6
     .await
 }
 
-// Done when 5: exactly one leader at a time across 5 candidate processes while leaders are
+// G12: exactly one leader at a time across 5 candidate processes while leaders are
 // killed; the next takes over within session timeout + 1 s (measured, bounded generously).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_leader_at_a_time_while_leaders_are_killed() {

@@ -17,7 +17,7 @@ fn until_term_script(file: &str) -> String {
     format!("trap \"echo term >> '{file}'; exit 0\" TERM; echo started >> '{file}'; while :; do sleep 0.05; done")
 }
 
-// Done when 8: `ward lock` keeps 10 concurrent shell commands mutually exclusive.
+// G12: `ward lock` keeps 10 concurrent shell commands mutually exclusive.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_lock_keeps_ten_shell_commands_exclusive() {
     bounded(async {
@@ -49,7 +49,7 @@ async fn cli_lock_keeps_ten_shell_commands_exclusive() {
     .await
 }
 
-// Done when 8: `ward elect` runs one leader command at a time.
+// G12: `ward elect` runs one leader command at a time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_elect_runs_one_leader_command_at_a_time() {
     bounded(async {

@@ -1,4 +1,4 @@
-//! Reentrant handles with a local queue (issue 4, "Done when" 1): a handle that holds
+//! Reentrant handles with a local queue (G12; docs/recipes.md): a handle that holds
 //! re-enters with the same node and token; other handles of the same client queue locally,
 //! so the client keeps at most one contender in the server's queue and a local handoff
 //! changes the token without leaving it.
@@ -30,7 +30,7 @@ async fn still_pending<F: std::future::Future + Unpin>(fut: &mut F) -> bool {
     }
 }
 
-// Done when 1: nested lock/unlock on one handle keeps one node and one token; a second handle
+// G12: nested lock/unlock on one handle keeps one node and one token; a second handle
 // of the same client waits (locally: still one node) and gets the lock by a local handoff,
 // with a new token that fences the old one out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,7 +84,7 @@ struct Holds {
     nodes: Vec<String>,
 }
 
-// Done when 1: 8 tasks × 200 local handoffs through 8 handles of one client put at most one
+// G12: 8 tasks × 200 local handoffs through 8 handles of one client put at most one
 // node at a time in the server's queue and need no grant notification at all; every
 // handoff gives a larger token. "At most one node" is checked twice: an observer lists the
 // queue all along, and afterwards the directory's child changes prove it (sequence numbers

@@ -1,4 +1,4 @@
-//! Read/write locks (issue 4, "Done when" 2): readers share, a writer is alone, across
+//! Read/write locks (G12; docs/recipes.md): readers share, a writer is alone, across
 //! processes; a writer's release to a run of readers tells each of them once.
 
 use crate::harness::*;
@@ -11,7 +11,7 @@ use ward_client::Client;
 const PROCESS_TASKS: [usize; 3] = [4, 4, 4];
 const ITERS: usize = 84;
 
-// Done when 2: across 3 processes and 1,008 acquisitions, an outside record in which no
+// G12: across 3 processes and 1,008 acquisitions, an outside record in which no
 // writer's section overlaps any other section while readers' sections do overlap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readers_overlap_and_writers_are_alone_across_three_processes() {
@@ -90,7 +90,7 @@ fn queue_reader(
     });
 }
 
-// Done when 2: a writer's release in front of 20 waiting readers sends 20 grant
+// G12: a writer's release in front of 20 waiting readers sends 20 grant
 // notifications (the server's lock_grants counter), one to each reader, not 20 × 20; a writer
 // queued behind them is told nothing until the last reader leaves, and then once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,4 @@
-//! Semaphores and multi-locks (issue 4, "Done when" 3 and 4), with contenders in processes
+//! Semaphores and multi-locks (G12; docs/recipes.md), with contenders in processes
 //! of their own.
 
 use crate::harness::*;
@@ -39,7 +39,7 @@ async fn contenders_of(observer: &Client, dir: &str, client: &Client) -> usize {
 const SEMAPHORE_TASKS: [usize; 3] = [4, 3, 3];
 const SEMAPHORE_ITERS: usize = 20;
 
-// Done when 3: a semaphore with 3 permits never has more than 3 holders across 10 contenders
+// G12: a semaphore with 3 permits never has more than 3 holders across 10 contenders
 // in 3 processes (an outside record), and does have 3 at once; a contender asking for the
 // same semaphore with another number of permits gets PermitsMismatch and leaves nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -100,7 +100,7 @@ async fn semaphore_of_three_never_has_a_fourth_holder() {
 
 const MULTI_ITERS: usize = 500;
 
-// Done when 4: two processes take {a, b} and {b, a} 500 times each: no deadlock (they finish
+// G12: two processes take {a, b} and {b, a} 500 times each: no deadlock (they finish
 // within a bound), no overlap on either path (one outside record per path), and each path's
 // tokens increase from holder to holder.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,5 @@
 //! Lock context and the holders list while the queue changes, and named owners taking their
-//! lock back after kill -9 (issue 4, "Done when" 5 and 6).
+//! lock back after kill -9 (G12; docs/recipes.md).
 
 use crate::harness::*;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -71,7 +71,7 @@ fn queue_contender(
     })
 }
 
-// Done when 5: the holders list (client API and `ward holders`) shows the holder and then
+// G12: the holders list (client API and `ward holders`) shows the holder and then
 // the queue in order, each with its own context, token, session and since-when, while
 // contenders join, give up, lose their session and are granted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,7 +156,7 @@ async fn holders_list_follows_the_queue_with_each_contenders_context() {
     .await
 }
 
-// Done when 5 (reentrant handles): after a local handoff the holders list still names the
+// G12 (reentrant handles): after a local handoff the holders list still names the
 // holder's context, session and current fencing token (the one `check_fence` accepts).
 //
 // Fails today: `Client::lock_holders` (client/src/queue.rs) reports each contender's czxid as
@@ -209,7 +209,7 @@ fn parse_held(line: &str) -> (u64, String) {
     }
 }
 
-// Done when 6: a holder process killed with SIGKILL (a 30 s session) and restarted under the
+// G12: a holder process killed with SIGKILL (a 30 s session) and restarted under the
 // same owner name holds its lock again well within 15 s, without waiting out the old
 // session; the old incarnation's contender and token are gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

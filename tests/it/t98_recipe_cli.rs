@@ -1,4 +1,4 @@
-//! The recipe forms of the CLI (issue 4, "Done when" 7): `ward lock --shared`, `ward lock
+//! The recipe forms of the CLI (G12; docs/recipes.md): `ward lock --shared`, `ward lock
 //! PATH PATH...` and `ward semaphore --permits N`, with shell commands recording their
 //! sections in an outside file.
 
@@ -51,7 +51,7 @@ async fn all_succeed(runs: &mut [ClientProcess]) {
     }
 }
 
-// Done when 7: `ward lock --shared` holders run their commands together and plain `ward lock`
+// G12: `ward lock --shared` holders run their commands together and plain `ward lock`
 // holders of the same lock alone. Queue (behind a writer the test holds): R R R W R R W; the
 // first three readers wait inside CMD for each other, so they must hold at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -126,7 +126,7 @@ fn check_multi_path(text: &str) -> Vec<String> {
     sections
 }
 
-// Done when 7: `ward lock A B` holders never overlap a holder of A or of B, whichever order
+// G12: `ward lock A B` holders never overlap a holder of A or of B, whichever order
 // the paths are given in; WARD_FENCING_TOKEN and WARD_LOCK_PATH list them in that order.
 // Eight processes ({a,b}, {b,a}, {a}, {b} twice each) queue behind the test's hold of both.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -161,7 +161,7 @@ async fn cli_multi_path_holders_never_overlap_a_holder_of_any_of_their_paths() {
     .await
 }
 
-// Done when 7: `ward semaphore --permits 3` never runs more than 3 commands at once, and does
+// G12: `ward semaphore --permits 3` never runs more than 3 commands at once, and does
 // run 3 (the first three wait inside CMD for each other), across 6 concurrent processes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_semaphore_never_runs_more_than_n_commands() {
