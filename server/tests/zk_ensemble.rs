@@ -137,3 +137,24 @@ async fn kazoo_session_ephemeral_and_lock_survive_a_leader_kill() {
     })
     .await
 }
+
+// G13: every member serves ZooKeeper clients: a node created through each member's
+// ZooKeeper port is read, after `sync`, through every other member's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_clients_write_and_read_through_every_member() {
+    let Some(kazoo) = Kazoo::find() else { return };
+    bounded(async {
+        let ensemble = Ensemble::start(3, &[]).await;
+        ensemble.leader(&[]).await;
+        let hosts: Vec<String> = ensemble.ids().into_iter().map(|id| ensemble.zk_addr(id)).collect();
+        let out = tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = hosts.iter().map(String::as_str).collect();
+            kazoo.run(SCRIPTS, "ensemble_members.py", &args)
+        })
+        .await
+        .expect("kazoo script");
+        let want = "member 1 reads 1 2 3\nmember 2 reads 1 2 3\nmember 3 reads 1 2 3\ndone\n";
+        assert_eq!(out, want, "ensemble_members.py output");
+    })
+    .await
+}
