@@ -3,10 +3,23 @@
 //! By default it starts its own durable `ward-server` (every acknowledged write fsynced) on a
 //! temporary data directory and runs every workload against it; `--zk HOST:PORT` runs each
 //! workload against that ZooKeeper too, alternating systems workload by workload, and prints
-//! one table with the Ward/ZooKeeper ratio. See docs/benchmarks.md.
+//! one table with the Ward/ZooKeeper ratio. `--ensemble N` instead starts N `ward-server`
+//! members as a local ensemble, runs the write and lock workloads through all of them, and
+//! times leader failovers. See docs/benchmarks.md.
+//!
+//! - `main.rs`: arguments, the single-server run, output.
+//! - `workloads.rs`: the workloads, written once against `sys::System`; `sys.rs`: Ward and
+//!   ZooKeeper behind that trait; `stats.rs`: samples and figures; `report.rs`: the table,
+//!   JSON, Markdown and SVG; `floors.rs`: loopback and fsync floors; `procinfo.rs`: PIDs and
+//!   memory of server processes; `server.rs`: the single `ward-server` this program starts.
+//! - `replicated.rs`: the `--ensemble` run; `ensemble.rs`: its member processes (ports,
+//!   kill -9, restart, leader); `failover.rs`: the leader kills and what they cost.
 
+mod ensemble;
+mod failover;
 mod floors;
 mod procinfo;
+mod replicated;
 mod report;
 mod server;
 mod stats;
@@ -34,7 +47,10 @@ const USAGE: &str =
   --only IDS        run only these workloads, comma-separated: a,b,c,d,e10,e100,f,g,h,w
   --replot FILE     measure nothing: print the table of a --json FILE again and redraw
                     --svg/--markdown from it (--runs N only sets the chart's title)
-  --ward-pid PID, --zk-pid PID   server PIDs for memory figures (default: found by port)";
+  --ward-pid PID, --zk-pid PID   server PIDs for memory figures (default: found by port)
+  --ensemble N      start N ward-server members as a local ensemble instead (clients spread
+                    over them); run workloads a,b,w,d,e10 (or --only) and time leader kills
+  --kills N         with --ensemble: leader kill -9s to time (default 5, 1 with --quick; 0: none)";
 
 /// Workloads that report the server's memory growth.
 const MEMORY_WORKLOADS: &[&str] = &["f", "g", "h"];
@@ -51,6 +67,8 @@ struct Args {
     only: Option<Vec<String>>,
     ward_pid: Option<u32>,
     zk_pid: Option<u32>,
+    ensemble: Option<u64>,
+    kills: Option<usize>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -66,6 +84,8 @@ fn parse_args() -> Result<Args, String> {
         only: None,
         ward_pid: None,
         zk_pid: None,
+        ensemble: None,
+        kills: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -82,6 +102,8 @@ fn parse_args() -> Result<Args, String> {
             "--only" => a.only = Some(value()?.split(',').map(|s| s.trim().to_string()).collect()),
             "--ward-pid" => a.ward_pid = Some(value()?.parse().map_err(|e| format!("--ward-pid: {e}"))?),
             "--zk-pid" => a.zk_pid = Some(value()?.parse().map_err(|e| format!("--zk-pid: {e}"))?),
+            "--ensemble" => a.ensemble = Some(value()?.parse().map_err(|e| format!("--ensemble: {e}"))?),
+            "--kills" => a.kills = Some(value()?.parse().map_err(|e| format!("--kills: {e}"))?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -93,6 +115,17 @@ fn parse_args() -> Result<Args, String> {
         if let Some(bad) = only.iter().find(|id| !WORKLOADS.iter().any(|(w, _)| w == id)) {
             return Err(format!("--only: no workload {bad:?}"));
         }
+    }
+    match a.ensemble {
+        Some(n) if !(1..=9).contains(&n) => return Err("--ensemble takes 1 to 9 members".into()),
+        Some(n) if n < 3 && a.kills.unwrap_or(1) > 0 => {
+            return Err("leader kills need at least 3 members (a majority must survive): add --kills 0".into())
+        }
+        Some(_) if a.ward.is_some() || a.zk.is_some() || a.replot.is_some() => {
+            return Err("--ensemble starts its own members: leave out --ward, --zk and --replot".into())
+        }
+        None if a.kills.is_some() => return Err("--kills needs --ensemble".into()),
+        _ => {}
     }
     Ok(a)
 }
@@ -148,6 +181,9 @@ fn main() -> ExitCode {
 
 /// Runs everything; `Ok(false)` if a workload failed or a lock was violated.
 async fn run(args: &Args, tmp: &std::path::Path) -> Result<bool, Error> {
+    if let Some(members) = args.ensemble {
+        return run_ensemble(args, tmp, members).await;
+    }
     let started = Instant::now();
     let mut owned = None;
     let mut ward = match &args.ward {
@@ -221,8 +257,7 @@ async fn run(args: &Args, tmp: &std::path::Path) -> Result<bool, Error> {
                 };
                 match outcome {
                     Ok(figures) => {
-                        let violations: f64 =
-                            figures.rows.iter().filter(|(m, _)| m.ends_with("violations")).map(|(_, v)| v).sum();
+                        let violations = figures.violations();
                         if violations > 0.0 {
                             eprintln!("ward-bench: {title} on {name}: {violations} lock violations");
                             ok = false;
@@ -241,6 +276,36 @@ async fn run(args: &Args, tmp: &std::path::Path) -> Result<bool, Error> {
     drop(owned);
     results.add_memory_rows();
     output(args, &results)?;
+    eprintln!("ward-bench: finished in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(ok)
+}
+
+/// `--ensemble N`: the floors, then the ensemble's workloads and failovers.
+async fn run_ensemble(args: &Args, tmp: &std::path::Path, members: u64) -> Result<bool, Error> {
+    let started = Instant::now();
+    let options = replicated::Options {
+        members,
+        kills: args.kills.unwrap_or(if args.quick { 1 } else { 5 }),
+        quick: args.quick,
+        runs: args.runs,
+        only: args.only.clone(),
+    };
+    eprintln!(
+        "ward-bench: local ensemble of {members}; {} mode, {} run(s) per workload, {} leader kill(s)",
+        if args.quick { "quick" } else { "full" },
+        args.runs,
+        options.kills
+    );
+    let mut results = Results::default();
+    results.record("floors", WARD, &floors::measure(tmp, args.quick).await?);
+    // A signal drops the run, and with it the ensemble, which kills every member.
+    let outcome = tokio::select! {
+        outcome = replicated::run(&options, tmp, &mut results) => outcome,
+        stopped = replicated::stop_signal() => Err(stopped),
+    };
+    // What was measured before a failure is still printed.
+    output(args, &results)?;
+    let ok = outcome?;
     eprintln!("ward-bench: finished in {:.1} s", started.elapsed().as_secs_f64());
     Ok(ok)
 }

@@ -23,7 +23,7 @@ impl Drop for OwnedServer {
 
 /// The `ward-server` binary next to this program. Under `cargo run` (which builds only this
 /// package) it is brought up to date first; otherwise it is built only if it is missing.
-fn binary() -> Result<PathBuf> {
+pub fn binary() -> Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let dir = exe.parent().ok_or_else(|| Error("no directory for the running binary".into()))?;
     let server = dir.join("ward-server");

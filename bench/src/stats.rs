@@ -56,6 +56,11 @@ impl Figures {
     pub fn rate(&mut self, metric: &str, count: usize, elapsed: Duration) {
         self.add(metric, count as f64 / elapsed.as_secs_f64().max(1e-9));
     }
+
+    /// Lock violations of any kind these figures count (mutual exclusion, FIFO).
+    pub fn violations(&self) -> f64 {
+        self.rows.iter().filter(|(m, _)| m.ends_with("violations")).map(|(_, v)| v).sum()
+    }
 }
 
 /// The median of some values (mean of the middle two for an even count); NaN if none.
