@@ -70,6 +70,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use types::{LogId, NodeId, Raft, NODE_ID};
 
+/// Applied log entries an ensemble member keeps in memory (see `log_store::Evictor`).
+const ENSEMBLE_KEEP_APPLIED: u64 = 256;
+
 /// How this server joins a replicated ensemble.
 #[derive(Debug)]
 pub struct EnsembleOptions {
@@ -213,7 +216,10 @@ pub async fn open_member(
     let dir_lock = lock_dir(data_dir)?;
     let mut sm = StateMachineStore::open(data_dir, core.clone())?;
     let store = LogStore::open(data_dir, options.segment_bytes)?;
-    sm.evict_applied(store.evictor());
+    // An ensemble keeps a tail of applied entries for followers a little behind (bounded:
+    // an entry is a batch of at most ~1 MiB, usually far less).
+    let keep = if ensemble.is_some() { ENSEMBLE_KEEP_APPLIED } else { 0 };
+    sm.evict_applied(store.evictor().keeping(keep));
     let fresh = store.is_new() && !sm.has_state();
     let (id, name) = match &ensemble {
         Some(e) => (e.id, e.name.as_str()),
