@@ -9,7 +9,23 @@ pub enum Error {
     Config(String),
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
-    /// The durable log could not open, or stopped (a write or fsync failed).
+    /// The durable log could not open.
     #[error("storage: {0}")]
-    Storage(String),
+    Storage(Box<crate::raft::OpenError>),
+    /// The durable log stopped while serving (a write or fsync failed): the server stops
+    /// rather than acknowledge writes that may not be durable.
+    #[error("the log stopped: {0}")]
+    LogStopped(Box<openraft::error::Fatal<u64>>),
+}
+
+impl From<crate::raft::OpenError> for Error {
+    fn from(e: crate::raft::OpenError) -> Self {
+        Error::Storage(Box::new(e))
+    }
+}
+
+impl From<openraft::error::Fatal<u64>> for Error {
+    fn from(e: openraft::error::Fatal<u64>) -> Self {
+        Error::LogStopped(Box::new(e))
+    }
 }

@@ -74,16 +74,18 @@ impl StateMachine {
         self.last_zxid
     }
 
-    /// Applies one command, exactly once: a resent write (`CommandOp::Resent`) whose xid is
-    /// not newer than its session's last applied write is answered from that record (its
-    /// original reply and zxid, or `OutcomeUnknown` for an older one) and changes nothing.
-    /// Every other command is applied under the next zxid ([`StateMachine::apply`]).
+    /// Applies one command, exactly once: a client write (plain or `CommandOp::Resent`) whose
+    /// xid is not newer than its session's last applied write is answered from that record
+    /// (its original reply and zxid, or `OutcomeUnknown` for an older one) and changes
+    /// nothing. Plain writes too: the original of a resent write can reach the log *after*
+    /// its resend (it was still queued at the member the client left), and must not apply
+    /// again. This relies on a session's write xids growing, which Ward's clients ensure
+    /// (and the protocol requires). Every other command is applied under the next zxid
+    /// ([`StateMachine::apply`]).
     pub fn apply_command(&mut self, cmd: &Command) -> (Applied, Vec<Change>) {
-        let resent = match &cmd.op {
-            CommandOp::Resent(op) => Some(op),
-            _ => None,
-        };
-        if let (Some(_), Some(last)) = (resent, self.last_writes.get(&cmd.session)) {
+        let client_write = matches!(cmd.op, CommandOp::Op(_) | CommandOp::Multi(_) | CommandOp::Resent(_));
+        let last = self.last_writes.get(&cmd.session).filter(|_| client_write && cmd.xid != 0);
+        if let Some(last) = last {
             if cmd.xid == last.xid {
                 return (last.applied.clone(), Vec::new());
             }
@@ -94,7 +96,6 @@ impl StateMachine {
         }
         let (outcome, changes) = self.apply(cmd);
         let applied = Applied { zxid: self.last_zxid, outcome };
-        let client_write = matches!(cmd.op, CommandOp::Op(_) | CommandOp::Multi(_) | CommandOp::Resent(_));
         if client_write && cmd.xid != 0 && self.sessions.contains_key(&cmd.session) {
             self.last_writes.insert(cmd.session, LastWrite { xid: cmd.xid, applied: applied.clone() });
         }

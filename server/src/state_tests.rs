@@ -198,6 +198,10 @@ fn a_resent_write_is_applied_once_and_answered_with_its_first_reply() {
     assert_eq!(h.sm.tree().get("/").unwrap().children.iter().count(), 2);
     let (late_again, _) = h.sm.apply_command(&write(9, CommandOp::Resent(Box::new(create("/n-")))));
     assert_eq!(late_again, late);
+    // The original, still queued at the member the client left, reaches the log after its
+    // resend: a duplicate all the same.
+    let (original, _) = h.sm.apply_command(&write(9, create("/n-")));
+    assert_eq!(original, late);
     assert_eq!(h.sm.tree().get("/").unwrap().children.iter().count(), 2);
 }
 

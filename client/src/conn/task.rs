@@ -319,6 +319,10 @@ impl Task {
 
     fn doubt_session(&mut self) -> bool {
         tracing::warn!(session = %self.session_id, "disconnected so long the session may have expired");
+        // Writes kept to send again give up now: their callers learn the outcome is unknown
+        // instead of waiting for a server that may never come back.
+        self.resend.clear();
+        self.pending.fail_all(&Error::ConnectionLoss);
         self.session.doubt();
         true
     }

@@ -30,9 +30,10 @@ pub enum OpenError {
     #[error("{what} cannot be decoded: {source}")]
     Decode { what: String, source: postcard::Error },
     #[error("raft configuration: {0}")]
-    Config(String),
-    #[error("raft: {0}")]
-    Raft(String),
+    Config(Box<openraft::ConfigError>),
+    /// openraft failed at a step of opening the log (named by `during`).
+    #[error("raft, {during}: {source}")]
+    Raft { during: &'static str, source: Box<dyn std::error::Error + Send + Sync> },
     /// The data directory belongs to another member or ensemble.
     #[error("{0}")]
     Identity(String),
@@ -41,8 +42,15 @@ pub enum OpenError {
     InUse(PathBuf),
 }
 
-impl From<OpenError> for crate::Error {
-    fn from(e: OpenError) -> Self {
-        crate::Error::Storage(e.to_string())
+impl From<openraft::ConfigError> for OpenError {
+    fn from(e: openraft::ConfigError) -> Self {
+        OpenError::Config(Box::new(e))
+    }
+}
+
+impl OpenError {
+    /// An openraft error met while `during`.
+    pub fn raft(during: &'static str) -> impl FnOnce(Box<dyn std::error::Error + Send + Sync>) -> OpenError {
+        move |source| OpenError::Raft { during, source }
     }
 }

@@ -59,11 +59,21 @@ pub struct LogReader {
 #[derive(Clone)]
 pub struct Evictor {
     cache: Arc<RwLock<Cache>>,
+    /// Applied entries kept in memory behind the newest applied one. 0 on a single server;
+    /// an ensemble's leader sends recently applied entries to followers that are a little
+    /// behind, and reading those back from the segment files cost the leader most of its CPU.
+    keep: u64,
 }
 
 impl Evictor {
-    /// Entries up to `index` are applied: drop them from memory.
+    /// Keeps the last `keep` applied entries in memory (see the field).
+    pub fn keeping(self, keep: u64) -> Evictor {
+        Evictor { keep, ..self }
+    }
+
+    /// Entries up to `index` are applied: drop them from memory, but for the last `keep`.
     pub fn applied(&self, index: u64) {
+        let index = index.saturating_sub(self.keep);
         let mut cache = write(&self.cache);
         while let Some(entry) = cache.entries.first_entry() {
             if *entry.key() > index {
@@ -114,7 +124,7 @@ impl LogStore {
 
     /// The handle through which the state machine drops applied entries from memory.
     pub fn evictor(&self) -> Evictor {
-        Evictor { cache: self.cache.clone() }
+        Evictor { cache: self.cache.clone(), keep: 0 }
     }
 
     /// True when nothing was ever logged: the group needs initializing.

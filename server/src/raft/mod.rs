@@ -70,6 +70,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use types::{LogId, NodeId, Raft, NODE_ID};
 
+/// Applied log entries an ensemble member keeps in memory (see `log_store::Evictor`).
+const ENSEMBLE_KEEP_APPLIED: u64 = 256;
+
 /// How this server joins a replicated ensemble.
 #[derive(Debug)]
 pub struct EnsembleOptions {
@@ -213,7 +216,10 @@ pub async fn open_member(
     let dir_lock = lock_dir(data_dir)?;
     let mut sm = StateMachineStore::open(data_dir, core.clone())?;
     let store = LogStore::open(data_dir, options.segment_bytes)?;
-    sm.evict_applied(store.evictor());
+    // An ensemble keeps a tail of applied entries for followers a little behind (bounded:
+    // an entry is a batch of at most ~1 MiB, usually far less).
+    let keep = if ensemble.is_some() { ENSEMBLE_KEEP_APPLIED } else { 0 };
+    sm.evict_applied(store.evictor().keeping(keep));
     let fresh = store.is_new() && !sm.has_state();
     let (id, name) = match &ensemble {
         Some(e) => (e.id, e.name.as_str()),
@@ -252,8 +258,7 @@ pub async fn open_member(
             ..Default::default()
         },
     }
-    .validate()
-    .map_err(|e| OpenError::Config(e.to_string()))?;
+    .validate()?;
     let replicated = ensemble.is_some();
     let grace = match &ensemble {
         // A deposed leader may have acknowledged a client's heartbeat until its lease ran
@@ -264,7 +269,8 @@ pub async fn open_member(
     let routes = ensemble.as_ref().map(|e| e.routes.clone()).unwrap_or_default();
     let peers = Arc::new(Peers::new(Identity { ensemble: name.into(), me: id }, routes));
     let network = PeerNetworkFactory { peers: peers.clone() };
-    let raft = Raft::new(id, Arc::new(config), network, store, sm).await.map_err(|e| OpenError::Raft(e.to_string()))?;
+    let raft =
+        Raft::new(id, Arc::new(config), network, store, sm).await.map_err(|e| OpenError::raft("starting")(e.into()))?;
     // Until this server leads and is ready, it expires nobody.
     core.sessions.set_sweeping(false);
     let cancel = CancellationToken::new();
@@ -276,7 +282,7 @@ pub async fn open_member(
             Some(e) => e.members.iter().map(|(id, addr)| (*id, BasicNode::new(addr))).collect(),
             None => BTreeMap::from([(NODE_ID, BasicNode::default())]),
         };
-        raft.initialize(members).await.map_err(|e| OpenError::Raft(format!("initialize: {e}")))?;
+        raft.initialize(members).await.map_err(|e| OpenError::raft("initializing")(e.into()))?;
         tracing::info!(dir = %data_dir.display(), "new data directory initialized");
     }
     match ensemble {
@@ -286,7 +292,7 @@ pub async fn open_member(
             raft.wait(Some(options.replay_timeout))
                 .applied_index_at_least(last, "replay the log")
                 .await
-                .map_err(|e| OpenError::Raft(format!("replaying the log: {e}")))?;
+                .map_err(|e| OpenError::raft("replaying the log")(e.into()))?;
             tracing::info!(last_index = ?last, zxid = core.read(|s| s.last_zxid()), "durable log open");
         }
         Some(e) => {
@@ -323,12 +329,12 @@ async fn become_leader(raft: &Raft) -> Result<(), OpenError> {
     if quick.is_ok() {
         return Ok(());
     }
-    raft.trigger().elect().await.map_err(|e| OpenError::Raft(e.to_string()))?;
+    raft.trigger().elect().await.map_err(|e| OpenError::raft("calling an election")(e.into()))?;
     raft.wait(Some(Duration::from_secs(30)))
         .state(ServerState::Leader, "leader")
         .await
         .map(|_| ())
-        .map_err(|e| OpenError::Raft(format!("not leader of its own group: {e}")))
+        .map_err(|e| OpenError::raft("becoming leader of its own group")(e.into()))
 }
 
 /// Gives every session in the state machine a full timeout from now. Heartbeats are not
@@ -351,27 +357,27 @@ impl RaftLog {
     /// Takes a snapshot now and waits until it is on disk; returns the log id it covers.
     pub async fn snapshot(&self, timeout: Duration) -> Result<Option<LogId>, OpenError> {
         let applied = self.raft.metrics().borrow().last_applied;
-        self.raft.trigger().snapshot().await.map_err(|e| OpenError::Raft(e.to_string()))?;
+        self.raft.trigger().snapshot().await.map_err(|e| OpenError::raft("triggering a snapshot")(e.into()))?;
         let m = self
             .raft
             .wait(Some(timeout))
             .metrics(|m| m.snapshot >= applied, "snapshot")
             .await
-            .map_err(|e| OpenError::Raft(e.to_string()))?;
+            .map_err(|e| OpenError::raft("waiting for the snapshot")(e.into()))?;
         Ok(m.snapshot)
     }
 
     /// Resolves when Raft has stopped, with why: a storage error (a write or fsync failed)
     /// stops it for good, and the server should then stop rather than serve stale reads.
-    pub async fn failed(&self) -> String {
+    pub async fn failed(&self) -> openraft::error::Fatal<NodeId> {
         let mut metrics = self.raft.metrics();
         loop {
             let state = metrics.borrow().running_state.clone();
             if let Err(fatal) = state {
-                return fatal.to_string();
+                return fatal;
             }
             if metrics.changed().await.is_err() {
-                return "raft stopped".into();
+                return openraft::error::Fatal::Stopped;
             }
         }
     }

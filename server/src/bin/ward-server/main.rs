@@ -111,7 +111,7 @@ async fn run(args: Args) -> Result<(), ward_server::Error> {
     stdout.write_all(lines.as_bytes())?;
     stdout.flush()?;
     drop(stdout);
-    let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<String>();
+    let (failed_tx, failed_rx) = tokio::sync::oneshot::channel();
     if let Some(raft) = durable.clone() {
         tokio::spawn(async move {
             let _ = failed_tx.send(raft.failed().await);
@@ -133,7 +133,7 @@ async fn run(args: Args) -> Result<(), ward_server::Error> {
         raft.shutdown().await;
     }
     match failure.get() {
-        Some(why) => Err(ward_server::Error::Storage(why.clone())),
+        Some(why) => Err(why.clone().into()),
         None => Ok(()),
     }
 }
