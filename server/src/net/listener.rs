@@ -36,7 +36,12 @@ pub async fn accept_each<F, Fut>(
     accept_until(listener, cancel, protocol, |stream, peer, cancel| {
         let conn = server.next_conn.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(%peer, conn, protocol, "accepted");
-        tasks.spawn(serve(stream, peer, conn, cancel));
+        let open = server.connections.open(protocol);
+        let served = serve(stream, peer, conn, cancel);
+        tasks.spawn(async move {
+            served.await;
+            drop(open);
+        });
     })
     .await
 }

@@ -85,6 +85,8 @@ async fn run(args: Args) -> Result<(), ward_server::Error> {
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let addr = listener.local_addr()?;
     let mut config = args.config;
+    // Default listeners that could not bind, said on stdout after the listening lines.
+    let mut not_started = String::new();
     config.zookeeper = match args.zk_listen {
         None => None,
         Some((zk_addr, explicit)) => match ward_server::zk::ZkListener::bind(zk_addr) {
@@ -97,9 +99,24 @@ async fn run(args: Args) -> Result<(), ward_server::Error> {
             Err(error) => return Err(error.into()),
         },
     };
-    // The first line on stdout: scripts and tests read the address from it. The second, if
-    // any, says where ZooKeeper clients connect. One write for both: a reader that stops
-    // after the first line must not make a later write fail.
+    config.admin = match args.admin_listen {
+        None => None,
+        Some((admin_addr, explicit)) => match ward_server::admin::AdminListener::bind(admin_addr) {
+            Ok(admin) => Some(admin),
+            Err(error) if !explicit => {
+                tracing::warn!(addr = %admin_addr, %error, "admin listener not started; use --admin-listen ADDR");
+                not_started.push_str(&format!(
+                    "ward-server admin not listening: {admin_addr} is taken ({error}); use --admin-listen ADDR\n"
+                ));
+                None
+            }
+            Err(error) => return Err(ward_server::Error::Config(format!("--admin-listen {admin_addr}: {error}"))),
+        },
+    };
+    // The first line on stdout: scripts and tests read the address from it. The next ones,
+    // if any, say where ZooKeeper clients, peers and the admin listener connect, then which
+    // default listener could not start. One write for all: a reader that stops after the
+    // first line must not make a later write fail.
     let mut lines = format!("ward-server listening on {addr}\n");
     if let Some(zk) = &config.zookeeper {
         lines.push_str(&format!("ward-server zookeeper listening on {}\n", zk.local_addr()?));
@@ -107,6 +124,10 @@ async fn run(args: Args) -> Result<(), ward_server::Error> {
     if let Some(peer) = peer_addr {
         lines.push_str(&format!("ward-server peer listening on {peer}\n"));
     }
+    if let Some(admin) = &config.admin {
+        lines.push_str(&format!("ward-server admin listening on {}\n", admin.local_addr()?));
+    }
+    lines.push_str(&not_started);
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(lines.as_bytes())?;
     stdout.flush()?;
