@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use ward_testkit::{bounded, connect, wait_for, wait_until, within, ServerProcess, DEADLINE};
+use ward_testkit::{bounded, connect, wait_for, wait_until, within, Ensemble, ServerProcess, DEADLINE};
 
 /// Sends `request` as it is and returns the status code and the body of the answer (the
 /// server closes after `Connection: close`).
@@ -112,4 +112,41 @@ fn a_taken_explicit_admin_address_is_an_error() {
     let second = ServerProcess::builder().in_memory().flags(&["--admin-listen", &taken]).try_start();
     let why = second.err().expect("a second server on a taken admin address must not start");
     assert!(why.contains("--admin-listen"), "{why}");
+}
+
+// An ensemble (G14): the leader reports itself as leader and each follower's replication
+// lag, a follower its role; an isolated follower's /readyz turns 503 while it is out of
+// contact with a leader, and 200 again once healed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ensemble_reports_roles_lag_and_readiness() {
+    bounded(async {
+        let ensemble = Ensemble::start(3, &[]).await;
+        let leader = ensemble.leader(&ensemble.ids()).await;
+        let followers: Vec<u64> = ensemble.ids().into_iter().filter(|id| *id != leader).collect();
+        let lag = |id: u64| format!(r#"ward_raft_replication_lag_entries{{member="{id}"}}"#);
+        let metrics = wait_for("the leader reports both followers' lag", DEADLINE, || async {
+            let (_, metrics) = get(ensemble.admin_addr(leader), "/metrics").await;
+            followers.iter().all(|f| value(&metrics, &lag(*f)).is_some()).then_some(metrics)
+        })
+        .await;
+        assert_eq!(value(&metrics, "ward_raft_is_leader"), Some(1.0), "{metrics}");
+        assert_eq!(value(&metrics, r#"ward_raft_role{role="leader"}"#), Some(1.0), "{metrics}");
+        let follower = followers[0];
+        let (_, metrics) = get(ensemble.admin_addr(follower), "/metrics").await;
+        assert_eq!(value(&metrics, "ward_raft_is_leader"), Some(0.0), "{metrics}");
+        assert!(value(&metrics, &lag(leader)).is_none(), "only the leader reports lag: {metrics}");
+
+        ensemble.isolate(follower);
+        wait_until("the isolated follower is not ready", DEADLINE, || async {
+            get(ensemble.admin_addr(follower), "/readyz").await.0 == 503
+        })
+        .await;
+        assert_eq!(get(ensemble.admin_addr(follower), "/healthz").await.0, 200, "alive though not ready");
+        ensemble.heal();
+        wait_until("the healed follower is ready again", DEADLINE, || async {
+            get(ensemble.admin_addr(follower), "/readyz").await.0 == 200
+        })
+        .await;
+    })
+    .await
 }
