@@ -43,27 +43,8 @@ pub const MAX_BUF: usize = 16 * 1024;
 /// Admin connections served at once.
 pub const MAX_CONNECTIONS: usize = 64;
 
-/// A bound admin listener carried in [`crate::Config`]: bound before serving, so that a
-/// caller can learn its address (port 0) first and report a taken port.
-#[derive(Clone, Debug)]
-pub struct AdminListener(Arc<std::net::TcpListener>);
-
-impl AdminListener {
-    pub fn bind(addr: SocketAddr) -> std::io::Result<Self> {
-        let listener = std::net::TcpListener::bind(addr)?;
-        listener.set_nonblocking(true)?;
-        Ok(AdminListener(Arc::new(listener)))
-    }
-
-    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        self.0.local_addr()
-    }
-
-    /// A tokio listener on the same socket (must be called inside a runtime).
-    pub fn to_tokio(&self) -> std::io::Result<TcpListener> {
-        TcpListener::from_std(self.0.try_clone()?)
-    }
-}
+/// A bound admin listener carried in [`crate::Config`].
+pub type AdminListener = crate::net::listener::Prebound;
 
 /// Serves admin requests until `cancel` fires. Admin connections are not tracked for
 /// shutdown: an answer cut short costs a scraper one retry.

@@ -9,11 +9,12 @@ use ward_server::Config;
 
 pub const USAGE: &str = "usage: ward-server [--listen ADDR] [--zk-listen ADDR|off] [--admin-listen ADDR|off] [--data-dir DIR | --in-memory] [--min-session-timeout-ms N] [--max-session-timeout-ms N]
   --listen ADDR                 client address (default 127.0.0.1:7181; port 0 picks a free one)
-  --zk-listen ADDR|off          ZooKeeper-protocol address (default 127.0.0.1:2181, skipped with a
-                                warning if that is taken; an explicit ADDR must bind)
+  --zk-listen ADDR|off          ZooKeeper-protocol address (default 127.0.0.1:2181, skipped
+                                and said so on stdout if that is taken; an explicit ADDR
+                                must bind)
   --admin-listen ADDR|off       admin HTTP address: /metrics (Prometheus), /healthz, /readyz
-                                (default 127.0.0.1:7180, skipped with a warning if that is
-                                taken; an explicit ADDR must bind)
+                                (default 127.0.0.1:7180, skipped and said so on stdout if
+                                that is taken; an explicit ADDR must bind)
   --data-dir DIR                where the log and snapshots live (default ./ward-data)
   --in-memory                   keep nothing on disk: everything is lost when the server stops
   --segment-mb N                size of each preallocated log segment (default 64)
