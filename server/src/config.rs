@@ -22,6 +22,12 @@ pub struct Config {
     pub max_inflight_per_conn: usize,
     /// A second listener speaking ZooKeeper's protocol, bound by the caller (`None`: off).
     pub zookeeper: Option<crate::zk::ZkListener>,
+    /// The admin HTTP listener (`/metrics`, `/healthz`, `/readyz`), bound by the caller
+    /// (`None`: off).
+    pub admin: Option<crate::admin::AdminListener>,
+    /// `/metrics` reports the lock directories with the longest queues, at most this many,
+    /// so that the number of series stays bounded however many locks there are.
+    pub metrics_max_locks: usize,
 }
 
 impl Default for Config {
@@ -34,6 +40,8 @@ impl Default for Config {
             expiry_tick: Duration::from_millis(100),
             max_inflight_per_conn: 1024,
             zookeeper: None,
+            admin: None,
+            metrics_max_locks: 100,
         }
     }
 }

@@ -16,7 +16,8 @@
 //! * [`peer`]: the link between ensemble members (framing, hello, pooled connections).
 //! * [`raft`]: the durable, replicated log: openraft over fsynced segments, snapshots, group
 //!   commit, forwarding to the leader, leader-only duties.
-//! * [`metrics`]: process-wide counters (log fsyncs).
+//! * [`metrics`]: process-wide counters (log fsyncs), open connections, Raft figures.
+//! * [`admin`]: the admin HTTP listener: Prometheus `/metrics`, `/healthz`, `/readyz`.
 //! * [`core`]: the state machine behind its lock, publishing to watches and sessions.
 //! * [`prep`]: pure checks before a write is logged.
 //! * [`read`]: reads, and arming watches in the same view.
@@ -27,6 +28,7 @@
 //! * [`zk`]: the optional ZooKeeper-protocol listener on the same core.
 //! * [`config`], [`error`].
 
+pub mod admin;
 pub mod command;
 pub mod config;
 pub mod core;
@@ -65,6 +67,8 @@ pub struct Server {
     pub core: Arc<Core>,
     pub log: Arc<dyn CommandLog>,
     pub config: Config,
+    /// Connections open on each client listener (for `/metrics`).
+    pub connections: Arc<metrics::OpenConnections>,
     next_conn: AtomicU64,
 }
 
@@ -91,7 +95,7 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
     config.validate()?;
-    let server = Arc::new(Server { core, log, config, next_conn: AtomicU64::new(1) });
+    let server = Arc::new(Server { core, log, config, connections: Arc::default(), next_conn: AtomicU64::new(1) });
     let cancel = CancellationToken::new();
     let tasks = TaskTracker::new();
     tasks.spawn(session::expiry::run(
@@ -104,6 +108,10 @@ pub async fn serve_with(
     if let Some(zk) = &server.config.zookeeper {
         let zk_listener = zk.to_tokio()?;
         tasks.spawn(zk::accept_loop(server.clone(), zk_listener, tasks.clone(), cancel.clone()));
+    }
+    if let Some(admin) = &server.config.admin {
+        let admin_listener = admin.to_tokio()?;
+        tasks.spawn(admin::serve(server.clone(), admin_listener, cancel.clone()));
     }
     tokio::select! {
         _ = shutdown => tracing::info!("shutting down"),

@@ -56,6 +56,11 @@ pub trait CommandLog: Send + Sync + 'static {
     fn in_contact(&self) -> bool {
         true
     }
+
+    /// Role, term and indexes of a replicated log, for `/metrics` (`None`: not replicated).
+    fn raft_figures(&self) -> Option<crate::metrics::RaftFigures> {
+        None
+    }
 }
 
 /// A change to an ensemble's membership.

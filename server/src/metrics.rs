@@ -15,3 +15,50 @@ pub fn count_log_fsync() {
 pub fn log_fsyncs() -> u64 {
     LOG_FSYNCS.load(Ordering::Relaxed)
 }
+
+/// Connections open on one client listener.
+#[derive(Debug, Default)]
+pub struct OpenConnections {
+    pub ward: AtomicU64,
+    pub zookeeper: AtomicU64,
+}
+
+impl OpenConnections {
+    /// Counts a connection of `protocol` (as the accept loops name it) until the guard drops.
+    pub fn open(self: &std::sync::Arc<Self>, protocol: &'static str) -> OpenGuard {
+        self.counter(protocol).fetch_add(1, Ordering::Relaxed);
+        OpenGuard { counts: self.clone(), protocol }
+    }
+
+    fn counter(&self, protocol: &str) -> &AtomicU64 {
+        match protocol {
+            "ZooKeeper" => &self.zookeeper,
+            _ => &self.ward,
+        }
+    }
+}
+
+/// One open connection; dropped when its task ends.
+pub struct OpenGuard {
+    counts: std::sync::Arc<OpenConnections>,
+    protocol: &'static str,
+}
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        self.counts.counter(self.protocol).fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// What the replicated log knows of its Raft group (openraft's metrics), for `/metrics`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RaftFigures {
+    /// `leader`, `follower`, `candidate`, `learner` or `shutdown`.
+    pub role: &'static str,
+    pub term: u64,
+    pub last_log_index: u64,
+    pub applied_index: u64,
+    /// On the leader: each other member's id and how many entries it lags behind the
+    /// leader's last log index.
+    pub lag: Vec<(u64, u64)>,
+}

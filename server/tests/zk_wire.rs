@@ -226,3 +226,31 @@ async fn bad_input_is_dropped_and_other_clients_keep_working() {
     let xid = good.request(3, &path_watch("/", false)).await;
     assert_eq!(good.header().await, (xid, 0));
 }
+
+/// A numeric `mntr` row.
+fn mntr_row(mntr: &str, key: &str) -> u64 {
+    let row = mntr.lines().find_map(|line| line.strip_prefix(key)?.strip_prefix('\t'));
+    row.and_then(|v| v.trim().parse().ok()).unwrap_or_else(|| panic!("no numeric {key} in\n{mntr}"))
+}
+
+// `mntr`'s counters move with traffic: packets in and out, nodes and watches
+// (docs/operations.md "Metrics": the same numbers as /metrics).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mntr_counters_move_with_traffic() {
+    let ward = ServerProcess::builder().zookeeper().in_memory().start();
+    let zk = ward.zk_addr_str();
+    let (mut raw, _) = Raw::connect(&zk, 0, &[0; 16]).await;
+    let before = four_letters(&zk, b"mntr").await;
+    raw.request(1, &create("/m")).await;
+    raw.request(4, &path_watch("/m", true)).await;
+    assert_eq!(raw.header().await.1, 0);
+    assert_eq!(raw.header().await.1, 0);
+    let after = four_letters(&zk, b"mntr").await;
+    for key in ["zk_packets_received", "zk_packets_sent"] {
+        assert!(mntr_row(&after, key) >= mntr_row(&before, key) + 2, "{key}: {before}\n---\n{after}");
+    }
+    assert_eq!(mntr_row(&after, "zk_znode_count"), mntr_row(&before, "zk_znode_count") + 1);
+    assert_eq!(mntr_row(&after, "zk_watch_count"), mntr_row(&before, "zk_watch_count") + 1);
+    // The session's connection, and the one asking.
+    assert_eq!(mntr_row(&after, "zk_num_alive_connections"), 2, "{after}");
+}

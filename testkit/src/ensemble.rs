@@ -28,7 +28,8 @@ fn free_port() -> SocketAddr {
 
 impl Ensemble {
     /// `n` members started in a random order (the seed is printed), each serving Ward's
-    /// protocol and ZooKeeper's on ports of their own, with `flags` added.
+    /// protocol, ZooKeeper's and the admin HTTP listener on ports of their own, with `flags`
+    /// added.
     pub async fn start(n: u64, flags: &[&str]) -> Ensemble {
         let seed = seed();
         eprintln!("ensemble of {n}: start order from WARD_TEST_SEED={seed}");
@@ -80,7 +81,7 @@ impl Ensemble {
             ];
             args.extend(flags.iter().map(|f| f.to_string()));
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let server = ServerProcess::builder().zookeeper().flags(&args).try_start()?;
+            let server = ServerProcess::builder().zookeeper().admin().flags(&args).try_start()?;
             members.insert(id, server);
         }
         Ok(Ensemble { members, links })
@@ -102,6 +103,11 @@ impl Ensemble {
     /// Member `id`'s ZooKeeper address.
     pub fn zk_addr(&self, id: u64) -> String {
         self.members[&id].zk_addr_str()
+    }
+
+    /// Member `id`'s admin HTTP listener (`/metrics`, `/healthz`, `/readyz`).
+    pub fn admin_addr(&self, id: u64) -> SocketAddr {
+        self.members[&id].admin_addr()
     }
 
     /// Every member's client address, as a connect string.

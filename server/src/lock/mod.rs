@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use ward_proto::{lock, path, SessionId, Zxid};
 
 /// The permits of a directory's semaphore (1 if it is not a semaphore).
-fn permits(tree: &DataTree, dir: &str) -> u32 {
+pub(crate) fn permits(tree: &DataTree, dir: &str) -> u32 {
     tree.get(dir).and_then(|n| lock::parse_semaphore_header(&n.data)).unwrap_or(1)
 }
 

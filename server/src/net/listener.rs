@@ -12,6 +12,29 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+/// A listener bound before serving and carried in [`crate::Config`] (the ZooKeeper and admin
+/// listeners): the caller learns its address (port 0) and reports a taken port before the
+/// server starts.
+#[derive(Clone, Debug)]
+pub struct Prebound(Arc<std::net::TcpListener>);
+
+impl Prebound {
+    pub fn bind(addr: SocketAddr) -> std::io::Result<Self> {
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        Ok(Prebound(Arc::new(listener)))
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.0.local_addr()
+    }
+
+    /// The listener for tokio (needs a runtime).
+    pub fn to_tokio(&self) -> std::io::Result<TcpListener> {
+        TcpListener::from_std(self.0.try_clone()?)
+    }
+}
+
 /// Accepts Ward clients until `cancel` fires.
 pub async fn accept_loop(server: Arc<Server>, listener: TcpListener, tasks: TaskTracker, cancel: CancellationToken) {
     accept_each(&server, listener, tasks, cancel, "Ward", |stream, peer, conn, cancel| {
@@ -36,7 +59,12 @@ pub async fn accept_each<F, Fut>(
     accept_until(listener, cancel, protocol, |stream, peer, cancel| {
         let conn = server.next_conn.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(%peer, conn, protocol, "accepted");
-        tasks.spawn(serve(stream, peer, conn, cancel));
+        let open = server.connections.open(protocol);
+        let served = serve(stream, peer, conn, cancel);
+        tasks.spawn(async move {
+            served.await;
+            drop(open);
+        });
     })
     .await
 }

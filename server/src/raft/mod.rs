@@ -155,6 +155,25 @@ impl CommandLog for RaftLog {
         self.contact.in_contact()
     }
 
+    fn raft_figures(&self) -> Option<crate::metrics::RaftFigures> {
+        let metrics = self.raft.metrics().borrow().clone();
+        let last = metrics.last_log_index.unwrap_or(0);
+        let lag = metrics.replication.iter().flatten().filter(|(id, _)| **id != metrics.id);
+        Some(crate::metrics::RaftFigures {
+            role: match metrics.state {
+                ServerState::Leader => "leader",
+                ServerState::Follower => "follower",
+                ServerState::Candidate => "candidate",
+                ServerState::Learner => "learner",
+                ServerState::Shutdown => "shutdown",
+            },
+            term: metrics.current_term,
+            last_log_index: last,
+            applied_index: metrics.last_applied.map_or(0, |id| id.index),
+            lag: lag.map(|(id, matched)| (*id, last.saturating_sub(matched.map_or(0, |m| m.index)))).collect(),
+        })
+    }
+
     fn members(&self) -> Members {
         let (route, reports) = (self.route.clone(), self.reports.clone());
         Box::pin(async move {

@@ -58,6 +58,11 @@ impl DataTree {
         self.ephemerals.get(&session).into_iter().flatten().map(|path| &**path)
     }
 
+    /// Every session's ephemeral nodes (grouped by session).
+    pub fn all_ephemerals(&self) -> impl Iterator<Item = &str> {
+        self.ephemerals.values().flatten().map(|path| &**path)
+    }
+
     fn index_ephemeral(&mut self, session: SessionId, path: String) {
         self.ephemerals.entry(session).or_default().insert(path.into_boxed_str());
     }

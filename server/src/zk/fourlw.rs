@@ -53,24 +53,19 @@ pub fn answer(word: Word, server: &Server, shared: &Shared) -> String {
     out
 }
 
+/// The figures of one answer: [`Core::stats`](crate::core::Core::stats), the same numbers
+/// `/metrics` reports, plus what only ZooKeeper's words show.
 struct Numbers {
-    zxid: u64,
-    znodes: usize,
-    sessions: usize,
+    stats: ward_proto::ServerStats,
     ephemerals: usize,
     data_size: usize,
 }
 
 fn numbers(server: &Server) -> Numbers {
-    server.core.read(|state| {
-        let sessions: Vec<_> = state.sessions().map(|(id, _)| id).collect();
-        Numbers {
-            zxid: state.last_zxid(),
-            znodes: state.tree().len(),
-            sessions: sessions.len(),
-            ephemerals: sessions.iter().map(|id| state.tree().ephemerals(*id).count()).sum(),
-            data_size: 0,
-        }
+    server.core.read(|state| Numbers {
+        stats: server.core.stats(state),
+        ephemerals: state.tree().all_ephemerals().count(),
+        data_size: 0,
     })
 }
 
@@ -85,9 +80,9 @@ fn write_answer(out: &mut String, word: Word, server: &Server, shared: &Shared) 
         writeln!(out, "Sent: {sent}")?;
         writeln!(out, "Connections: {}", conns.len())?;
         writeln!(out, "Outstanding: 0")?;
-        writeln!(out, "Zxid: {:#x}", n.zxid)?;
+        writeln!(out, "Zxid: {:#x}", n.stats.last_zxid)?;
         writeln!(out, "Mode: standalone")?;
-        writeln!(out, "Node count: {}", n.znodes)
+        writeln!(out, "Node count: {}", n.stats.znodes)
     };
     let cons = |out: &mut String| -> std::fmt::Result {
         for c in &conns {
@@ -128,7 +123,6 @@ fn write_answer(out: &mut String, word: Word, server: &Server, shared: &Shared) 
         }
         Word::Cons => cons(out),
         Word::Mntr => {
-            let (_, _, watches) = server.core.watches.summary();
             let rows: [(&str, String); 16] = [
                 ("zk_version", VERSION.to_string()),
                 ("zk_server_state", "standalone".into()),
@@ -136,11 +130,11 @@ fn write_answer(out: &mut String, word: Word, server: &Server, shared: &Shared) 
                 ("zk_num_alive_connections", conns.len().to_string()),
                 ("zk_avg_latency", "0.0".into()),
                 ("zk_outstanding_requests", "0".into()),
-                ("zk_znode_count", n.znodes.to_string()),
-                ("zk_global_sessions", n.sessions.to_string()),
+                ("zk_znode_count", n.stats.znodes.to_string()),
+                ("zk_global_sessions", n.stats.sessions.to_string()),
                 ("zk_packets_sent", sent.to_string()),
                 ("zk_packets_received", received.to_string()),
-                ("zk_watch_count", watches.to_string()),
+                ("zk_watch_count", n.stats.watches.to_string()),
                 ("zk_min_latency", "0".into()),
                 ("zk_max_latency", "0".into()),
                 ("zk_approximate_data_size", n.data_size.to_string()),

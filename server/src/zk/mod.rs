@@ -36,27 +36,8 @@ pub const MAX_PACKET: usize = 0xfffff;
 /// ZooKeeper's customary client address.
 pub const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 2181));
 
-/// A bound ZooKeeper listener carried in [`crate::Config`]: bound before serving, so that a
-/// caller can learn its address (port 0) first.
-#[derive(Clone, Debug)]
-pub struct ZkListener(Arc<std::net::TcpListener>);
-
-impl ZkListener {
-    pub fn bind(addr: SocketAddr) -> std::io::Result<Self> {
-        let listener = std::net::TcpListener::bind(addr)?;
-        listener.set_nonblocking(true)?;
-        Ok(ZkListener(Arc::new(listener)))
-    }
-
-    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        self.0.local_addr()
-    }
-
-    /// The listener for tokio (needs a runtime).
-    pub fn to_tokio(&self) -> std::io::Result<TcpListener> {
-        TcpListener::from_std(self.0.try_clone()?)
-    }
-}
+/// A bound ZooKeeper listener carried in [`crate::Config`].
+pub type ZkListener = crate::net::listener::Prebound;
 
 /// Accepts ZooKeeper clients until `cancel` fires; every connection task is tracked so
 /// shutdown can wait.

@@ -10,13 +10,15 @@ pub struct ServerBuilder {
     pub(super) listen: SocketAddr,
     /// `None`: `--zk-listen off`.
     pub(super) zk_listen: Option<SocketAddr>,
+    /// `None`: `--admin-listen off`.
+    pub(super) admin_listen: Option<SocketAddr>,
     pub(super) in_memory: bool,
     pub(super) flags: Vec<String>,
 }
 
 impl Default for ServerBuilder {
     fn default() -> ServerBuilder {
-        ServerBuilder { listen: any_port(), zk_listen: None, in_memory: false, flags: Vec::new() }
+        ServerBuilder { listen: any_port(), zk_listen: None, admin_listen: None, in_memory: false, flags: Vec::new() }
     }
 }
 
@@ -42,6 +44,13 @@ impl ServerBuilder {
     /// Serves ZooKeeper clients on `addr`.
     pub fn zk_listen(mut self, addr: SocketAddr) -> ServerBuilder {
         self.zk_listen = Some(addr);
+        self
+    }
+
+    /// Serves the admin HTTP listener too, on a free 127.0.0.1 port
+    /// ([`ServerProcess::admin_addr`]).
+    pub fn admin(mut self) -> ServerBuilder {
+        self.admin_listen = Some(any_port());
         self
     }
 

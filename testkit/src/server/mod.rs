@@ -12,7 +12,7 @@ pub use spawn::{LOG_TAIL, STARTUP};
 use crate::locate::server_binary;
 use crate::tempdir::TempDir;
 use crate::wait::DEADLINE;
-use spawn::{spawn, stop, LogTail};
+use spawn::{spawn, stop, Banners, LogTail};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -28,6 +28,9 @@ pub struct ServerProcess {
     child: Option<Child>,
     addr: SocketAddr,
     zk_addr: Option<SocketAddr>,
+    /// The admin HTTP listener's; `None`: `--admin-listen off` (the default, so that test
+    /// servers never meet on the default port 7180).
+    admin_addr: Option<SocketAddr>,
     options: ServerBuilder,
     log: LogTail,
     /// Incarnations started so far.
@@ -55,11 +58,12 @@ impl ServerProcess {
     }
 
     fn launch(options: ServerBuilder) -> Result<ServerProcess, String> {
-        let (addr, zk_addr) = (options.listen, options.zk_listen);
+        let (addr, zk_addr, admin_addr) = (options.listen, options.zk_listen, options.admin_listen);
         let mut server = ServerProcess {
             child: None,
             addr,
             zk_addr,
+            admin_addr,
             options,
             log: LogTail::default(),
             starts: 0,
@@ -87,6 +91,12 @@ impl ServerProcess {
     /// The ZooKeeper listener's address; panics unless started with [`ServerBuilder::zookeeper`].
     pub fn zk_addr(&self) -> SocketAddr {
         self.zk_addr.unwrap_or_else(|| panic!("ward-server {} was started without its ZooKeeper listener", self.addr))
+    }
+
+    /// The admin HTTP listener's address (`/metrics`, `/healthz`, `/readyz`); panics unless
+    /// started with [`ServerBuilder::admin`].
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin_addr.unwrap_or_else(|| panic!("ward-server {} was started without its admin listener", self.addr))
     }
 
     /// [`zk_addr`](Self::zk_addr) as a connect string.
@@ -204,6 +214,7 @@ impl ServerProcess {
         // Small segments: a 64 MiB zero-fill per test server would dominate the run.
         cmd.args(["--segment-mb", "1", "--zk-listen"]);
         cmd.arg(self.zk_addr.map_or_else(|| "off".to_string(), |a| a.to_string()));
+        cmd.arg("--admin-listen").arg(self.admin_addr.map_or_else(|| "off".to_string(), |a| a.to_string()));
         match self.options.in_memory {
             true => cmd.arg("--in-memory"),
             false => cmd.arg("--data-dir").arg(self.dir.path().join("data")),
@@ -215,8 +226,9 @@ impl ServerProcess {
     /// Starts one incarnation on `self.addr` (port 0 at first) and learns its addresses.
     fn spawn(&mut self) -> Result<(), String> {
         self.starts += 1;
-        let started = spawn(self.command(), self.starts, &self.log, self.zk_addr.is_some())?;
-        (self.addr, self.zk_addr) = (started.addr, started.zk_addr);
+        let banners = Banners { zookeeper: self.zk_addr.is_some(), admin: self.admin_addr.is_some() };
+        let started = spawn(self.command(), self.starts, &self.log, banners)?;
+        (self.addr, self.zk_addr, self.admin_addr) = (started.addr, started.zk_addr, started.admin_addr);
         self.child = Some(started.child);
         Ok(())
     }

@@ -14,6 +14,7 @@ pub const STARTUP: Duration = Duration::from_secs(60);
 pub const LOG_TAIL: usize = 400;
 const BANNER: &str = "ward-server listening on ";
 const ZK_BANNER: &str = "ward-server zookeeper listening on ";
+const ADMIN_BANNER: &str = "ward-server admin listening on ";
 
 /// The last [`LOG_TAIL`] lines a server wrote to stderr, each marked with its incarnation.
 #[derive(Clone, Default)]
@@ -48,11 +49,30 @@ pub struct Started {
     pub child: Child,
     pub addr: SocketAddr,
     pub zk_addr: Option<SocketAddr>,
+    pub admin_addr: Option<SocketAddr>,
 }
 
-/// Spawns `cmd` and waits for its banner (and the ZooKeeper banner when `zookeeper`); `Err`
-/// with the reason and its last stderr lines if it exits or stays silent first.
-pub fn spawn(mut cmd: Command, incarnation: u32, log: &LogTail, zookeeper: bool) -> Result<Started, String> {
+/// Which listeners' banners to wait for besides the client one.
+#[derive(Clone, Copy, Debug)]
+pub struct Banners {
+    pub zookeeper: bool,
+    pub admin: bool,
+}
+
+impl Banners {
+    /// The prefixes of the lines to wait for, the client banner first.
+    fn prefixes(self) -> Vec<&'static str> {
+        let mut prefixes = vec![BANNER];
+        prefixes.extend(self.zookeeper.then_some(ZK_BANNER));
+        prefixes.extend(self.admin.then_some(ADMIN_BANNER));
+        prefixes
+    }
+}
+
+/// Spawns `cmd` and waits for the banners `banners` asks for (the client one always; the
+/// server prints others, such as the peer one, in between); `Err` with the reason and its
+/// last stderr lines if it exits or stays silent first.
+pub fn spawn(mut cmd: Command, incarnation: u32, log: &LogTail, banners: Banners) -> Result<Started, String> {
     let mut child =
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("spawn {cmd:?}: {e}"))?;
     let (Some(stderr), Some(stdout)) = (child.stderr.take(), child.stdout.take()) else {
@@ -66,14 +86,23 @@ pub fn spawn(mut cmd: Command, incarnation: u32, log: &LogTail, zookeeper: bool)
             sink.push(format!("[{incarnation}] {line}"));
         }
     });
-    let wanted = if zookeeper { 2 } else { 1 };
-    let (banner_tx, banners) = mpsc::channel();
+    let prefixes = banners.prefixes();
+    let wanted = prefixes.len();
+    let (banner_tx, banner_rx) = mpsc::channel();
     std::thread::spawn(move || {
         let mut reader = BufReader::new(stdout);
-        for _ in 0..wanted {
+        let mut found = 0;
+        while found < wanted {
             let mut line = String::new();
-            if reader.read_line(&mut line).is_err() || line.is_empty() || banner_tx.send(line).is_err() {
+            if reader.read_line(&mut line).is_err() || line.is_empty() {
                 return;
+            }
+            // The client banner is the first line, whatever it says; the others by prefix.
+            if found == 0 || prefixes.iter().any(|p| line.starts_with(p)) {
+                found += 1;
+                if banner_tx.send(line).is_err() {
+                    return;
+                }
             }
         }
         // Whatever follows the banners is drained, for the same reason as stderr.
@@ -82,7 +111,7 @@ pub fn spawn(mut cmd: Command, incarnation: u32, log: &LogTail, zookeeper: bool)
     let mut lines = Vec::new();
     let start = Instant::now();
     while lines.len() < wanted {
-        match banners.recv_timeout(Duration::from_millis(20)) {
+        match banner_rx.recv_timeout(Duration::from_millis(20)) {
             Ok(line) => lines.push(line),
             Err(_) if start.elapsed() > STARTUP => {
                 stop(&mut child);
@@ -97,10 +126,11 @@ pub fn spawn(mut cmd: Command, incarnation: u32, log: &LogTail, zookeeper: bool)
             }
         }
     }
+    let find = |prefix: &str| lines.iter().skip(1).find(|l| l.starts_with(prefix)).map(|l| parse(l, prefix));
     let addrs = parse(&lines[0], BANNER)
-        .and_then(|addr| Ok((addr, lines.get(1).map(|line| parse(line, ZK_BANNER)).transpose()?)));
+        .and_then(|addr| Ok((addr, find(ZK_BANNER).transpose()?, find(ADMIN_BANNER).transpose()?)));
     match addrs {
-        Ok((addr, zk_addr)) => Ok(Started { child, addr, zk_addr }),
+        Ok((addr, zk_addr, admin_addr)) => Ok(Started { child, addr, zk_addr, admin_addr }),
         Err(why) => {
             stop(&mut child);
             Err(format!("{why}: {}", log.last(5)))

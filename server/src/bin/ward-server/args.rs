@@ -7,10 +7,14 @@ use std::time::Duration;
 use ward_server::raft::RaftOptions;
 use ward_server::Config;
 
-pub const USAGE: &str = "usage: ward-server [--listen ADDR] [--zk-listen ADDR|off] [--data-dir DIR | --in-memory] [--min-session-timeout-ms N] [--max-session-timeout-ms N]
+pub const USAGE: &str = "usage: ward-server [--listen ADDR] [--zk-listen ADDR|off] [--admin-listen ADDR|off] [--data-dir DIR | --in-memory] [--min-session-timeout-ms N] [--max-session-timeout-ms N]
   --listen ADDR                 client address (default 127.0.0.1:7181; port 0 picks a free one)
-  --zk-listen ADDR|off          ZooKeeper-protocol address (default 127.0.0.1:2181, skipped with a
-                                warning if that is taken; an explicit ADDR must bind)
+  --zk-listen ADDR|off          ZooKeeper-protocol address (default 127.0.0.1:2181, skipped
+                                and said so on stdout if that is taken; an explicit ADDR
+                                must bind)
+  --admin-listen ADDR|off       admin HTTP address: /metrics (Prometheus), /healthz, /readyz
+                                (default 127.0.0.1:7180, skipped and said so on stdout if
+                                that is taken; an explicit ADDR must bind)
   --data-dir DIR                where the log and snapshots live (default ./ward-data)
   --in-memory                   keep nothing on disk: everything is lost when the server stops
   --segment-mb N                size of each preallocated log segment (default 64)
@@ -36,6 +40,8 @@ pub struct Args {
     pub listen: SocketAddr,
     /// `None`: no ZooKeeper listener; `Some((addr, explicit))`.
     pub zk_listen: Option<(SocketAddr, bool)>,
+    /// `None`: no admin listener; `Some((addr, explicit))`.
+    pub admin_listen: Option<(SocketAddr, bool)>,
     pub raft: RaftOptions,
     /// `None`: in memory only.
     pub data_dir: Option<PathBuf>,
@@ -56,6 +62,7 @@ pub struct Ensemble {
 pub fn parse_args() -> Result<Args, String> {
     let mut listen = SocketAddr::from(([127, 0, 0, 1], 7181));
     let mut zk_listen = Some((ward_server::zk::DEFAULT_ADDR, false));
+    let mut admin_listen = Some((ward_server::admin::DEFAULT_ADDR, false));
     let mut config = Config::default();
     let mut data_dir = Some(PathBuf::from("ward-data"));
     let mut explicit_dir = false;
@@ -73,6 +80,12 @@ pub fn parse_args() -> Result<Args, String> {
                 zk_listen = match value()?.as_str() {
                     "off" => None,
                     addr => Some((addr.parse().map_err(|e| format!("--zk-listen: {e}"))?, true)),
+                }
+            }
+            "--admin-listen" => {
+                admin_listen = match value()?.as_str() {
+                    "off" => None,
+                    addr => Some((addr.parse().map_err(|e| format!("--admin-listen: {e}"))?, true)),
                 }
             }
             "--data-dir" => {
@@ -150,6 +163,7 @@ pub fn parse_args() -> Result<Args, String> {
     Ok(Args {
         listen,
         zk_listen,
+        admin_listen,
         raft,
         data_dir: match dev_ensemble {
             Some(_) if !explicit_dir => Some("ward-dev".into()),

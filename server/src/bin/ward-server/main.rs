@@ -1,6 +1,7 @@
 //! `ward-server`: runs a Ward server until Ctrl-C or SIGTERM.
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -8,6 +9,7 @@ use tracing_subscriber::filter::Targets;
 use tracing_subscriber::prelude::*;
 use ward_server::core::Core;
 use ward_server::log::{CommandLog, MemoryLog};
+use ward_server::net::listener::Prebound;
 use ward_server::raft::{self, EnsembleOptions};
 
 mod args;
@@ -85,21 +87,14 @@ async fn run(args: Args) -> Result<(), ward_server::Error> {
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let addr = listener.local_addr()?;
     let mut config = args.config;
-    config.zookeeper = match args.zk_listen {
-        None => None,
-        Some((zk_addr, explicit)) => match ward_server::zk::ZkListener::bind(zk_addr) {
-            Ok(zk) => Some(zk),
-            // The default port is often taken (a real ZooKeeper, another Ward): serve without.
-            Err(error) if !explicit => {
-                tracing::warn!(addr = %zk_addr, %error, "ZooKeeper listener not started; use --zk-listen ADDR");
-                None
-            }
-            Err(error) => return Err(error.into()),
-        },
-    };
-    // The first line on stdout: scripts and tests read the address from it. The second, if
-    // any, says where ZooKeeper clients connect. One write for both: a reader that stops
-    // after the first line must not make a later write fail.
+    // Default listeners that could not bind, said on stdout after the listening lines.
+    let mut not_started = String::new();
+    config.zookeeper = optional_listener(args.zk_listen, "zookeeper", "--zk-listen", &mut not_started)?;
+    config.admin = optional_listener(args.admin_listen, "admin", "--admin-listen", &mut not_started)?;
+    // The first line on stdout: scripts and tests read the address from it. The next ones,
+    // if any, say where ZooKeeper clients, peers and the admin listener connect, then which
+    // default listener could not start. One write for all: a reader that stops after the
+    // first line must not make a later write fail.
     let mut lines = format!("ward-server listening on {addr}\n");
     if let Some(zk) = &config.zookeeper {
         lines.push_str(&format!("ward-server zookeeper listening on {}\n", zk.local_addr()?));
@@ -107,6 +102,10 @@ async fn run(args: Args) -> Result<(), ward_server::Error> {
     if let Some(peer) = peer_addr {
         lines.push_str(&format!("ward-server peer listening on {peer}\n"));
     }
+    if let Some(admin) = &config.admin {
+        lines.push_str(&format!("ward-server admin listening on {}\n", admin.local_addr()?));
+    }
+    lines.push_str(&not_started);
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(lines.as_bytes())?;
     stdout.flush()?;
@@ -135,6 +134,28 @@ async fn run(args: Args) -> Result<(), ward_server::Error> {
     match failure.get() {
         Some(why) => Err(why.clone().into()),
         None => Ok(()),
+    }
+}
+
+/// Binds a listener that has a default address. The default port is often taken (a real
+/// ZooKeeper, another Ward): the server then runs without it, and says so in `not_started`
+/// (printed on stdout with the listening lines). An explicit address must bind.
+fn optional_listener(
+    wanted: Option<(SocketAddr, bool)>,
+    name: &str,
+    flag: &str,
+    not_started: &mut String,
+) -> Result<Option<Prebound>, ward_server::Error> {
+    let Some((addr, explicit)) = wanted else { return Ok(None) };
+    match Prebound::bind(addr) {
+        Ok(listener) => Ok(Some(listener)),
+        Err(error) if !explicit => {
+            tracing::warn!(%addr, %error, "{name} listener not started; use {flag} ADDR");
+            not_started
+                .push_str(&format!("ward-server {name} not listening: {addr} is taken ({error}); use {flag} ADDR\n"));
+            Ok(None)
+        }
+        Err(error) => Err(ward_server::Error::Config(format!("{flag} {addr}: {error}"))),
     }
 }
 

@@ -1,0 +1,83 @@
+//! The admin HTTP listener: what operators and orchestrators ask a running server.
+//!
+//! * `GET /metrics`: the server's figures in Prometheus text ([`exposition`]);
+//! * `GET /healthz`: 200 while the process serves;
+//! * `GET /readyz`: 200 while this server can serve clients (a member of an ensemble: while
+//!   in contact with a leader), 503 otherwise;
+//! * anything else: 404 (405 for a method other than GET or HEAD).
+//!
+//! Plain HTTP/1.1 on hyper's server, with no framework: three fixed routes need no router.
+//! A connection gets [`HEADER_TIMEOUT`] to send its request line and headers, at most
+//! [`MAX_BUF`] bytes of them, and [`CONNECTION_TIME`] in all; at most [`MAX_CONNECTIONS`]
+//! are served at once and the others are closed on accept, so a bad or slow client costs
+//! bounded memory and time. A malformed request gets hyper's 400.
+//!
+//! # Layout
+//! * [`routes`]: a request to its response.
+//! * [`exposition`]: the figures as Prometheus (OpenMetrics) text.
+//! * [`locks`]: per-lock figures surveyed from the tree, bounded in number.
+
+pub mod exposition;
+pub mod locks;
+pub mod routes;
+
+use crate::Server;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// The default address of the admin listener.
+pub const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 7180));
+/// Time to send a request's head.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time one connection may stay open, requests and keep-alive included.
+pub const CONNECTION_TIME: Duration = Duration::from_secs(60);
+/// Bytes of a request head buffered (hyper's minimum is 8 KiB).
+pub const MAX_BUF: usize = 16 * 1024;
+/// Admin connections served at once.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// A bound admin listener carried in [`crate::Config`].
+pub type AdminListener = crate::net::listener::Prebound;
+
+/// Serves admin requests until `cancel` fires. Admin connections are not tracked for
+/// shutdown: an answer cut short costs a scraper one retry.
+pub async fn serve(server: Arc<Server>, listener: TcpListener, cancel: CancellationToken) {
+    let addr = listener.local_addr().ok();
+    tracing::info!(?addr, "serving admin HTTP");
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    crate::net::listener::accept_until(listener, cancel, "admin", |stream, peer, cancel| {
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::debug!(%peer, "admin connections are all taken; closing");
+            return;
+        };
+        let server = server.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let response = routes::respond(&server, &request);
+                std::future::ready(Ok::<_, std::convert::Infallible>(response))
+            });
+            let connection = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .max_buf_size(MAX_BUF)
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::select! {
+                _ = cancel.cancelled() => {}
+                served = tokio::time::timeout(CONNECTION_TIME, connection) => match served {
+                    Ok(Err(error)) => tracing::debug!(%peer, %error, "admin connection failed"),
+                    Err(_) => tracing::debug!(%peer, "admin connection open too long; closed"),
+                    Ok(Ok(())) => {}
+                },
+            }
+            drop(slot);
+        });
+    })
+    .await
+}
