@@ -157,7 +157,7 @@ fn leader_of(raft: &Raft) -> Leader {
     }
 }
 
-/// Whether this leader heard from a quorum recently (see [`LEASE`]).
+/// Whether this leader heard from a quorum within the last 500 ms (its lease for touches).
 pub fn lease_fresh(raft: &Raft) -> bool {
     let m = raft.metrics().borrow().clone();
     if m.membership_config.membership().voter_ids().eq([m.id]) {
