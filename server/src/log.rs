@@ -61,6 +61,13 @@ pub trait CommandLog: Send + Sync + 'static {
     fn raft_figures(&self) -> Option<crate::metrics::RaftFigures> {
         None
     }
+
+    /// True when this server's state can be missing commands its group has committed: an
+    /// ensemble member serves at once after a restart and catches up (replays) afterwards,
+    /// and a follower can lag. A single server applies its whole log before it serves.
+    fn may_lag(&self) -> bool {
+        false
+    }
 }
 
 /// A change to an ensemble's membership.

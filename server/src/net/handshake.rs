@@ -80,12 +80,20 @@ pub(crate) async fn resume(
     tx: &OutboundTx,
 ) -> Result<Welcome, (ErrorCode, String)> {
     refuse_out_of_contact(server)?;
-    let known = server.core.read(|s| s.session(session).map(|r| (r.secret == secret, r.timeout_ms)));
+    let (known, last_zxid) =
+        server.core.read(|s| (s.session(session).map(|r| (r.secret == secret, r.timeout_ms)), s.last_zxid()));
     match known {
         Some((true, timeout_ms)) if server.core.sessions.attach(session, conn, tx.clone()) => {
             server.log.confirm_contact().await.map_err(|r| (ErrorCode::Unavailable, r.to_string()))?;
             Ok(Welcome { version: PROTOCOL_VERSION, session_id: session, secret, timeout_ms, resumed: true })
         }
+        // A session's id is the zxid that created it. An ensemble member that has not applied
+        // that far (restarted and still replaying, or lagging) cannot know the session:
+        // calling it expired would end, for good, a session the leader keeps alive.
+        None if session.0 > last_zxid && server.log.may_lag() => Err((
+            ErrorCode::Unavailable,
+            format!("session {session} is newer than this member's state (zxid {last_zxid}); try another"),
+        )),
         // A wrong secret gets the same answer as an unknown session: no probing for ids.
         _ => Err((ErrorCode::SessionExpired, format!("session {session} has expired or is unknown"))),
     }

@@ -126,6 +126,8 @@ pub struct RaftLog {
     route: Route,
     contact: Arc<contact::Contact>,
     reports: membership::AppliedReports,
+    /// An ensemble member (not a one-member group), whose state can be behind the group's.
+    replicated: bool,
     task: JoinHandle<()>,
     /// The peer listener and the leadership duties.
     background: (CancellationToken, TaskTracker),
@@ -172,6 +174,10 @@ impl CommandLog for RaftLog {
             applied_index: metrics.last_applied.map_or(0, |id| id.index),
             lag: lag.map(|(id, matched)| (*id, last.saturating_sub(matched.map_or(0, |m| m.index)))).collect(),
         })
+    }
+
+    fn may_lag(&self) -> bool {
+        self.replicated
     }
 
     fn members(&self) -> Members {
@@ -327,7 +333,17 @@ pub async fn open_member(
     tasks.spawn(contact::run(contact.clone(), raft.clone(), core.clone(), peers.clone(), cancel.clone()));
     let route = Route { raft: raft.clone(), peers, me: id };
     let (proposer, task) = Proposer::start(route.clone(), options.batch);
-    Ok(RaftLog { raft, proposer, route, contact, reports, task, background: (cancel, tasks), _dir_lock: dir_lock })
+    Ok(RaftLog {
+        raft,
+        proposer,
+        route,
+        contact,
+        reports,
+        replicated,
+        task,
+        background: (cancel, tasks),
+        _dir_lock: dir_lock,
+    })
 }
 
 /// Takes the data directory's `LOCK` file; the OS drops the lock if the process dies.
