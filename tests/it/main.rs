@@ -10,6 +10,7 @@ mod harness;
 
 mod t100_ensemble;
 mod t101_failover;
+mod t102_ensemble_locks;
 mod t103_linearizable;
 mod t104_membership;
 mod t10_crud;
