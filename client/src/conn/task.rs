@@ -231,6 +231,10 @@ impl Task {
                     Waiter::LockRelease { tag } => {
                         let result = match result {
                             Ok(_) | Err(ErrorCode::SessionExpired) => Ok(()),
+                            // Not applied, and the server is closing this connection (the
+                            // session moved, or the member lost its leader): the release
+                            // stays pending and goes again on the next connection.
+                            Err(ErrorCode::Unavailable) => return None,
                             Err(code) => Err(code.into()),
                         };
                         self.locks.released(tag, result);

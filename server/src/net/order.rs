@@ -138,9 +138,16 @@ impl SessionConn {
     /// Preps and submits a write of this session, unless the connection no longer owns it.
     pub fn submit(&self, xid: u64, request: Request) -> Result<Pending, ErrorCode> {
         if !self.server.core.sessions.is_owner(self.session, self.conn) {
-            // The session moved to a newer connection (or ended): a late frame on this one
-            // must not be ordered after what the new connection sends.
-            return Err(ErrorCode::SessionExpired);
+            // A late frame on this connection must not be ordered after what a newer one
+            // sends. If the session still lives (it moved, or this member gave its clients up),
+            // the write was simply not applied: saying "expired" would make a client take a
+            // lock release for done while its node stays.
+            let code = if self.server.core.sessions.is_live(self.session) {
+                ErrorCode::Unavailable
+            } else {
+                ErrorCode::SessionExpired
+            };
+            return Err(code);
         }
         let op = prep(request, self.server.config.max_data_len)?;
         Ok(self.server.log.submit(Command { time_ms: now_ms(), session: self.session, xid, op }))

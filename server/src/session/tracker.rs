@@ -178,6 +178,11 @@ impl SessionTracker {
         self.lock().get(&session).and_then(|t| t.conn.as_ref()).is_some_and(|(id, _)| *id == conn)
     }
 
+    /// True while the session is tracked here and not being expired.
+    pub fn is_live(&self, session: SessionId) -> bool {
+        self.lock().get(&session).is_some_and(|t| !t.expiring)
+    }
+
     /// The session ended in the state machine: forget it and close its connection.
     pub fn ended(&self, session: SessionId) {
         if let Some(t) = self.lock().remove(&session) {
