@@ -1,7 +1,7 @@
 //! Integration tests of Ward: real `ward-server` processes driven through the public
 //! client API, the `ward` CLI and raw sockets. Each test names the guarantee of
-//! docs/guarantees.md (G1..G10) it checks; the lock and election tests (t90..t93) name the
-//! "Done when" point of issue 3, and the recipe tests (t94..t98) that of issue 4.
+//! docs/guarantees.md (G1..G18) it checks: the lock, election and recipe tests (t90..t98)
+//! G12 and docs/recipes.md, the ensemble tests (t100..t104) G13..G18.
 //!
 //! One test binary, so the server is built and started from one place (`harness`, over
 //! `ward-testkit`).
