@@ -315,7 +315,7 @@ fn output(args: &Args, results: &Results) -> Result<(), Error> {
     let zk = results.has_zk();
     println!("{}", results.table(zk));
     if zk {
-        println!("Targets (issue 6):\n{}", report::targets(results));
+        println!("Targets (docs/benchmarks.md):\n{}", report::targets(results));
         println!("memory per X: Ward's RSS delta against ZooKeeper's live heap delta after a full GC (its RSS delta without jcmd).");
     }
     if let Some(path) = &args.json {

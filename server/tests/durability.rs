@@ -1,4 +1,4 @@
-//! Durability of the real `ward-server` process (issue 7): SIGKILL at random moments under
+//! Durability of the real `ward-server` process (G11): SIGKILL at random moments under
 //! load, sessions and ephemerals across restarts, restart from a snapshot plus the log tail,
 //! and a group-commit figure. Every server here is durable, on its own temporary data
 //! directory, and restarted on the same port so that clients reconnect by themselves.

@@ -1,4 +1,4 @@
-//! `ward lock`, `ward elect` and `ward holders` (issue 3) against a real server, with shell
+//! `ward lock`, `ward elect` and `ward holders` (G12) against a real server, with shell
 //! commands as the protected work.
 
 use crate::harness::*;
@@ -74,7 +74,7 @@ async fn cli_elect_runs_one_leader_command_at_a_time() {
     .await
 }
 
-// Issue 3 CLI: `lock --timeout` gives up without running CMD (exit 4, nothing left in the
+// G12 (CLI): `lock --timeout` gives up without running CMD (exit 4, nothing left in the
 // queue); `holders` prints the holder and then the queue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_lock_timeout_and_holders() {
@@ -117,7 +117,7 @@ async fn cli_lock_timeout_and_holders() {
     .await
 }
 
-// Issue 3 CLI: a lost lock stops CMD with SIGTERM and exits 3 with one line on stderr; a
+// G12 (CLI): a lost lock stops CMD with SIGTERM and exits 3 with one line on stderr; a
 // SIGTERM to ward stops CMD, releases and exits 128+15.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_lock_lost_or_terminated_stops_the_command() {
