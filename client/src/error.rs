@@ -77,6 +77,8 @@ impl From<ErrorCode> for Error {
             // A resent write that was applied, with a reply no longer kept: as unknown as a
             // lost connection, which is where it came from.
             ErrorCode::OutcomeUnknown => Error::ConnectionLoss,
+            // Only a connection the session already left hears this; the client is elsewhere.
+            ErrorCode::SessionMoved => Error::ConnectionLoss,
             other => Error::Protocol(format!("unknown error code {other:?}")),
         }
     }

@@ -54,4 +54,9 @@ pub enum ErrorCode {
     /// with a result the server cannot give again.
     #[error("the resent write was applied before; its outcome is no longer known")]
     OutcomeUnknown,
+    /// The write came through a connection its session has since left (it attached again,
+    /// here or at another member): it was not applied, and never will be. ZooKeeper's
+    /// `SESSIONMOVED`.
+    #[error("the session has moved to another connection")]
+    SessionMoved,
 }

@@ -44,6 +44,17 @@ pub enum CommandOp {
     /// answers it from the session's last write instead of applying it twice (exactly once,
     /// Raft dissertation §6.3). Last, so that logs written before it decode unchanged.
     Resent(Box<CommandOp>),
+    /// The session attached to a connection of an ensemble member: writes that connection
+    /// sends carry this command's zxid as their epoch ([`CommandOp::Fenced`]). (Appended after
+    /// `Resent`, as is `Fenced`, so that older logs decode unchanged.)
+    Attach,
+    /// A session's command sent through a connection of an ensemble member that attached at
+    /// `epoch`: refused with `SessionMoved` once a later attachment of the session is in
+    /// the log. A command can wait at a member the client has left (in its queue, or on a slow
+    /// link to the leader) and reach the log after what the client sent from its new
+    /// connection; applied then, it would reorder the session's writes, or bring back a lock
+    /// attempt the client gave up. ZooKeeper refuses such a request the same way.
+    Fenced { epoch: Zxid, op: Box<CommandOp> },
 }
 
 /// What applying a command produced. Serializable: it is the Raft response of a batch.
@@ -53,6 +64,8 @@ pub enum Outcome {
     Reply(Result<Response, ErrorCode>),
     /// A session was opened with this id.
     SessionCreated(SessionId),
+    /// A session's attachment was logged ([`CommandOp::Attach`]); its zxid is the epoch.
+    Attached,
 }
 
 /// A command after apply: its zxid and its outcome.

@@ -1,79 +1,62 @@
-//! The shared core: the state machine behind a lock, and the local registries that apply
-//! publishes to (watches, session deadlines).
+//! The shared core: the replicated state machine behind a lock, and the one sink that
+//! apply publishes its effects to ([`Effects`]).
 
 use crate::command::{Applied, Change, Command};
-use crate::lock;
+use crate::local::Local;
 use crate::outbox::Outbox;
-use crate::session::SessionTracker;
 use crate::state::StateMachine;
-use crate::sync::{AtomicU64, Ordering, RwLock};
-use crate::watch::{Outbound, WatchRegistry};
-use std::sync::PoisonError;
-use std::time::Duration;
-use ward_proto::{ServerStats, Zxid};
+use crate::sync::RwLock;
+use std::sync::{Arc, PoisonError};
+use ward_proto::Zxid;
 
-/// State shared by every connection and by the log.
-#[derive(Default)]
+/// Where apply's effects go: watch events, lock grants, sessions starting and ending. A
+/// serving server provides [`Local`]; tests provide their own to observe or drop them.
+///
+/// Both methods run with the state's write lock held, which is what orders an event
+/// before any later read of the state (see [`crate::watch`]): they must be short and never
+/// block on a connection.
+pub trait Effects: Send + Sync {
+    /// After one command was applied; `state` already includes its `changes`.
+    fn applied(&self, state: &StateMachine, changes: &[Change]);
+    /// After the whole state was replaced (a snapshot installed, or recovery at startup).
+    fn replaced(&self, state: &StateMachine);
+}
+
+/// The state every connection reads and the log applies to.
 pub struct Core {
     /// A std `RwLock`: reads run in parallel, apply is short and never awaits, and holding it
     /// while publishing is what orders watch events before later reads (see [`crate::watch`]).
     state: RwLock<StateMachine>,
-    pub watches: WatchRegistry,
-    pub sessions: SessionTracker,
-    /// Lock grants pushed to waiters, for [`ServerStats`].
-    lock_grants: AtomicU64,
+    effects: Arc<dyn Effects>,
 }
 
 impl Core {
+    pub fn new(effects: Arc<dyn Effects>) -> Core {
+        Core { state: RwLock::default(), effects }
+    }
+
+    /// A core publishing to a fresh [`Local`], and that `Local`: what a serving server uses.
+    pub fn serving() -> (Arc<Core>, Arc<Local>) {
+        let local = Arc::new(Local::default());
+        (Arc::new(Core::new(local.clone())), local)
+    }
+
     /// Applies one command and publishes its effects. Only the command log calls this, in
     /// log order; nothing else mutates the tree.
     pub fn apply(&self, cmd: &Command) -> Applied {
         let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
         let (applied, changes) = state.apply_command(cmd);
-        let zxid = state.last_zxid();
-        self.watches.fire(&changes, zxid);
-        for grant in lock::grants(&state, &changes) {
-            let msg = Outbound::LockGranted { path: grant.path, token: grant.token };
-            // A session with no connection here learns of its grant by asking again
-            // (`LockWait`) when it reconnects.
-            if self.sessions.send(grant.session, msg) {
-                self.lock_grants.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        for change in &changes {
-            match change {
-                Change::SessionCreated { session, timeout_ms } => {
-                    self.sessions.register(*session, Duration::from_millis(u64::from(*timeout_ms)))
-                }
-                Change::SessionEnded(session) => self.sessions.ended(*session),
-                _ => {}
-            }
-        }
+        self.effects.applied(&state, &changes);
         drop(state);
         tracing::trace!(zxid = applied.zxid, session = %cmd.session, xid = cmd.xid, outcome = ?applied.outcome, "applied");
         applied
     }
 
-    pub fn stats(&self, state: &StateMachine) -> ServerStats {
-        ServerStats {
-            last_zxid: state.last_zxid(),
-            znodes: state.tree().len() as u64,
-            sessions: state.sessions().count() as u64,
-            watches: self.watches.len() as u64,
-            lock_grants: self.lock_grants.load(Ordering::Relaxed),
-            log_fsyncs: crate::metrics::log_fsyncs(),
-        }
-    }
-
-    /// Replaces the whole state (installing a snapshot, or recovery at startup). Watches are
-    /// not fired: connections that watched the old state are expected to be gone.
-    /// The session tracker follows: sessions the new state no longer has are dropped (their
-    /// connections closed), and new ones get a full timeout.
+    /// Replaces the whole state (installing a snapshot, or recovery at startup).
     pub fn replace_state(&self, state: StateMachine) {
         let mut current = self.state.write().unwrap_or_else(PoisonError::into_inner);
         *current = state;
-        let live = current.sessions().map(|(id, r)| (id, Duration::from_millis(u64::from(r.timeout_ms)))).collect();
-        self.sessions.follow(live);
+        self.effects.replaced(&current);
     }
 
     /// Runs `f` against a consistent view of the state. Watches registered inside `f` cannot
@@ -88,10 +71,61 @@ impl Core {
     /// the count too). Since apply queues events under the write lock, every event for a
     /// change `f` can see is within that count, and the connection writes them before the
     /// read's reply (G6).
-    pub fn view<R>(&self, outbox: &Outbox, f: impl FnOnce(&Core, &StateMachine, u64) -> R) -> (Zxid, u64, R) {
+    pub fn view<R>(&self, outbox: &Outbox, f: impl FnOnce(&StateMachine, u64) -> R) -> (Zxid, u64, R) {
         self.read(|state| {
             let events_before = outbox.queued();
-            (state.last_zxid(), events_before, f(self, state, events_before))
+            (state.last_zxid(), events_before, f(state, events_before))
         })
+    }
+}
+
+#[cfg(all(test, not(ward_loom)))]
+mod tests {
+    use super::*;
+    use crate::command::{CommandOp, Outcome};
+    use std::sync::Mutex;
+    use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
+
+    /// A sink that only records: what a test provides to see apply's effects without any
+    /// connection or session registry.
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<(Zxid, Vec<Change>)>>);
+
+    impl Effects for Recorder {
+        fn applied(&self, state: &StateMachine, changes: &[Change]) {
+            self.0.lock().expect("recorder").push((state.last_zxid(), changes.to_vec()));
+        }
+        fn replaced(&self, state: &StateMachine) {
+            self.0.lock().expect("recorder").push((state.last_zxid(), Vec::new()));
+        }
+    }
+
+    fn command(session: SessionId, op: CommandOp) -> Command {
+        Command { time_ms: 1, session, xid: 0, op }
+    }
+
+    #[test]
+    fn every_applied_command_reaches_the_sink_once_with_its_changes_and_zxid() {
+        let recorder = Arc::new(Recorder::default());
+        let core = Core::new(recorder.clone());
+        let create = CommandOp::CreateSession { timeout_ms: 10_000, secret: SessionSecret([1; 16]), owner: None };
+        let session = match core.apply(&command(SessionId(0), create)).outcome {
+            Outcome::SessionCreated(id) => id,
+            other => panic!("{other:?}"),
+        };
+        let op = Op::Create { path: "/n".into(), data: vec![], mode: CreateMode::Ephemeral };
+        let created = core.apply(&command(session, CommandOp::Op(op)));
+        core.apply(&command(session, CommandOp::ExpireSession));
+        let seen = recorder.0.lock().expect("recorder").clone();
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        assert_eq!(seen[0].1, [Change::SessionCreated { session, timeout_ms: 10_000 }]);
+        assert_eq!(seen[1].0, created.zxid, "the sink sees the state after the command");
+        assert!(seen[1].1.contains(&Change::Created("/n".into())), "{:?}", seen[1]);
+        assert!(seen[2].1.contains(&Change::Deleted("/n".into())), "expiry deletes the ephemeral: {:?}", seen[2]);
+        assert!(seen[2].1.contains(&Change::SessionEnded(session)), "{:?}", seen[2]);
+
+        let snapshot = core.read(|state| state.clone());
+        core.replace_state(snapshot);
+        assert_eq!(recorder.0.lock().expect("recorder").len(), 4, "a replaced state is published once");
     }
 }

@@ -18,7 +18,9 @@
 //!   commit, forwarding to the leader, leader-only duties.
 //! * [`metrics`]: process-wide counters (log fsyncs), open connections, Raft figures.
 //! * [`admin`]: the admin HTTP listener: Prometheus `/metrics`, `/healthz`, `/readyz`.
-//! * [`core`]: the state machine behind its lock, publishing to watches and sessions.
+//! * [`core`]: the state machine behind its lock, and the sink its effects go to.
+//! * [`local`]: this server's own registries (watches, session deadlines), the sink of a
+//!   serving server.
 //! * [`prep`]: pure checks before a write is logged.
 //! * [`read`]: reads, and arming watches in the same view.
 //! * [`watch`]: the watch registry.
@@ -33,6 +35,7 @@ pub mod command;
 pub mod config;
 pub mod core;
 pub mod error;
+pub mod local;
 pub mod lock;
 pub mod log;
 pub mod metrics;
@@ -53,6 +56,7 @@ pub use config::Config;
 pub use error::Error;
 
 use crate::core::Core;
+use crate::local::Local;
 use crate::log::{CommandLog, MemoryLog};
 use std::future::Future;
 use std::sync::atomic::AtomicU64;
@@ -65,6 +69,8 @@ use tokio_util::task::TaskTracker;
 /// What every connection shares.
 pub struct Server {
     pub core: Arc<Core>,
+    /// This server's watches and sessions: what `core` publishes to.
+    pub local: Arc<Local>,
     pub log: Arc<dyn CommandLog>,
     pub config: Config,
     /// Connections open on each client listener (for `/metrics`).
@@ -79,27 +85,30 @@ pub async fn serve(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
-    let core = Arc::new(Core::default());
+    let (core, local) = Core::serving();
     let log: Arc<dyn CommandLog> = Arc::new(MemoryLog::new(core.clone()));
-    serve_with(listener, config, core, log, shutdown).await
+    serve_with(listener, config, core, local, log, shutdown).await
 }
 
-/// Serves clients on `listener`, with every change going through `log` into `core`, until
+/// Serves clients on `listener`, with every change going through `log` into `core` (which
+/// publishes to `local`), until
 /// `shutdown` completes; then closes every connection and returns once their tasks have
 /// ended.
 pub async fn serve_with(
     listener: TcpListener,
     config: Config,
     core: Arc<Core>,
+    local: Arc<Local>,
     log: Arc<dyn CommandLog>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
     config.validate()?;
-    let server = Arc::new(Server { core, log, config, connections: Arc::default(), next_conn: AtomicU64::new(1) });
+    let server =
+        Arc::new(Server { core, local, log, config, connections: Arc::default(), next_conn: AtomicU64::new(1) });
     let cancel = CancellationToken::new();
     let tasks = TaskTracker::new();
     tasks.spawn(session::expiry::run(
-        server.core.clone(),
+        server.local.clone(),
         server.log.clone(),
         server.config.expiry_tick,
         cancel.clone(),

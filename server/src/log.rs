@@ -68,6 +68,14 @@ pub trait CommandLog: Send + Sync + 'static {
     fn may_lag(&self) -> bool {
         false
     }
+
+    /// True when a session's clients can reach it through more than one server (an
+    /// ensemble): its attachments are logged and its writes fenced by them
+    /// ([`CommandOp::Fenced`](crate::command::CommandOp::Fenced)). On a single server, a
+    /// connection's writes are in the log before a later connection's handshake starts.
+    fn replicated(&self) -> bool {
+        false
+    }
 }
 
 /// A change to an ensemble's membership.

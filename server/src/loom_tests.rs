@@ -10,12 +10,12 @@
 
 use crate::command::{Command, CommandOp, Outcome};
 use crate::core::Core;
+use crate::local::Local;
 use crate::outbox::{Outbox, OutboxRx};
 use crate::read::Reader;
 use crate::watch::{CloseReason, ConnId, Outbound};
-use loom::sync::Arc;
 use loom::thread;
-use tokio::sync::mpsc;
+use std::sync::Arc;
 use ward_proto::{CreateMode, ErrorCode, EventKind, Op, Request, Response, SessionId, SessionSecret, WatchEvent, Zxid};
 
 fn command(session: SessionId, op: CommandOp) -> Command {
@@ -23,8 +23,9 @@ fn command(session: SessionId, op: CommandOp) -> Command {
 }
 
 /// A core with one live session and the persistent node `/n`.
-fn core_with_node() -> (Arc<Core>, SessionId) {
-    let core = Arc::new(Core::default());
+fn core_with_node() -> (Arc<Core>, Arc<Local>, SessionId) {
+    // The core publishes to a real `Local` (std `Arc`s: sharing them is not what is modelled).
+    let (core, local) = Core::serving();
     let create = CommandOp::CreateSession { timeout_ms: 10_000, secret: SessionSecret([1; 16]), owner: None };
     let session = match core.apply(&command(SessionId(0), create)).outcome {
         Outcome::SessionCreated(id) => id,
@@ -32,7 +33,7 @@ fn core_with_node() -> (Arc<Core>, SessionId) {
     };
     let op = Op::Create { path: "/n".into(), data: b"x".to_vec(), mode: CreateMode::Persistent };
     core.apply(&command(session, CommandOp::Op(op)));
-    (core, session)
+    (core, local, session)
 }
 
 fn delete_n(core: &Core, session: SessionId) -> Zxid {
@@ -41,10 +42,10 @@ fn delete_n(core: &Core, session: SessionId) -> Zxid {
 
 /// What a connection reads: through [`Core::view`], as `SessionConn::view` (`net/order.rs`)
 /// does for both listeners.
-fn read(core: &Core, outbox: &Outbox, conn: ConnId, session: SessionId, request: Request) -> ReadSeen {
+fn read(core: &Core, local: &Local, outbox: &Outbox, conn: ConnId, session: SessionId, request: Request) -> ReadSeen {
     let mut events = Vec::new();
     let (zxid, events_before, result) =
-        core.view(outbox, |core, state, _| Reader { core, conn, session }.execute(state, request, &mut events));
+        core.view(outbox, |state, _| Reader { local, conn, session }.execute(state, request, &mut events));
     ReadSeen { zxid, events_before, result }
 }
 
@@ -74,17 +75,19 @@ fn events(msgs: &[Outbound]) -> Vec<&WatchEvent> {
 #[test]
 fn watch_armed_while_the_node_is_deleted_fires_or_is_never_armed() {
     loom::model(|| {
-        let (core, session) = core_with_node();
+        let (core, local, session) = core_with_node();
         let (outbox, mut rx) = Outbox::channel();
-        core.watches.add_conn(1, outbox.clone());
+        local.watches.add_conn(1, outbox.clone());
         // Armed before the race: the delete also changes `/`'s children, and that event tells
         // whether the read's reply would go out after the events it depends on.
-        let armed = read(&core, &outbox, 1, session, Request::GetChildren { path: "/".into(), watch: true });
+        let armed = read(&core, &local, &outbox, 1, session, Request::GetChildren { path: "/".into(), watch: true });
         assert!(armed.result.is_ok());
 
         let reader = {
-            let core = core.clone();
-            thread::spawn(move || read(&core, &outbox, 1, session, Request::GetData { path: "/n".into(), watch: true }))
+            let (core, local) = (core.clone(), local.clone());
+            thread::spawn(move || {
+                read(&core, &local, &outbox, 1, session, Request::GetData { path: "/n".into(), watch: true })
+            })
         };
         let deleted_at = delete_n(&core, session);
         let seen = reader.join().expect("reader");
@@ -109,7 +112,7 @@ fn watch_armed_while_the_node_is_deleted_fires_or_is_never_armed() {
             }
             other => panic!("unexpected read result {other:?}"),
         }
-        assert_eq!(core.watches.len(), 0, "a watch leaked on a deleted node");
+        assert_eq!(local.watches.len(), 0, "a watch leaked on a deleted node");
     });
 }
 
@@ -120,22 +123,24 @@ fn watch_armed_while_the_node_is_deleted_fires_or_is_never_armed() {
 #[test]
 fn watch_of_a_closing_connection_is_not_leaked() {
     loom::model(|| {
-        let (core, session) = core_with_node();
+        let (core, local, session) = core_with_node();
         let (outbox, _rx) = Outbox::channel();
-        core.watches.add_conn(1, outbox.clone());
+        local.watches.add_conn(1, outbox.clone());
 
         let reader = {
-            let core = core.clone();
-            thread::spawn(move || read(&core, &outbox, 1, session, Request::Exists { path: "/n".into(), watch: true }))
+            let (core, local) = (core.clone(), local.clone());
+            thread::spawn(move || {
+                read(&core, &local, &outbox, 1, session, Request::Exists { path: "/n".into(), watch: true })
+            })
         };
         let closer = {
-            let core = core.clone();
-            thread::spawn(move || core.watches.remove_conn(1))
+            let local = local.clone();
+            thread::spawn(move || local.watches.remove_conn(1))
         };
         delete_n(&core, session);
         reader.join().expect("reader");
         closer.join().expect("closer");
-        assert_eq!(core.watches.len(), 0, "a closed connection's watch leaked");
+        assert_eq!(local.watches.len(), 0, "a closed connection's watch leaked");
     });
 }
 
@@ -146,14 +151,14 @@ fn watch_of_a_closing_connection_is_not_leaked() {
 #[test]
 fn session_attached_while_it_ends_is_told_or_refused() {
     loom::model(|| {
-        let (core, session) = core_with_node();
+        let (core, local, session) = core_with_node();
         let (old, mut old_rx) = Outbox::channel();
-        assert!(core.sessions.attach(session, 1, old));
+        assert!(local.sessions.attach(session, 1, old));
         let (new, mut new_rx) = Outbox::channel();
 
         let attacher = {
-            let core = core.clone();
-            thread::spawn(move || core.sessions.attach(session, 2, new))
+            let local = local.clone();
+            thread::spawn(move || local.sessions.attach(session, 2, new))
         };
         core.apply(&command(session, CommandOp::ExpireSession));
         let attached = attacher.join().expect("attacher");
@@ -171,8 +176,8 @@ fn session_attached_while_it_ends_is_told_or_refused() {
             assert_eq!(old_closes, [CloseReason::SessionEnded]);
             assert!(new_closes.is_empty());
         }
-        assert!(core.sessions.is_empty(), "the ended session is forgotten");
-        assert!(!core.sessions.is_owner(session, 2));
+        assert!(local.sessions.is_empty(), "the ended session is forgotten");
+        assert!(!local.sessions.is_owner(session, 2));
     });
 }
 
@@ -187,7 +192,7 @@ fn session_attached_while_it_ends_is_told_or_refused() {
 fn a_ping_is_confirmed_only_by_a_round_that_started_after_it() {
     use crate::raft::rounds::Rounds;
     use loom::sync::atomic::{AtomicU64, Ordering};
-    use loom::sync::Mutex;
+    use loom::sync::{Arc, Mutex};
     loom::model(|| {
         let rounds = Arc::new(Rounds::default());
         let clock = Arc::new(AtomicU64::new(1));
@@ -226,6 +231,7 @@ fn a_ping_is_confirmed_only_by_a_round_that_started_after_it() {
 #[test]
 fn a_new_leader_expires_nothing_before_deadlines_restart() {
     use crate::session::SessionTracker;
+    use loom::sync::Arc;
     use std::time::Duration;
     loom::model(|| {
         let tracker = Arc::new(SessionTracker::default());
@@ -242,5 +248,41 @@ fn a_new_leader_expires_nothing_before_deadlines_restart() {
         let expired = tracker.take_due(tokio::time::Instant::now());
         duties.join().expect("duties");
         assert!(expired.is_empty(), "expired {expired:?} on a deadline from before this leader");
+    });
+}
+
+/// A write of `session` setting `/n` to `data`, sent through a connection that attached at
+/// `epoch`.
+fn fenced_set(session: SessionId, epoch: Zxid, data: &[u8]) -> Command {
+    let set = Op::SetData { path: "/n".into(), data: data.to_vec(), version: None };
+    command(session, CommandOp::Fenced { epoch, op: Box::new(CommandOp::Op(set)) })
+}
+
+/// G19: a session's write sent through a connection it has left never applies after what
+/// it sent through the connection it moved to. The old connection's write (fenced by the
+/// session's creation) and the move (an `Attach` logged, then a write fenced by it) reach
+/// apply in either order; whatever loom picks, the old write applied before the move or was
+/// refused. Without the fence check in `StateMachine::apply_command`, loom finds the old
+/// write applied after the new one.
+#[test]
+fn a_write_from_a_connection_the_session_left_never_applies_after_the_move() {
+    loom::model(|| {
+        let (core, _local, session) = core_with_node();
+        let old = {
+            let core = core.clone();
+            thread::spawn(move || core.apply(&fenced_set(session, session.0, b"old")))
+        };
+        let attach = core.apply(&command(session, CommandOp::Attach));
+        assert_eq!(attach.outcome, Outcome::Attached);
+        let new = core.apply(&fenced_set(session, attach.zxid, b"new"));
+        let old = old.join().expect("old connection");
+        assert!(matches!(new.outcome, Outcome::Reply(Ok(_))), "{new:?}");
+        match old.outcome {
+            Outcome::Reply(Ok(_)) => assert!(old.zxid < attach.zxid, "the old write applied after the move"),
+            Outcome::Reply(Err(ErrorCode::SessionMoved)) => {}
+            other => panic!("unexpected outcome of the old write: {other:?}"),
+        }
+        let data = core.read(|s| s.tree().get("/n").map(|n| n.data.to_vec()));
+        assert_eq!(data, Some(b"new".to_vec()), "the last write the client sent is the one that stays");
     });
 }

@@ -1,13 +1,13 @@
 //! Reads: served from the local state, with any watch armed in the same view.
 
-use crate::core::Core;
+use crate::local::Local;
 use crate::state::StateMachine;
 use crate::watch::ConnId;
 use ward_proto::{path, ErrorCode, EventKind, Request, Response, SessionId, WatchEvent, WatchKind, Zxid};
 
 /// Who is reading: the watch registry and the connection that would own a watch.
 pub struct Reader<'a> {
-    pub core: &'a Core,
+    pub local: &'a Local,
     pub conn: ConnId,
     pub session: SessionId,
 }
@@ -65,7 +65,7 @@ impl Reader<'_> {
                 valid(&path)?;
                 crate::state::check_fence(state.tree(), &path, token).map(|()| Response::FenceValid)
             }
-            Request::Stats => Ok(Response::Stats(self.core.stats(state))),
+            Request::Stats => Ok(Response::Stats(self.local.stats(state))),
             // Answered from the log before any read (`SessionConn::prepare`).
             Request::Members | Request::AddMember { .. } | Request::RemoveMember { .. } => Err(ErrorCode::BadArguments),
             _ => Err(ErrorCode::BadArguments),
@@ -74,7 +74,7 @@ impl Reader<'_> {
 
     fn arm(&self, watch: bool, kind: WatchKind, path: &str) {
         if watch {
-            self.core.watches.register(self.conn, kind, path);
+            self.local.watches.register(self.conn, kind, path);
         }
     }
 
@@ -96,7 +96,7 @@ impl Reader<'_> {
         match fired {
             Some((kind, zxid)) => Some(WatchEvent { kind, path, zxid }),
             None => {
-                self.core.watches.register(self.conn, kind, &path);
+                self.local.watches.register(self.conn, kind, &path);
                 None
             }
         }

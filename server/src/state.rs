@@ -32,6 +32,10 @@ pub struct StateMachine {
     /// sent again after a lost reply is answered instead of applied twice. One per session:
     /// the client resends in order, so anything older than the last was applied too.
     last_writes: BTreeMap<SessionId, LastWrite>,
+    /// The zxid of each session's latest logged attachment ([`CommandOp::Attach`]) where it
+    /// is not the session's creation (whose zxid is the session's id). Last, as every field
+    /// a snapshot version added: see `raft/state_machine.rs`.
+    attachments: BTreeMap<SessionId, Zxid>,
 }
 
 /// See [`StateMachine::apply_command`].
@@ -41,23 +45,12 @@ pub struct LastWrite {
     pub applied: Applied,
 }
 
-/// The state machine as snapshots before exactly-once writes encoded it (`WARDSNP1`).
-#[derive(Deserialize)]
-pub(crate) struct StateMachineV1 {
-    tree: DataTree,
-    sessions: BTreeMap<SessionId, SessionRecord>,
-    lock_groups: BTreeMap<(SessionId, u64), Vec<String>>,
-    last_zxid: Zxid,
-}
-
-impl From<StateMachineV1> for StateMachine {
-    fn from(v1: StateMachineV1) -> Self {
-        let StateMachineV1 { tree, sessions, lock_groups, last_zxid } = v1;
-        StateMachine { tree, sessions, lock_groups, last_zxid, last_writes: BTreeMap::new() }
-    }
-}
-
 impl StateMachine {
+    /// The zxid of `session`'s latest attachment: its creation, or its last `Attach`.
+    pub fn attached_at(&self, session: SessionId) -> Zxid {
+        self.attachments.get(&session).copied().unwrap_or(session.0)
+    }
+
     pub fn tree(&self) -> &DataTree {
         &self.tree
     }
@@ -82,7 +75,17 @@ impl StateMachine {
     /// again. This relies on a session's write xids growing, which Ward's clients ensure
     /// (and the protocol requires). Every other command is applied under the next zxid
     /// ([`StateMachine::apply`]).
+    ///
+    /// A fenced command from a connection the session has since left is refused
+    /// (`SessionMoved`) before anything else, and takes no zxid either.
     pub fn apply_command(&mut self, cmd: &Command) -> (Applied, Vec<Change>) {
+        if let CommandOp::Fenced { epoch, op } = &cmd.op {
+            if self.sessions.contains_key(&cmd.session) && *epoch < self.attached_at(cmd.session) {
+                let outcome = Outcome::Reply(Err(ErrorCode::SessionMoved));
+                return (Applied { zxid: self.last_zxid, outcome }, Vec::new());
+            }
+            return self.apply_command(&Command { op: (**op).clone(), ..cmd.clone() });
+        }
         let client_write = matches!(cmd.op, CommandOp::Op(_) | CommandOp::Multi(_) | CommandOp::Resent(_));
         let last = self.last_writes.get(&cmd.session).filter(|_| client_write && cmd.xid != 0);
         if let Some(last) = last {
@@ -105,8 +108,8 @@ impl StateMachine {
     /// Applies one command under the next zxid. Failures (a missing parent, a version
     /// conflict) are outcomes, decided here in log order, and still consume the zxid.
     pub fn apply(&mut self, cmd: &Command) -> (Outcome, Vec<Change>) {
-        if let CommandOp::Resent(op) = &cmd.op {
-            // Deduplication is `apply_command`'s; here a resent write is the write it wraps.
+        if let CommandOp::Resent(op) | CommandOp::Fenced { op, .. } = &cmd.op {
+            // Deduplication and fencing are `apply_command`'s; here a command is what it wraps.
             return self.apply(&Command { op: (**op).clone(), ..cmd.clone() });
         }
         self.last_zxid += 1;
@@ -158,8 +161,12 @@ impl StateMachine {
                 let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes: &mut changes, journal: &mut journal };
                 Outcome::Reply(self.lock_release(&mut ctx, cmd.session, dirs, *tag))
             }
+            CommandOp::Attach => {
+                self.attachments.insert(cmd.session, zxid);
+                Outcome::Attached
+            }
             // Unwrapped at the top.
-            CommandOp::Resent(_) => Outcome::Reply(Err(ErrorCode::BadArguments)),
+            CommandOp::Resent(_) | CommandOp::Fenced { .. } => Outcome::Reply(Err(ErrorCode::BadArguments)),
         };
         (outcome, changes)
     }
@@ -221,6 +228,7 @@ impl StateMachine {
         }
         self.lock_groups.retain(|(owner, _), _| *owner != session);
         self.last_writes.remove(&session);
+        self.attachments.remove(&session);
         let mut journal = Journal::off();
         let mut ctx = Ctx { zxid, time_ms, changes, journal: &mut journal };
         self.tree.remove_ephemerals(&mut ctx, session);

@@ -221,3 +221,50 @@ fn writes_without_an_xid_and_ended_sessions_leave_no_dedup_record() {
     let back: StateMachine = postcard::from_bytes(&postcard::to_allocvec(&h.sm).expect("encode")).expect("decode");
     assert!(!format!("{back:?}").contains("LastWrite"), "the closed session's record is gone");
 }
+
+/// G19: a session's command sent through a connection it has since left never applies:
+/// once a later attachment is logged, a command fenced by an earlier one is refused,
+/// changes nothing and takes no zxid; one fenced by the latest attachment applies.
+#[test]
+fn a_command_from_a_connection_the_session_left_is_refused_after_a_later_attachment() {
+    let mut h = Harness::new();
+    let s = h.session();
+    let fenced = |epoch, path: &str| CommandOp::Fenced {
+        epoch,
+        op: Box::new(CommandOp::Op(Op::Create { path: path.into(), data: vec![], mode: CreateMode::Persistent })),
+    };
+    let apply = |h: &mut Harness, op| h.sm.apply_command(&Command { time_ms: 1, session: s, xid: 0, op });
+    assert_eq!(h.sm.attached_at(s), s.0, "the first attachment is the creation");
+    let (applied, _) = apply(&mut h, fenced(s.0, "/first"));
+    assert!(matches!(applied.outcome, Outcome::Reply(Ok(Response::Created { .. }))), "{applied:?}");
+
+    let (attach, _) = apply(&mut h, CommandOp::Attach);
+    assert_eq!(attach.outcome, Outcome::Attached);
+    assert_eq!(h.sm.attached_at(s), attach.zxid);
+    let before = h.sm.last_zxid();
+    let (late, changes) = apply(&mut h, fenced(s.0, "/late"));
+    assert_eq!(late.outcome, Outcome::Reply(Err(ErrorCode::SessionMoved)));
+    assert!(changes.is_empty());
+    assert_eq!(h.sm.last_zxid(), before, "a refused command takes no zxid");
+    assert!(h.sm.tree().get("/late").is_none());
+    let (current, _) = apply(&mut h, fenced(attach.zxid, "/current"));
+    assert!(matches!(current.outcome, Outcome::Reply(Ok(Response::Created { .. }))), "{current:?}");
+
+    // Lock attempts are fenced the same way: a late acquire must not bring back a contender.
+    let acquire = CommandOp::LockAcquire {
+        dirs: vec!["/current".into()],
+        tag: 1,
+        kind: ward_proto::LockKind::Exclusive,
+        data: vec![],
+    };
+    let (late_lock, _) = apply(&mut h, CommandOp::Fenced { epoch: s.0, op: Box::new(acquire) });
+    assert_eq!(late_lock.outcome, Outcome::Reply(Err(ErrorCode::SessionMoved)));
+    assert_eq!(h.sm.tree().get("/current").map(|n| n.children.len()), Some(0));
+
+    // An ended session forgets its attachments; its commands are refused as expired.
+    h.run(s, CommandOp::CloseSession);
+    let (ended, _) = apply(&mut h, fenced(attach.zxid, "/after"));
+    assert_eq!(ended.outcome, Outcome::Reply(Err(ErrorCode::SessionExpired)));
+    let (attach_ended, _) = apply(&mut h, CommandOp::Attach);
+    assert_eq!(attach_ended.outcome, Outcome::Reply(Err(ErrorCode::SessionExpired)));
+}

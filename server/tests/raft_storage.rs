@@ -4,7 +4,6 @@
 use openraft::testing::{StoreBuilder, Suite};
 use openraft::{AnyError, Entry, EntryPayload, LogId, StorageIOError};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 use ward_proto::{CreateMode, Op, SessionId, SessionSecret, Stat};
 use ward_server::command::{Command, CommandOp, Outcome};
@@ -25,7 +24,7 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachineStore, TempDir> for Builder 
         let dir = TempDir::new("suite");
         let err = |e: OpenError| StorageIOError::write(AnyError::new(&e));
         let log = LogStore::open(dir.path(), 4096).map_err(err)?;
-        let mut sm = StateMachineStore::open(dir.path(), Arc::new(Core::default())).map_err(err)?;
+        let mut sm = StateMachineStore::open(dir.path(), Core::serving().0).map_err(err)?;
         // As `raft::open` links them: applied entries leave memory and are read back from disk.
         sm.evict_applied(log.evictor());
         Ok((dir, log, sm))
@@ -331,8 +330,8 @@ fn restart_after_snapshots_and_purges_gives_the_same_tree() {
     let dir = TempDir::new("snap");
     let rt = runtime();
     let (before, session) = rt.block_on(async {
-        let core = Arc::new(Core::default());
-        let log = durable::open(dir.path(), core.clone(), options(10)).await.expect("open");
+        let (core, local) = Core::serving();
+        let log = durable::open(dir.path(), core.clone(), local, options(10)).await.expect("open");
         let session = create_session(&log).await;
         write_tree(&log, session, 300).await;
         let m = log
@@ -350,10 +349,10 @@ fn restart_after_snapshots_and_purges_gives_the_same_tree() {
     let first_segment = dir.path().join("log").join("00000000000000000001.wal");
     assert!(!first_segment.exists(), "purged segments are deleted");
     rt.block_on(async {
-        let core = Arc::new(Core::default());
-        let log = durable::open(dir.path(), core.clone(), options(10)).await.expect("reopen");
+        let (core, local) = Core::serving();
+        let log = durable::open(dir.path(), core.clone(), local.clone(), options(10)).await.expect("reopen");
         assert_eq!(digest(&core), before, "same tree, sessions and zxid after restart");
-        assert_eq!(core.sessions.len(), 1, "the session's deadline restarted");
+        assert_eq!(local.sessions.len(), 1, "the session's deadline restarted");
         let zxid = core.read(|s| s.last_zxid());
         let op = CommandOp::Op(Op::Create { path: "/after".into(), data: vec![], mode: CreateMode::Persistent });
         let applied = log.submit(cmd(session, 1_000, op)).await.expect("write after restart");
@@ -367,8 +366,8 @@ fn restart_replays_the_log_without_a_snapshot() {
     let dir = TempDir::new("replay");
     let rt = runtime();
     let before = rt.block_on(async {
-        let core = Arc::new(Core::default());
-        let log = durable::open(dir.path(), core.clone(), options(1_000_000)).await.expect("open");
+        let (core, local) = Core::serving();
+        let log = durable::open(dir.path(), core.clone(), local, options(1_000_000)).await.expect("open");
         let session = create_session(&log).await;
         write_tree(&log, session, 40).await;
         let digest = digest(&core);
@@ -377,8 +376,8 @@ fn restart_replays_the_log_without_a_snapshot() {
     });
     assert!(!dir.path().join("snapshot").exists());
     rt.block_on(async {
-        let core = Arc::new(Core::default());
-        let log = durable::open(dir.path(), core.clone(), options(1_000_000)).await.expect("reopen");
+        let (core, local) = Core::serving();
+        let log = durable::open(dir.path(), core.clone(), local, options(1_000_000)).await.expect("reopen");
         assert_eq!(digest(&core), before);
         log.shutdown().await;
     });
@@ -389,8 +388,8 @@ fn concurrent_submits_share_entries_and_apply_in_submission_order() {
     let dir = TempDir::new("batch");
     let rt = runtime();
     rt.block_on(async {
-        let core = Arc::new(Core::default());
-        let log = durable::open(dir.path(), core.clone(), options(1_000_000)).await.expect("open");
+        let (core, local) = Core::serving();
+        let log = durable::open(dir.path(), core.clone(), local, options(1_000_000)).await.expect("open");
         let session = create_session(&log).await;
         let entries_before = log.raft().metrics().borrow().last_log_index.unwrap_or(0);
         let n = 2000u64;

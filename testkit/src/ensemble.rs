@@ -162,6 +162,16 @@ impl Ensemble {
         self.links[&(from, to)].partition();
     }
 
+    /// Holds what `from` sends `to` (one direction) until [`Ensemble::release`]: it arrives
+    /// late, not never.
+    pub fn hold(&self, from: u64, to: u64) {
+        self.links[&(from, to)].hold();
+    }
+
+    pub fn release(&self, from: u64, to: u64) {
+        self.links[&(from, to)].release();
+    }
+
     /// Lets every link carry traffic again (new connections; the partitioned ones stay
     /// dead, and members reconnect on their own).
     pub fn heal(&self) {

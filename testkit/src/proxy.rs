@@ -5,7 +5,9 @@
 //! `mute_replies()` keeps forwarding what the client sends but drops what the server
 //! answers on the connections open now: a request is applied and its reply is lost.
 //! `partition()` is a silent `isolate()`: open connections stay up but carry nothing, so
-//! neither side sees a close and each must notice the silence itself.
+//! neither side sees a close and each must notice the silence itself. `hold()` makes every
+//! connection, open or new, carry nothing until `release()`, and then delivers all it held:
+//! a stalled link, not a broken one (a request arrives late, after what was sent elsewhere).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -13,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinHandle};
 
 struct Link {
@@ -37,6 +40,8 @@ pub struct Proxy {
     // `cut()` run is either cut or refused, never missed.
     links: Arc<Mutex<Links>>,
     accepted: Arc<AtomicUsize>,
+    /// True while held: relays keep what they read until it is false again.
+    held: Arc<watch::Sender<bool>>,
     acceptor: JoinHandle<()>,
 }
 
@@ -47,8 +52,10 @@ impl Proxy {
         let addr = listener.local_addr().expect("proxy address");
         let links = Arc::new(Mutex::new(Links::default()));
         let accepted = Arc::new(AtomicUsize::new(0));
-        let acceptor = tokio::spawn(accept_loop(listener, upstream, Arc::clone(&links), Arc::clone(&accepted)));
-        Proxy { addr, links, accepted, acceptor }
+        let held = Arc::new(watch::Sender::new(false));
+        let acceptor =
+            tokio::spawn(accept_loop(listener, upstream, Arc::clone(&links), Arc::clone(&accepted), Arc::clone(&held)));
+        Proxy { addr, links, accepted, held, acceptor }
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -104,6 +111,16 @@ impl Proxy {
         self.links.lock().expect("proxy lock").blocked = false;
     }
 
+    /// From now on no byte moves on any connection, open or new, either way; nothing is
+    /// dropped: `release()` delivers it all, in order.
+    pub fn hold(&self) {
+        self.held.send_replace(true);
+    }
+
+    pub fn release(&self) {
+        self.held.send_replace(false);
+    }
+
     /// `block()` then `cut()`: the client is off the server until `unblock()`.
     pub fn isolate(&self) {
         self.block();
@@ -123,6 +140,7 @@ async fn accept_loop(
     upstream: SocketAddr,
     links: Arc<Mutex<Links>>,
     accepted: Arc<AtomicUsize>,
+    held: Arc<watch::Sender<bool>>,
 ) {
     loop {
         let Ok((downstream, _)) = listener.accept().await else {
@@ -139,7 +157,13 @@ async fn accept_loop(
         }
         accepted.fetch_add(1, Ordering::SeqCst);
         let (drop_replies, drop_requests) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-        let task = tokio::spawn(forward(downstream, upstream, Arc::clone(&drop_replies), Arc::clone(&drop_requests)));
+        let task = tokio::spawn(forward(
+            downstream,
+            upstream,
+            Arc::clone(&drop_replies),
+            Arc::clone(&drop_requests),
+            held.subscribe(),
+        ));
         guard.live.retain(|link| !link.task.is_finished());
         guard.live.push(Link { task: task.abort_handle(), drop_replies, drop_requests });
     }
@@ -150,6 +174,7 @@ async fn forward(
     upstream: SocketAddr,
     drop_replies: Arc<AtomicBool>,
     drop_requests: Arc<AtomicBool>,
+    held: watch::Receiver<bool>,
 ) {
     let Ok(up) = TcpStream::connect(upstream).await else {
         return;
@@ -160,21 +185,26 @@ async fn forward(
     let (mut server_rx, mut server_tx) = up.into_split();
     // Aborting this task drops both sockets, which closes both connections.
     tokio::join!(
-        relay(&mut client_rx, &mut server_tx, &drop_requests),
-        relay(&mut server_rx, &mut client_tx, &drop_replies)
+        relay(&mut client_rx, &mut server_tx, &drop_requests, held.clone()),
+        relay(&mut server_rx, &mut client_tx, &drop_replies, held)
     );
 }
 
 /// Copies `from` to `to` (dropping what arrives while `drop` is set) until `from` ends, then
-/// shuts `to` down, as `copy_bidirectional` does: the other direction keeps flowing.
-async fn relay(from: &mut OwnedReadHalf, to: &mut OwnedWriteHalf, drop: &AtomicBool) {
+/// shuts `to` down, as `copy_bidirectional` does: the other direction keeps flowing. While
+/// `held`, what was read waits (and nothing more is read, so the rest waits in the socket).
+async fn relay(from: &mut OwnedReadHalf, to: &mut OwnedWriteHalf, drop: &AtomicBool, mut held: watch::Receiver<bool>) {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
+        if held.wait_for(|h| !*h).await.is_err() {
+            break;
+        }
         match from.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(_) if drop.load(Ordering::SeqCst) => {}
             Ok(n) => {
-                if to.write_all(&buf[..n]).await.is_err() {
+                // Read before a hold began, sent after it ends.
+                if held.wait_for(|h| !*h).await.is_err() || to.write_all(&buf[..n]).await.is_err() {
                     break;
                 }
             }

@@ -13,6 +13,7 @@ mod t101_failover;
 mod t102_ensemble_locks;
 mod t103_linearizable;
 mod t104_membership;
+mod t105_session_moves;
 mod t10_crud;
 mod t20_sequential;
 mod t30_multi;

@@ -23,7 +23,7 @@ pub fn render(server: &Server) -> Result<String, std::fmt::Error> {
     let mut registry = Registry::with_prefix("ward");
     let (stats, survey) = server
         .core
-        .read(|state| (server.core.stats(state), locks::survey(&state.tree, server.config.metrics_max_locks)));
+        .read(|state| (server.local.stats(state), locks::survey(&state.tree, server.config.metrics_max_locks)));
     let gauge = |v: u64| ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX));
     registry.register("znodes", "Nodes in the tree, the root included", gauge(stats.znodes));
     registry.register("sessions", "Live sessions", gauge(stats.sessions));

@@ -73,10 +73,10 @@ pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, con
     // Boxed: the handshake's state is dead weight in the connection's task for as long as the
     // session stays connected.
     let hello = Box::pin(handshake::run(&server, &mut reader, &mut writer, peer, conn, &outbox));
-    let session = tokio::select! {
+    let attached = tokio::select! {
         _ = cancel.cancelled() => return,
         r = tokio::time::timeout(server.config.handshake_timeout, hello) => match r {
-            Ok(Some(session)) => session,
+            Ok(Some(attached)) => attached,
             Ok(None) => return,
             Err(_) => {
                 tracing::info!(%peer, "closing connection: no hello in time");
@@ -84,7 +84,7 @@ pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, con
             }
         },
     };
-    let ctx = SessionConn::new(server, peer, conn, session, outbox);
+    let ctx = SessionConn::new(server, peer, conn, attached, outbox);
     ctx.run(out_rx, WardWire, writer, cancel, |seq, queue, cancel| read_loop(&ctx, reader, seq, queue, cancel)).await;
 }
 
@@ -140,7 +140,7 @@ async fn read_loop(
             }
             Some(Err(error)) => return drop_peer(ctx, &error.to_string()),
         };
-        ctx.server.core.sessions.touch(ctx.session);
+        ctx.server.local.sessions.touch(ctx.session);
         let closes_session = matches!(request, Request::CloseSession);
         let item = if request.is_write() {
             let number = seq.next_write();
@@ -183,8 +183,8 @@ fn drop_peer(ctx: &SessionConn, why: &str) {
 
 fn read(ctx: &SessionConn, xid: u64, request: Request) -> Item<WardWire> {
     let mut events = Vec::new();
-    let (zxid, events_before, answer) = ctx.view(|core, state| {
-        ReadCtx { core, conn: ctx.conn, session: ctx.session }.execute(state, request, &mut events)
+    let (zxid, events_before, answer) = ctx.view(|local, state| {
+        ReadCtx { local, conn: ctx.conn, session: ctx.session }.execute(state, request, &mut events)
     });
     Item::Read { tag: xid, zxid, events_before, events, answer }
 }

@@ -7,9 +7,18 @@ use crate::{now_ms, Server};
 use futures_util::{SinkExt, StreamExt};
 use std::net::SocketAddr;
 use ward_proto::{
-    ClientMessage, CodecError, ErrorCode, HelloPrefix, ServerMessage, SessionId, SessionSecret, Welcome, MAGIC,
+    ClientMessage, CodecError, ErrorCode, HelloPrefix, ServerMessage, SessionId, SessionSecret, Welcome, Zxid, MAGIC,
     PROTOCOL_VERSION,
 };
+
+/// A session bound to a connection. `epoch` is the zxid of that binding in the log, which
+/// the connection's writes carry so that apply refuses them once the session has moved on
+/// (`CommandOp::Fenced`); 0 where nothing is fenced (a single server).
+#[derive(Clone, Copy, Debug)]
+pub struct Attached {
+    pub session: SessionId,
+    pub epoch: Zxid,
+}
 
 /// Reads the hello and answers it. Returns the session now bound to this connection, or
 /// `None` when the connection must close (the reason is logged and, where the peer can
@@ -21,7 +30,7 @@ pub async fn run(
     peer: SocketAddr,
     conn: ConnId,
     tx: &OutboundTx,
-) -> Option<SessionId> {
+) -> Option<Attached> {
     let hello = match reader.next().await? {
         Ok(ClientMessage::Hello(hello)) => hello,
         Ok(ClientMessage::Request { .. }) => {
@@ -56,11 +65,11 @@ pub async fn run(
         None => create(server, hello.timeout_ms, hello.owner.clone(), conn, tx).await,
     };
     match welcome {
-        Ok(welcome) => {
+        Ok((welcome, epoch)) => {
             let session = welcome.session_id;
             tracing::debug!(%peer, %session, resumed = welcome.resumed, "session attached");
             writer.send(ServerMessage::Welcome(welcome)).await.ok()?;
-            Some(session)
+            Some(Attached { session, epoch })
         }
         Err((code, why)) => refuse(writer, peer, code, why).await,
     }
@@ -72,20 +81,26 @@ pub async fn run(
 /// The welcome is sent only once this server's contact with the leader is confirmed after
 /// the hello arrived, as a pong is (R3): a client may count its session alive for a
 /// timeout from when it sent the hello.
+///
+/// In an ensemble the attachment is logged first (`CommandOp::Attach`), and its zxid is
+/// the epoch returned with the welcome: a write this session sent through an earlier
+/// connection, here or at another member, that reaches the log after it is refused.
 pub(crate) async fn resume(
     server: &Server,
     session: SessionId,
     secret: SessionSecret,
     conn: ConnId,
     tx: &OutboundTx,
-) -> Result<Welcome, (ErrorCode, String)> {
+) -> Result<(Welcome, Zxid), (ErrorCode, String)> {
     refuse_out_of_contact(server)?;
     let (known, last_zxid) =
         server.core.read(|s| (s.session(session).map(|r| (r.secret == secret, r.timeout_ms)), s.last_zxid()));
     match known {
-        Some((true, timeout_ms)) if server.core.sessions.attach(session, conn, tx.clone()) => {
+        Some((true, timeout_ms)) if server.local.sessions.attach(session, conn, tx.clone()) => {
             server.log.confirm_contact().await.map_err(|r| (ErrorCode::Unavailable, r.to_string()))?;
-            Ok(Welcome { version: PROTOCOL_VERSION, session_id: session, secret, timeout_ms, resumed: true })
+            let epoch = if server.log.replicated() { log_attachment(server, session).await? } else { 0 };
+            let welcome = Welcome { version: PROTOCOL_VERSION, session_id: session, secret, timeout_ms, resumed: true };
+            Ok((welcome, epoch))
         }
         // A session's id is the zxid that created it. An ensemble member that has not applied
         // that far (restarted and still replaying, or lagging) cannot know the session:
@@ -96,6 +111,18 @@ pub(crate) async fn resume(
         )),
         // A wrong secret gets the same answer as an unknown session: no probing for ids.
         _ => Err((ErrorCode::SessionExpired, format!("session {session} has expired or is unknown"))),
+    }
+}
+
+/// Logs that `session` attached here; returns the zxid of that entry.
+async fn log_attachment(server: &Server, session: SessionId) -> Result<Zxid, (ErrorCode, String)> {
+    let cmd = Command { time_ms: now_ms(), session, xid: 0, op: CommandOp::Attach };
+    match server.log.submit(cmd).await {
+        Ok(applied) => match applied.outcome {
+            Outcome::Attached => Ok(applied.zxid),
+            _ => Err((ErrorCode::SessionExpired, format!("session {session} ended while it attached"))),
+        },
+        Err(rejected) => Err((ErrorCode::Unavailable, format!("could not log the session's attachment: {rejected}"))),
     }
 }
 
@@ -117,7 +144,7 @@ pub(crate) async fn create(
     owner: Option<String>,
     conn: ConnId,
     tx: &OutboundTx,
-) -> Result<Welcome, (ErrorCode, String)> {
+) -> Result<(Welcome, Zxid), (ErrorCode, String)> {
     refuse_out_of_contact(server)?;
     let mut secret = [0u8; 16];
     getrandom::getrandom(&mut secret)
@@ -135,18 +162,20 @@ pub(crate) async fn create(
     let Outcome::SessionCreated(session) = applied.outcome else {
         return Err(unavailable("session creation had an unexpected outcome"));
     };
-    if !server.core.sessions.attach(session, conn, tx.clone()) {
+    if !server.local.sessions.attach(session, conn, tx.clone()) {
         return Err((ErrorCode::SessionExpired, "session ended before it was attached".into()));
     }
-    Ok(Welcome { version: PROTOCOL_VERSION, session_id: session, secret, timeout_ms, resumed: false })
+    // A session's first attachment is its creation, whose zxid is its id.
+    let epoch = if server.log.replicated() { session.0 } else { 0 };
+    Ok((Welcome { version: PROTOCOL_VERSION, session_id: session, secret, timeout_ms, resumed: false }, epoch))
 }
 
-async fn refuse_version(writer: &mut Writer, peer: SocketAddr, version: u32) -> Option<SessionId> {
+async fn refuse_version(writer: &mut Writer, peer: SocketAddr, version: u32) -> Option<Attached> {
     let why = format!("client speaks protocol version {version}, this server speaks {PROTOCOL_VERSION}");
     refuse(writer, peer, ErrorCode::ProtocolVersion, why).await
 }
 
-async fn refuse(writer: &mut Writer, peer: SocketAddr, code: ErrorCode, reason: String) -> Option<SessionId> {
+async fn refuse(writer: &mut Writer, peer: SocketAddr, code: ErrorCode, reason: String) -> Option<Attached> {
     tracing::info!(%peer, ?code, %reason, "refusing connection");
     let _ = writer.send(ServerMessage::Refused { code, reason }).await;
     None

@@ -3,10 +3,11 @@
 //! writer ([`super::writer`]) completes items in arrival order. Both protocols (Ward's and
 //! ZooKeeper's) run their sessions through [`SessionConn::run`], so they keep the same guarantees.
 
+use super::handshake::Attached;
 use super::queue;
 use super::writer::{ItemTx, Shrink, Wire, WriterLoop};
-use crate::command::Command;
-use crate::core::Core;
+use crate::command::{Command, CommandOp};
+use crate::local::Local;
 use crate::log::{MemberChange, Pending, Rejected};
 use crate::outbox::{OutboundTx, OutboxRx};
 use crate::prep::prep;
@@ -30,6 +31,9 @@ pub struct SessionConn {
     pub peer: SocketAddr,
     pub conn: ConnId,
     pub session: SessionId,
+    /// The zxid at which the session attached to this connection (0: not fenced); see
+    /// [`Attached`].
+    epoch: Zxid,
     pub outbox: OutboundTx,
     fences: Fences,
 }
@@ -120,36 +124,40 @@ impl Sequencer {
 }
 
 impl SessionConn {
-    pub fn new(server: Arc<Server>, peer: SocketAddr, conn: ConnId, session: SessionId, outbox: OutboundTx) -> Self {
-        SessionConn { server, peer, conn, session, outbox, fences: Fences::default() }
+    pub fn new(server: Arc<Server>, peer: SocketAddr, conn: ConnId, attached: Attached, outbox: OutboundTx) -> Self {
+        let Attached { session, epoch } = attached;
+        SessionConn { server, peer, conn, session, epoch, outbox, fences: Fences::default() }
     }
 
     /// Runs `f` in a view of the state, recording the last zxid and how many messages were
     /// queued on the connection then: the writer sends those before the read's reply (G6),
     /// and no later one (the fence). The result must be queued as an `Item::Read`.
-    pub fn view<R>(&self, f: impl FnOnce(&Core, &StateMachine) -> R) -> (Zxid, u64, R) {
-        self.server.core.view(&self.outbox, |core, state, events_before| {
+    pub fn view<R>(&self, f: impl FnOnce(&Local, &StateMachine) -> R) -> (Zxid, u64, R) {
+        self.server.core.view(&self.outbox, |state, events_before| {
             // Under the state lock no event can be queued between counting and fencing.
             self.fences.push(events_before);
-            f(core, state)
+            f(&self.server.local, state)
         })
     }
 
     /// Preps and submits a write of this session, unless the connection no longer owns it.
     pub fn submit(&self, xid: u64, request: Request) -> Result<Pending, ErrorCode> {
-        if !self.server.core.sessions.is_owner(self.session, self.conn) {
+        if !self.server.local.sessions.is_owner(self.session, self.conn) {
             // A late frame on this connection must not be ordered after what a newer one
             // sends. If the session still lives (it moved, or this member gave its clients up),
             // the write was simply not applied: saying "expired" would make a client take a
             // lock release for done while its node stays.
-            let code = if self.server.core.sessions.is_live(self.session) {
+            let code = if self.server.local.sessions.is_live(self.session) {
                 ErrorCode::Unavailable
             } else {
                 ErrorCode::SessionExpired
             };
             return Err(code);
         }
-        let op = prep(request, self.server.config.max_data_len)?;
+        let mut op = prep(request, self.server.config.max_data_len)?;
+        if self.epoch != 0 {
+            op = CommandOp::Fenced { epoch: self.epoch, op: Box::new(op) };
+        }
         Ok(self.server.log.submit(Command { time_ms: now_ms(), session: self.session, xid, op }))
     }
 
@@ -199,7 +207,7 @@ impl SessionConn {
         Fut: Future<Output = ()>,
     {
         let server = &self.server;
-        server.core.watches.add_conn(self.conn, self.outbox.clone());
+        server.local.watches.add_conn(self.conn, self.outbox.clone());
         let (queue_tx, queue_rx) = queue::bounded(server.config.max_inflight_per_conn);
         let progress = Arc::new(Progress::default());
         let applied_tx = AppliedTx(progress.clone());
@@ -219,8 +227,8 @@ impl SessionConn {
         };
         let sequencer = Sequencer { submitted: 0, applied: progress };
         tokio::join!(read_loop(sequencer, queue_tx, cancel.clone()), writer_loop.run(applied_tx, cancel));
-        server.core.watches.remove_conn(self.conn);
-        server.core.sessions.detach(self.session, self.conn);
+        server.local.watches.remove_conn(self.conn);
+        server.local.sessions.detach(self.session, self.conn);
         tracing::debug!(peer = %self.peer, session = %self.session, "connection closed");
     }
 }

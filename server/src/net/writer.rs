@@ -261,7 +261,7 @@ where
                     Ok(applied) => {
                         let result = match applied.outcome {
                             Outcome::Reply(result) => result,
-                            Outcome::SessionCreated(_) => Err(ErrorCode::BadArguments),
+                            Outcome::SessionCreated(_) | Outcome::Attached => Err(ErrorCode::BadArguments),
                         };
                         (self.wire.write_reply(tag, applied.zxid, result), closes_session)
                     }

@@ -15,7 +15,7 @@
 
 use super::rounds::Rounds;
 use super::types::Raft;
-use crate::core::Core;
+use crate::local::Local;
 use crate::peer::{Channel, PeerRequest, PeerResponse, Peers};
 use crate::watch::CloseReason;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -84,7 +84,7 @@ impl Contact {
 }
 
 /// Runs rounds until `cancel`.
-pub async fn run(contact: Arc<Contact>, raft: Raft, core: Arc<Core>, peers: Arc<Peers>, cancel: CancellationToken) {
+pub async fn run(contact: Arc<Contact>, raft: Raft, local: Arc<Local>, peers: Arc<Peers>, cancel: CancellationToken) {
     let mut last_ack = Instant::now();
     // Touches of a round that did not reach the leader go with the next one.
     let mut carried: Vec<SessionId> = Vec::new();
@@ -98,10 +98,10 @@ pub async fn run(contact: Arc<Contact>, raft: Raft, core: Arc<Core>, peers: Arc<
             }
         }
         let round = contact.rounds.start();
-        let mut touched = core.sessions.take_touched();
+        let mut touched = local.sessions.take_touched();
         touched.append(&mut carried);
         let acknowledged = match leader_of(&raft) {
-            Leader::Me { single } => single || (core.sessions.is_sweeping() && lease_fresh(&raft)),
+            Leader::Me { single } => single || (local.sessions.is_sweeping() && lease_fresh(&raft)),
             Leader::Other(leader, addr) => {
                 let applied = raft.metrics().borrow().last_applied.map(|id| id.index);
                 let request = PeerRequest::Touch { sessions: touched.clone(), applied };
@@ -131,7 +131,7 @@ pub async fn run(contact: Arc<Contact>, raft: Raft, core: Arc<Core>, peers: Arc<
                     silent_ms = last_ack.elapsed().as_millis() as u64,
                     "out of contact with a leader: closing client connections so they move to another member"
                 );
-                core.sessions.close_all(CloseReason::OutOfContact);
+                local.sessions.close_all(CloseReason::OutOfContact);
             }
         }
     }

@@ -9,14 +9,14 @@
 //! * The followers' half, passing touched sessions to the leader, is in [`super::contact`].
 
 use super::types::Raft;
-use crate::core::Core;
+use crate::local::Local;
 use openraft::ServerState;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Runs until `cancel`: switches the expiry sweep with readiness as leader.
-pub async fn run_duties(raft: Raft, core: Arc<Core>, grace: Duration, cancel: CancellationToken) {
+pub async fn run_duties(raft: Raft, local: Arc<Local>, grace: Duration, cancel: CancellationToken) {
     let mut metrics = raft.metrics();
     let mut led_term = None;
     loop {
@@ -25,15 +25,15 @@ pub async fn run_duties(raft: Raft, core: Arc<Core>, grace: Duration, cancel: Ca
             (m.state == ServerState::Leader, m.current_term)
         };
         if !leading && led_term.take().is_some() {
-            core.sessions.set_sweeping(false);
+            local.sessions.set_sweeping(false);
             tracing::info!(term, "no longer the leader: session expiry off");
         }
         if leading && led_term != Some(term) {
             // Every entry of earlier terms is applied once a read index of this term is.
             match raft.ensure_linearizable().await {
                 Ok(_) => {
-                    core.sessions.restart_deadlines(grace);
-                    core.sessions.set_sweeping(true);
+                    local.sessions.restart_deadlines(grace);
+                    local.sessions.set_sweeping(true);
                     led_term = Some(term);
                     tracing::info!(
                         term,

@@ -52,6 +52,7 @@ pub use proposer::BatchLimits;
 
 use crate::command::Command;
 use crate::core::Core;
+use crate::local::Local;
 use crate::log::{Barrier, CommandLog, MemberChange, Members, Pending, Rejected};
 use crate::peer::{AdminReply, AdminRequest};
 use crate::peer::{Identity, Peers};
@@ -180,6 +181,10 @@ impl CommandLog for RaftLog {
         self.replicated
     }
 
+    fn replicated(&self) -> bool {
+        self.replicated
+    }
+
     fn members(&self) -> Members {
         let (route, reports) = (self.route.clone(), self.reports.clone());
         Box::pin(async move {
@@ -215,12 +220,18 @@ impl CommandLog for RaftLog {
 }
 
 /// Opens a single server's data directory: see [`open_member`].
-pub async fn open(data_dir: &Path, core: Arc<Core>, options: RaftOptions) -> Result<RaftLog, OpenError> {
-    open_member(data_dir, core, options, None).await
+pub async fn open(
+    data_dir: &Path,
+    core: Arc<Core>,
+    local: Arc<Local>,
+    options: RaftOptions,
+) -> Result<RaftLog, OpenError> {
+    open_member(data_dir, core, local, options, None).await
 }
 
 /// Opens (or creates) the data directory and restores `core` from the newest snapshot plus
-/// the log after it. `core` must be fresh: its state is replaced.
+/// the log after it. `core` must be fresh: its state is replaced. `local` must be the sink
+/// `core` publishes to: its session deadlines restart, and its sweep follows leadership.
 ///
 /// Without `ensemble` this server is a one-member group: it returns once it leads and has
 /// applied every logged command. With `ensemble` it serves its peers at once and returns
@@ -230,6 +241,7 @@ pub async fn open(data_dir: &Path, core: Arc<Core>, options: RaftOptions) -> Res
 pub async fn open_member(
     data_dir: &Path,
     core: Arc<Core>,
+    local: Arc<Local>,
     options: RaftOptions,
     ensemble: Option<EnsembleOptions>,
 ) -> Result<RaftLog, OpenError> {
@@ -297,7 +309,7 @@ pub async fn open_member(
     let raft =
         Raft::new(id, Arc::new(config), network, store, sm).await.map_err(|e| OpenError::raft("starting")(e.into()))?;
     // Until this server leads and is ready, it expires nobody.
-    core.sessions.set_sweeping(false);
+    local.sessions.set_sweeping(false);
     let cancel = CancellationToken::new();
     let tasks = TaskTracker::new();
     let reports = membership::AppliedReports::default();
@@ -321,16 +333,17 @@ pub async fn open_member(
             tracing::info!(last_index = ?last, zxid = core.read(|s| s.last_zxid()), "durable log open");
         }
         Some(e) => {
-            let member = Arc::new(service::Member { raft: raft.clone(), core: core.clone(), reports: reports.clone() });
+            let member =
+                Arc::new(service::Member { raft: raft.clone(), local: local.clone(), reports: reports.clone() });
             let identity = peers.identity().clone();
             tasks.spawn(crate::peer::listener::serve(e.peer_listener, identity, member, cancel.clone(), tasks.clone()));
             tracing::info!(id, members = ?e.members, zxid = core.read(|s| s.last_zxid()), "ensemble member open");
         }
     }
-    restart_session_deadlines(&core);
-    tasks.spawn(leadership::run_duties(raft.clone(), core.clone(), grace, cancel.clone()));
+    core.read(|state| local.restart_deadlines(state));
+    tasks.spawn(leadership::run_duties(raft.clone(), local.clone(), grace, cancel.clone()));
     let contact = contact::Contact::new(!replicated);
-    tasks.spawn(contact::run(contact.clone(), raft.clone(), core.clone(), peers.clone(), cancel.clone()));
+    tasks.spawn(contact::run(contact.clone(), raft.clone(), local.clone(), peers.clone(), cancel.clone()));
     let route = Route { raft: raft.clone(), peers, me: id };
     let (proposer, task) = Proposer::start(route.clone(), options.batch);
     Ok(RaftLog {
@@ -370,17 +383,6 @@ async fn become_leader(raft: &Raft) -> Result<(), OpenError> {
         .await
         .map(|_| ())
         .map_err(|e| OpenError::raft("becoming leader of its own group")(e.into()))
-}
-
-/// Gives every session in the state machine a full timeout from now. Heartbeats are not
-/// logged, so after a restart nobody knows when a session was last heard from; its client
-/// gets a whole timeout to reconnect. Call before accepting connections (it forgets which
-/// connection serves a session).
-pub fn restart_session_deadlines(core: &Core) {
-    let sessions: Vec<_> = core.read(|s| s.sessions().map(|(id, r)| (id, r.timeout_ms)).collect());
-    for (id, timeout_ms) in sessions {
-        core.sessions.register(id, Duration::from_millis(u64::from(timeout_ms)));
-    }
 }
 
 impl RaftLog {

@@ -106,7 +106,8 @@ fn payload_size(op: &CommandOp) -> usize {
         CommandOp::LockAcquire { dirs, data, .. } => dirs.iter().map(String::len).sum::<usize>() + data.len(),
         CommandOp::LockRelease { dirs, .. } => dirs.iter().map(String::len).sum(),
         CommandOp::Resent(inner) => payload_size(inner),
-        CommandOp::CreateSession { .. } | CommandOp::CloseSession | CommandOp::ExpireSession => 0,
+        CommandOp::Fenced { op, .. } => 8 + payload_size(op),
+        CommandOp::CreateSession { .. } | CommandOp::CloseSession | CommandOp::ExpireSession | CommandOp::Attach => 0,
     }
 }
 

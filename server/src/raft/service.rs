@@ -5,13 +5,13 @@
 use super::membership;
 use super::route::{read_index_here, write_here};
 use super::types::{NodeId, Raft};
-use crate::core::Core;
+use crate::local::Local;
 use crate::peer::{ForwardError, PeerRequest, PeerResponse, PeerService};
 use std::sync::Arc;
 
 pub struct Member {
     pub raft: Raft,
-    pub core: Arc<Core>,
+    pub local: Arc<Local>,
     pub reports: membership::AppliedReports,
 }
 
@@ -45,9 +45,9 @@ impl Member {
         if !self.raft.metrics().borrow().state.is_leader() {
             return Err(ForwardError::NotLeader(self.raft.metrics().borrow().current_leader));
         }
-        if !self.core.sessions.is_sweeping() || !super::contact::lease_fresh(&self.raft) {
+        if !self.local.sessions.is_sweeping() || !super::contact::lease_fresh(&self.raft) {
             return Err(ForwardError::NotLeader(None));
         }
-        Ok(sessions.into_iter().filter(|s| !self.core.sessions.touch(*s)).collect())
+        Ok(sessions.into_iter().filter(|s| !self.local.sessions.touch(*s)).collect())
     }
 }

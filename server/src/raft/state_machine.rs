@@ -20,10 +20,18 @@ use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Version 2 added each session's last write ([`crate::state::LastWrite`]); version 1
-/// snapshots are still read.
-const SNAPSHOT_MAGIC: &[u8; 8] = b"WARDSNP2";
-const SNAPSHOT_MAGIC_V1: &[u8; 8] = b"WARDSNP1";
+/// The current snapshot version. Each version after the first appended one map to the end
+/// of the state machine, which ends the body: 2 each session's last write
+/// ([`crate::state::LastWrite`]), 3 each session's latest attachment. Older versions are
+/// still read ([`decode`]).
+const SNAPSHOT_VERSION: u8 = 3;
+
+/// The file header of snapshot version `version`: `WARDSNP` and the version's digit.
+fn magic(version: u8) -> [u8; 8] {
+    let mut magic = *b"WARDSNP0";
+    magic[7] += version;
+    magic
+}
 
 /// The snapshot's content, as built (borrowing the live state under its read lock)...
 #[derive(Serialize)]
@@ -39,19 +47,18 @@ struct Body {
     state: StateMachine,
 }
 
-/// A version 1 snapshot.
-#[derive(Deserialize)]
-struct BodyV1 {
-    meta: SnapshotMeta,
-    state: crate::state::StateMachineV1,
-}
-
-/// Decodes a snapshot file's payload of either version.
+/// Decodes a snapshot file's payload of any version up to the current one. An older body
+/// is the current one without the maps later versions appended, and an empty map is one
+/// zero byte in postcard: so it decodes as the current version once those bytes are added.
 fn decode(version: u8, bytes: &[u8]) -> Result<Body, postcard::Error> {
-    match version {
-        1 => postcard::from_bytes::<BodyV1>(bytes).map(|b| Body { meta: b.meta, state: b.state.into() }),
-        _ => postcard::from_bytes::<Body>(bytes),
+    let missing = usize::from(SNAPSHOT_VERSION.saturating_sub(version));
+    if missing == 0 {
+        return postcard::from_bytes::<Body>(bytes);
     }
+    let mut padded = Vec::with_capacity(bytes.len() + missing);
+    padded.extend_from_slice(bytes);
+    padded.resize(bytes.len() + missing, 0);
+    postcard::from_bytes::<Body>(&padded)
 }
 
 pub struct StateMachineStore {
@@ -133,7 +140,7 @@ impl RaftSnapshotBuilder<TypeConfig> for Builder {
                 return Err(StorageIOError::write_snapshot(signature, e).into());
             }
         };
-        write_checked(&self.path, SNAPSHOT_MAGIC, &data).map_err(|e| {
+        write_checked(&self.path, &magic(SNAPSHOT_VERSION), &data).map_err(|e| {
             tracing::error!(error = %e, "writing the snapshot failed");
             StorageIOError::write_snapshot(signature, AnyError::new(&e))
         })?;
@@ -198,7 +205,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let data = snapshot.into_inner();
         let body: Body = postcard::from_bytes(&data)
             .map_err(|e| StorageIOError::read_snapshot(signature.clone(), AnyError::new(&e)))?;
-        write_checked(&self.snapshot_path, SNAPSHOT_MAGIC, &data)
+        write_checked(&self.snapshot_path, &magic(SNAPSHOT_VERSION), &data)
             .map_err(|e| StorageIOError::write_snapshot(signature, AnyError::new(&e)))?;
         self.restore(meta, body.state);
         Ok(())
@@ -208,9 +215,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let file = read_snapshot_file(&self.snapshot_path)
             .map_err(|e| StorageIOError::read_snapshot(None, AnyError::new(&e)))?;
         let Some((version, mut bytes)) = file else { return Ok(None) };
-        if version == 1 {
+        if version != SNAPSHOT_VERSION {
             // Sent to followers and installed as the current version.
-            let body = decode(1, &bytes).map_err(|e| StorageIOError::read_snapshot(None, AnyError::new(&e)))?;
+            let body = decode(version, &bytes).map_err(|e| StorageIOError::read_snapshot(None, AnyError::new(&e)))?;
             bytes = postcard::to_allocvec(&BodyRef { meta: &body.meta, state: &body.state })
                 .map_err(|e| StorageIOError::read_snapshot(None, AnyError::new(&e)))?;
         }
@@ -222,14 +229,20 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
 
 /// The snapshot file's version and payload, if there is one.
 fn read_snapshot_file(path: &Path) -> Result<Option<(u8, Vec<u8>)>, super::error::FileError> {
-    match read_checked(path, SNAPSHOT_MAGIC) {
-        Ok(found) => Ok(found.map(|bytes| (2, bytes))),
-        // A header that is not version 2's may be version 1's; if not, the first error says
-        // what is wrong.
-        Err(first) => match read_checked(path, SNAPSHOT_MAGIC_V1) {
-            Ok(found) => Ok(found.map(|bytes| (1, bytes))),
-            Err(_) => Err(first),
-        },
+    let mut first = None;
+    for version in (1..=SNAPSHOT_VERSION).rev() {
+        match read_checked(path, &magic(version)) {
+            Ok(found) => return Ok(found.map(|bytes| (version, bytes))),
+            // A header that is not the current version's may be an older one's; if none
+            // fits, the first error says what is wrong.
+            Err(e) => {
+                first.get_or_insert(e);
+            }
+        }
+    }
+    match first {
+        Some(e) => Err(e),
+        None => Ok(None),
     }
 }
 
@@ -239,23 +252,42 @@ mod tests {
     use crate::command::{Command, CommandOp};
     use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
 
-    /// A data directory written before exactly-once writes (`WARDSNP1`) still loads: version 2
-    /// only appended the per-session last writes, an empty map of which is one zero byte.
-    #[test]
-    fn a_version_1_snapshot_still_decodes() {
+    fn command(time_ms: i64, session: u64, xid: u64, op: CommandOp) -> Command {
+        Command { time_ms, session: SessionId(session), xid, op }
+    }
+
+    /// A state with a session, its ephemeral `/a`, and (with `xid` not 0) a last write.
+    fn state(xid: u64) -> StateMachine {
         let mut state = StateMachine::default();
         let open = CommandOp::CreateSession { timeout_ms: 4000, secret: SessionSecret([1; 16]), owner: None };
-        state.apply(&Command { time_ms: 1, session: SessionId(0), xid: 0, op: open });
+        state.apply_command(&command(1, 0, 0, open));
         let create = Op::Create { path: "/a".into(), data: b"x".to_vec(), mode: CreateMode::Ephemeral };
-        state.apply(&Command { time_ms: 2, session: SessionId(1), xid: 0, op: CommandOp::Op(create) });
+        state.apply_command(&command(2, 1, xid, CommandOp::Op(create)));
+        state
+    }
+
+    /// A data directory written by an older version still loads: version 2 only appended
+    /// the per-session last writes and version 3 the attachments, an empty map of which is
+    /// one zero byte at the end of the body.
+    #[test]
+    fn version_1_and_2_snapshots_still_decode() {
         let meta = SnapshotMeta::default();
-        let mut v2 = postcard::to_allocvec(&BodyRef { meta: &meta, state: &state }).expect("encode");
-        assert_eq!(v2.pop(), Some(0), "the empty map of last writes ends a version 2 body");
-        let v1 = v2;
-        let body = decode(1, &v1).expect("decode version 1");
+        let mut v2 = postcard::to_allocvec(&BodyRef { meta: &meta, state: &state(7) }).expect("encode");
+        assert_eq!(v2.pop(), Some(0), "the empty map of attachments ends a version 3 body");
+        let body = decode(2, &v2).expect("decode version 2");
         assert_eq!(body.state.last_zxid(), 2);
         assert_eq!(body.state.tree().get("/a").map(|n| n.data.to_vec()), Some(b"x".to_vec()));
         assert!(body.state.session(SessionId(1)).is_some());
+        let resent = command(3, 1, 7, CommandOp::Op(Op::Delete { path: "/a".into(), version: None }));
+        let mut decoded = body.state;
+        assert_eq!(decoded.apply_command(&resent).0.zxid, 2, "the last write survived: xid 7 is answered, not applied");
+
+        let mut v1 = postcard::to_allocvec(&BodyRef { meta: &meta, state: &state(0) }).expect("encode");
+        assert_eq!(v1.split_off(v1.len() - 2), [0, 0], "two empty maps end a body without writes");
+        let body = decode(1, &v1).expect("decode version 1");
+        assert_eq!(body.state.last_zxid(), 2);
+        assert!(body.state.session(SessionId(1)).is_some());
         assert!(decode(2, &v1).is_err(), "a version 1 body is not a version 2 one");
+        assert_eq!(magic(SNAPSHOT_VERSION), *b"WARDSNP3");
     }
 }

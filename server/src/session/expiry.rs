@@ -2,7 +2,7 @@
 //! deleting the ephemerals is the apply of `ExpireSession`, so it replays identically.
 
 use crate::command::{Command, CommandOp};
-use crate::core::Core;
+use crate::local::Local;
 use crate::log::CommandLog;
 use crate::now_ms;
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
-pub async fn run(core: Arc<Core>, log: Arc<dyn CommandLog>, tick: Duration, cancel: CancellationToken) {
+pub async fn run(local: Arc<Local>, log: Arc<dyn CommandLog>, tick: Duration, cancel: CancellationToken) {
     let mut interval = tokio::time::interval(tick);
     interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
@@ -18,15 +18,15 @@ pub async fn run(core: Arc<Core>, log: Arc<dyn CommandLog>, tick: Duration, canc
             _ = cancel.cancelled() => return,
             _ = interval.tick() => {}
         }
-        for session in core.sessions.take_due(Instant::now()) {
+        for session in local.sessions.take_due(Instant::now()) {
             tracing::info!(%session, "session expired: heartbeats stopped");
             let cmd = Command { time_ms: now_ms(), session, xid: 0, op: CommandOp::ExpireSession };
             let pending = log.propose_expiry(cmd);
-            let core = core.clone();
+            let local = local.clone();
             tokio::spawn(async move {
                 if let Err(rejected) = pending.await {
                     tracing::warn!(%session, %rejected, "expiry not ordered; will retry");
-                    core.sessions.retry_expiry(session);
+                    local.sessions.retry_expiry(session);
                 }
             });
         }

@@ -9,7 +9,7 @@ use super::records::{connect_response, err, ConnectRequest};
 use super::reply::{ZkAnswer, ZkTag, ZkWire};
 use super::stats::{ConnStats, Shared};
 use super::{fourlw, MAX_PACKET};
-use crate::net::handshake;
+use crate::net::handshake::{self, Attached};
 use crate::net::order::{Sequencer, SessionConn};
 use crate::net::writer::{Item, ItemTx};
 use crate::outbox::{OutboundTx, Outbox};
@@ -82,10 +82,10 @@ async fn serve_conn(
     let (outbox, out_rx) = Outbox::channel();
     // Boxed, as Ward's handshake is: its state would otherwise stay in the task for good.
     let connect = Box::pin(connect(&server, &mut reader, &mut writer, peer, conn, &outbox));
-    let session = tokio::select! {
+    let attached = tokio::select! {
         _ = cancel.cancelled() => return,
         r = tokio::time::timeout(server.config.handshake_timeout, connect) => match r {
-            Ok(Some(session)) => session,
+            Ok(Some(attached)) => attached,
             Ok(None) => return,
             Err(_) => {
                 tracing::info!(%peer, "closing ZooKeeper connection: no connect request in time");
@@ -93,10 +93,11 @@ async fn serve_conn(
             }
         },
     };
+    let session = attached.session;
     stats.session.store(session.0, Ordering::Relaxed);
     let timeout = server.core.read(|s| s.session(session).map_or(0, |r| r.timeout_ms));
     stats.timeout_ms.store(timeout, Ordering::Relaxed);
-    let ctx = SessionConn::new(server, peer, conn, session, outbox);
+    let ctx = SessionConn::new(server, peer, conn, attached, outbox);
     let wire = ZkWire { stats: stats.clone() };
     ctx.run(out_rx, wire, writer, cancel, |seq, queue, cancel| read_loop(&ctx, &stats, reader, seq, queue, cancel))
         .await;
@@ -110,7 +111,7 @@ async fn connect(
     peer: SocketAddr,
     conn: ConnId,
     tx: &OutboundTx,
-) -> Option<SessionId> {
+) -> Option<Attached> {
     let frame = match reader.next().await? {
         Ok(frame) => frame,
         Err(error) => {
@@ -143,11 +144,11 @@ async fn connect(
         }
     };
     match result {
-        Ok(welcome) => {
+        Ok((welcome, epoch)) => {
             tracing::debug!(%peer, session = %welcome.session_id, read_only = req.read_only, "ZooKeeper session attached");
             let body = connect_response(welcome.timeout_ms, welcome.session_id, &welcome.secret.0);
             writer.send(Bytes::from(body)).await.ok()?;
-            Some(welcome.session_id)
+            Some(Attached { session: welcome.session_id, epoch })
         }
         Err((ErrorCode::SessionExpired, why)) => {
             // A zero timeout is how ZooKeeper tells a client its session is gone.
@@ -187,7 +188,7 @@ async fn read_loop(
             _ => return drop_peer(ctx, "request header ends early"),
         };
         stats.received(xid);
-        ctx.server.core.sessions.touch(ctx.session);
+        ctx.server.local.sessions.touch(ctx.session);
         let action = match ops::parse(code, &mut r) {
             Ok(action) => action,
             Err(error) => return drop_peer(ctx, &format!("opcode {code}: {error}")),
@@ -239,7 +240,7 @@ async fn read_loop(
                 }
                 let mut events = Vec::new();
                 let (zxid, events_before, answer) =
-                    ctx.view(|core, state| super::read::execute(ctx, core, state, op, &mut events));
+                    ctx.view(|local, state| super::read::execute(ctx, local, state, op, &mut events));
                 Item::Read { tag: ZkTag { xid, render: Render::None }, zxid, events_before, events, answer }
             }
             Action::Fail(code) => {

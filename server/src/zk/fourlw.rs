@@ -53,7 +53,7 @@ pub fn answer(word: Word, server: &Server, shared: &Shared) -> String {
     out
 }
 
-/// The figures of one answer: [`Core::stats`](crate::core::Core::stats), the same numbers
+/// The figures of one answer: [`Local::stats`](crate::local::Local::stats), the same numbers
 /// `/metrics` reports, plus what only ZooKeeper's words show.
 struct Numbers {
     stats: ward_proto::ServerStats,
@@ -63,7 +63,7 @@ struct Numbers {
 
 fn numbers(server: &Server) -> Numbers {
     server.core.read(|state| Numbers {
-        stats: server.core.stats(state),
+        stats: server.local.stats(state),
         ephemerals: state.tree().all_ephemerals().count(),
         data_size: 0,
     })
@@ -164,7 +164,7 @@ fn write_answer(out: &mut String, word: Word, server: &Server, shared: &Shared) 
             writeln!(out, "user.dir={dir}")
         }
         Word::Wchs => {
-            let (watching, paths, watches) = server.core.watches.summary();
+            let (watching, paths, watches) = server.local.watches.summary();
             writeln!(out, "{watching} connections watching {paths} paths")?;
             writeln!(out, "Total watches:{watches}")
         }

@@ -6,7 +6,7 @@ use super::jute::Out;
 use super::ops::ReadOp;
 use super::records::{code, err, multi_header, op, open_acl, stat};
 use super::reply::ZkAnswer;
-use crate::core::Core;
+use crate::local::Local;
 use crate::net::order::SessionConn;
 use crate::read::Reader;
 use crate::state::StateMachine;
@@ -15,7 +15,7 @@ use ward_proto::{path, Request, Response, WatchEvent, WatchKind};
 
 pub fn execute(
     ctx: &SessionConn,
-    core: &Core,
+    local: &Local,
     state: &StateMachine,
     op: ReadOp,
     events: &mut Vec<WatchEvent>,
@@ -23,7 +23,7 @@ pub fn execute(
     if state.session(ctx.session).is_none() {
         return ZkAnswer::fail(err::SESSION_EXPIRED);
     }
-    let reader = Reader { core, conn: ctx.conn, session: ctx.session };
+    let reader = Reader { local, conn: ctx.conn, session: ctx.session };
     let mut out = Out::default();
     match op {
         ReadOp::Ward(Request::Sync { path }) => {
@@ -103,7 +103,7 @@ pub fn execute(
             }
             for (mode, paths) in [(PersistentMode::Exact, persistent), (PersistentMode::Recursive, recursive)] {
                 for p in paths {
-                    core.watches.add_persistent(ctx.conn, &p, mode);
+                    local.watches.add_persistent(ctx.conn, &p, mode);
                 }
             }
         }
@@ -113,7 +113,7 @@ pub fn execute(
                 1 => PersistentMode::Recursive,
                 _ => return ZkAnswer::fail(err::BAD_ARGUMENTS),
             };
-            core.watches.add_persistent(ctx.conn, &path, mode);
+            local.watches.add_persistent(ctx.conn, &path, mode);
             out.int(0);
         }
         ReadOp::RemoveWatches { path, kind, only_check } => {
@@ -131,9 +131,9 @@ pub fn execute(
                 return ZkAnswer::fail(err::BAD_ARGUMENTS);
             }
             let found = if only_check {
-                core.watches.armed(ctx.conn, &path).into_iter().any(which)
+                local.watches.armed(ctx.conn, &path).into_iter().any(which)
             } else {
-                core.watches.remove(ctx.conn, &path, which)
+                local.watches.remove(ctx.conn, &path, which)
             };
             if !found {
                 return ZkAnswer::fail(err::NO_WATCHER);

@@ -54,6 +54,7 @@ pub mod err {
     pub const NOT_EMPTY: i32 = -111;
     pub const SESSION_EXPIRED: i32 = -112;
     pub const INVALID_ACL: i32 = -114;
+    pub const SESSION_MOVED: i32 = -118;
     pub const NO_WATCHER: i32 = -121;
     pub const RECONFIG_DISABLED: i32 = -123;
 }
@@ -83,6 +84,7 @@ pub fn code(e: ErrorCode) -> i32 {
         // A client retries a connection loss elsewhere, as it should for a log that could
         // not order the request.
         ErrorCode::Unavailable => err::CONNECTION_LOSS,
+        ErrorCode::SessionMoved => err::SESSION_MOVED,
         _ => err::SYSTEM_ERROR,
     }
 }

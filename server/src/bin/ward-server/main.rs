@@ -58,7 +58,7 @@ async fn run(args: Args) -> Result<(), ward_server::Error> {
     if let Some(n) = args.dev_ensemble {
         return dev::run(n, &args).await.map_err(ward_server::Error::Config);
     }
-    let core = Arc::new(Core::default());
+    let (core, local) = Core::serving();
     let mut peer_addr = None;
     let durable = match &args.data_dir {
         Some(dir) => {
@@ -73,7 +73,7 @@ async fn run(args: Args) -> Result<(), ward_server::Error> {
                     Some(EnsembleOptions { id: e.id, name: e.name, members: e.members, peer_listener, routes })
                 }
             };
-            Some(Arc::new(raft::open_member(dir, core.clone(), args.raft.clone(), ensemble).await?))
+            Some(Arc::new(raft::open_member(dir, core.clone(), local.clone(), args.raft.clone(), ensemble).await?))
         }
         None => {
             tracing::warn!("--in-memory: nothing is written to disk; a restart loses every node and session");
@@ -127,7 +127,7 @@ async fn run(args: Args) -> Result<(), ward_server::Error> {
             }
         }
     };
-    ward_server::serve_with(listener, config, core, log, stop).await?;
+    ward_server::serve_with(listener, config, core, local, log, stop).await?;
     if let Some(raft) = durable {
         raft.shutdown().await;
     }

@@ -1,0 +1,82 @@
+//! What one server keeps beside the replicated state: the watches its connections armed,
+//! its sessions' deadlines and connections, and what apply pushed to them. Every member of
+//! an ensemble has its own; nothing here is logged or in a snapshot.
+
+use crate::command::Change;
+use crate::core::Effects;
+use crate::lock;
+use crate::session::SessionTracker;
+use crate::state::StateMachine;
+use crate::sync::{AtomicU64, Ordering};
+use crate::watch::{Outbound, WatchRegistry};
+use std::time::Duration;
+use ward_proto::ServerStats;
+
+/// The local registries, and the sink of apply's effects on a serving server (leader or
+/// follower alike: each pushes events and grants to the clients connected to it).
+#[derive(Default)]
+pub struct Local {
+    pub watches: WatchRegistry,
+    pub sessions: SessionTracker,
+    /// Lock grants pushed to waiters connected here.
+    lock_grants: AtomicU64,
+}
+
+impl Local {
+    pub fn lock_grants(&self) -> u64 {
+        self.lock_grants.load(Ordering::Relaxed)
+    }
+
+    /// The server's figures: `state`'s, and this server's own.
+    pub fn stats(&self, state: &StateMachine) -> ServerStats {
+        ServerStats {
+            last_zxid: state.last_zxid(),
+            znodes: state.tree().len() as u64,
+            sessions: state.sessions().count() as u64,
+            watches: self.watches.len() as u64,
+            lock_grants: self.lock_grants(),
+            log_fsyncs: crate::metrics::log_fsyncs(),
+        }
+    }
+
+    /// Gives every session in `state` a full timeout from now. Heartbeats are not logged,
+    /// so after a restart nobody knows when a session was last heard from; its client gets a
+    /// whole timeout to reconnect. Call before accepting connections (it forgets which
+    /// connection serves a session).
+    pub fn restart_deadlines(&self, state: &StateMachine) {
+        for (id, record) in state.sessions() {
+            self.sessions.register(id, Duration::from_millis(u64::from(record.timeout_ms)));
+        }
+    }
+}
+
+impl Effects for Local {
+    fn applied(&self, state: &StateMachine, changes: &[Change]) {
+        self.watches.fire(changes, state.last_zxid());
+        for grant in lock::grants(state, changes) {
+            let msg = Outbound::LockGranted { path: grant.path, token: grant.token };
+            // A session with no connection here learns of its grant by asking again
+            // (`LockWait`) when it reconnects.
+            if self.sessions.send(grant.session, msg) {
+                self.lock_grants.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        for change in changes {
+            match change {
+                Change::SessionCreated { session, timeout_ms } => {
+                    self.sessions.register(*session, Duration::from_millis(u64::from(*timeout_ms)))
+                }
+                Change::SessionEnded(session) => self.sessions.ended(*session),
+                _ => {}
+            }
+        }
+    }
+
+    /// Watches are not fired: connections that watched the old state are expected to be
+    /// gone. Sessions the new state no longer has are dropped (their connections closed),
+    /// and new ones get a full timeout.
+    fn replaced(&self, state: &StateMachine) {
+        let live = state.sessions().map(|(id, r)| (id, Duration::from_millis(u64::from(r.timeout_ms)))).collect();
+        self.sessions.follow(live);
+    }
+}

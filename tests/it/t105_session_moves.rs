@@ -1,0 +1,59 @@
+//! Sessions moving between members: what a session sent through a member it has left
+//! never applies after it moved.
+
+use crate::harness::*;
+use std::net::SocketAddr;
+use ward_proto::{ClientMessage, CreateMode, ErrorCode, Hello, Request, Response, ServerMessage};
+use ward_testkit::Ensemble;
+
+/// How many times the move is tried: a member gives its clients up after 5 s without
+/// contact with the leader, and on a loaded machine the move can take that long.
+const ATTEMPTS: u32 = 3;
+
+// G19: a write held on the link from a follower to the leader while its session resumes at
+// another member reaches the leader after that move was logged, and is refused
+// (`SessionMoved`) instead of applied; the session's writes through its new member apply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_held_at_a_member_the_session_left_is_refused_when_it_arrives() {
+    bounded(async {
+        let ensemble = Ensemble::start(3, &[]).await;
+        let leader = ensemble.leader(&[]).await;
+        let followers: Vec<u64> = ensemble.ids().into_iter().filter(|id| *id != leader).collect();
+        let (a, b) = (followers[0], followers[1]);
+        let addr = |id| ensemble.addr(id).parse::<SocketAddr>().expect("member address");
+        for attempt in 1..=ATTEMPTS {
+            let (mut on_a, welcome) = raw_session(addr(a), 10_000).await;
+            let path = format!("/late-{attempt}");
+            ensemble.hold(a, leader);
+            let create = Request::Create { path: path.clone(), data: vec![], mode: CreateMode::Persistent };
+            send(&mut on_a, ClientMessage::Request { xid: 1, request: create }).await;
+            // The client moves to b while its write waits on a's link to the leader.
+            let mut on_b = frame(raw_connect(addr(b)).await);
+            let resume = Hello::new(Some((welcome.session_id, welcome.secret)), 10_000, 0);
+            send(&mut on_b, ClientMessage::Hello(resume)).await;
+            let moved = recv(&mut on_b).await;
+            ensemble.release(a, leader);
+            assert!(matches!(moved, Some(ServerMessage::Welcome(ref w)) if w.resumed), "resumed at {b}: {moved:?}");
+            let held = loop {
+                match recv(&mut on_a).await {
+                    Some(ServerMessage::Reply { xid: 1, result, .. }) => break Some(result),
+                    Some(_) => continue,
+                    None => break None,
+                }
+            };
+            let Some(held) = held else {
+                eprintln!("attempt {attempt}: member {a} gave its clients up during the hold; trying again");
+                continue;
+            };
+            assert_eq!(held, Err(ErrorCode::SessionMoved), "the held write, arriving after the move");
+            call(&mut on_b, 2, Request::Sync { path: "/".into() }).await.expect("sync at b");
+            let seen = call(&mut on_b, 3, Request::Exists { path: path.clone(), watch: false }).await;
+            assert_eq!(seen, Ok(Response::Exists(None)), "{path} was never applied");
+            let after = Request::Create { path: format!("{path}-moved"), data: vec![], mode: CreateMode::Persistent };
+            assert!(call(&mut on_b, 4, after).await.is_ok(), "the session writes through its new member");
+            return;
+        }
+        panic!("member {a} gave its clients up during the hold in each of {ATTEMPTS} attempts");
+    })
+    .await;
+}
