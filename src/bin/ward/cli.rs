@@ -18,6 +18,8 @@ that starts with '-'.";
 
 #[derive(Debug, Parser)]
 #[command(name = "ward", version, about = "Command-line client for a Ward server", after_help = EXIT_STATUS)]
+// A bare `ward` is a usage error like any other: a short message and a hint, not the help.
+#[command(arg_required_else_help = false)]
 pub struct Cli {
     /// Server address(es), comma-separated [default: $WARD_SERVER, then 127.0.0.1:7181]
     #[arg(long, global = true, value_name = "ADDR[,ADDR...]")]
@@ -88,7 +90,7 @@ pub enum Command {
     /// Replace the data of PATH
     Set {
         /// Only if the node is at this version (else "bad version", exit 1)
-        #[arg(short, long, value_name = "VERSION", allow_negative_numbers = true)]
+        #[arg(short, long = "expected-version", value_name = "VERSION", allow_negative_numbers = true)]
         version: Option<i32>,
         path: String,
         /// The data; `-` reads stdin to its end
@@ -100,7 +102,7 @@ pub enum Command {
         #[arg(short, long, conflicts_with = "version")]
         recursive: bool,
         /// Only if the node is at this version (else "bad version", exit 1)
-        #[arg(short, long, value_name = "VERSION", allow_negative_numbers = true)]
+        #[arg(short, long = "expected-version", value_name = "VERSION", allow_negative_numbers = true)]
         version: Option<i32>,
         /// Allow `rm -r /`: delete every node below the root (the root itself stays)
         #[arg(long)]
@@ -153,7 +155,8 @@ that cannot be started exits 127.")]
         shared: bool,
         #[command(flatten)]
         timeout: Timeout,
-        #[arg(required = true)]
+        /// The lock directories (several: all taken at once, or none)
+        #[arg(required = true, value_name = "PATH")]
         paths: Vec<String>,
         #[command(flatten)]
         cmd: Cmd,
@@ -181,7 +184,10 @@ that cannot be started exits 127.")]
         #[arg(last = true, value_name = "CMD", required_unless_present = "observe", conflicts_with = "observe")]
         cmd: Vec<String>,
     },
-    /// Print a completion script for SHELL (e.g. `ward completions bash > /etc/bash_completion.d/ward`)
+    /// Print the shell completion script for SHELL
+    #[command(long_about = "Print the shell completion script for SHELL, e.g.
+`ward completions bash > /etc/bash_completion.d/ward` or
+`ward completions zsh > \"${fpath[1]}/_ward\"`.")]
     Completions { shell: clap_complete::Shell },
 }
 

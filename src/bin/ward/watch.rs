@@ -176,10 +176,13 @@ impl Watcher<'_> {
             // A watch left from before the node stopped being followed.
             return Ok(());
         }
+        let watch_pending = self.armed.contains(&(Armed::Data, node.to_owned()));
         let stat = self.read(node).await?;
         let seen = self.nodes.get(node).map(|s| (s.czxid, s.version));
         match (seen, stat) {
             (None, None) => return Ok(()),
+            // Its data watch fires for the delete: that event reports it, with its zxid.
+            (Some(_), None) if watch_pending => return Ok(()),
             (Some(_), None) => return self.gone(node),
             (Some((czxid, _)), Some(stat)) if czxid != stat.czxid => {
                 self.gone(node)?;
@@ -305,6 +308,10 @@ impl Watcher<'_> {
     /// A listed child is no longer there.
     fn child_gone(&mut self, child: &str) -> Result<(), Failure> {
         if self.nodes.contains_key(child) {
+            if self.armed.contains(&(Armed::Data, child.to_owned())) {
+                // Reported when its own watch fires for the delete, with the zxid.
+                return Ok(());
+            }
             return self.gone(child);
         }
         self.report_deleted(child)
