@@ -282,7 +282,10 @@ mod tests {
         let Command::Lock { shared, timeout, paths, cmd } = cli.command else { panic!("lock") };
         assert!(!shared);
         assert_eq!(timeout.limit, Some(Duration::from_millis(1500)));
-        assert_eq!((paths, cmd.argv), (vec!["/l".to_string()], vec!["sh".into(), "-c".into(), "echo --timeout".into()]));
+        assert_eq!(
+            (paths, cmd.argv),
+            (vec!["/l".to_string()], vec!["sh".into(), "-c".into(), "echo --timeout".into()])
+        );
         let cli = parse(&["lock", "--shared", "/a", "/b", "--", "sh"]).expect("parses");
         assert!(matches!(cli.command, Command::Lock { shared: true, ref paths, .. } if paths.len() == 2));
         let cli = parse(&["semaphore", "/s", "--permits", "3", "--", "sh"]).expect("parses");

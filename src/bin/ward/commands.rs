@@ -43,7 +43,11 @@ impl Failure {
     pub fn exit_code(&self) -> u8 {
         match self {
             Failure::OutputClosed => 0,
-            Failure::Ward { .. } | Failure::BadVersion { .. } | Failure::Input(_) | Failure::Output(_) | Failure::Lost(_) => 1,
+            Failure::Ward { .. }
+            | Failure::BadVersion { .. }
+            | Failure::Input(_)
+            | Failure::Output(_)
+            | Failure::Lost(_) => 1,
             Failure::Usage(_) => 2,
             Failure::LockLost { .. } => 3,
             Failure::NotGranted { .. } => 4,

@@ -18,9 +18,9 @@ pub fn check(command: &Command) -> Result<(), Failure> {
         Command::Rm { path, recursive: true, force_root: false, .. } if path == "/" => Err(Failure::Usage(
             "refusing to delete every node below /; add --force-root if that is what you mean".into(),
         )),
-        Command::Create { hold: true, data: Some(data), .. } if data == "-" => Err(Failure::Usage(
-            "create --hold holds until stdin closes, so its DATA cannot come from stdin".into(),
-        )),
+        Command::Create { hold: true, data: Some(data), .. } if data == "-" => {
+            Err(Failure::Usage("create --hold holds until stdin closes, so its DATA cannot come from stdin".into()))
+        }
         _ => Ok(()),
     }
 }

@@ -38,7 +38,8 @@ pub async fn stats(client: &Client, out: Out) -> Result<(), Failure> {
         ("log_fsyncs", stats.log_fsyncs),
     ];
     if out.json() {
-        let object: Map<String, Value> = figures.iter().map(|(name, value)| ((*name).to_owned(), json!(value))).collect();
+        let object: Map<String, Value> =
+            figures.iter().map(|(name, value)| ((*name).to_owned(), json!(value))).collect();
         return out.value(&Value::Object(object));
     }
     for (name, value) in figures {

@@ -33,7 +33,8 @@ impl Event<'_> {
     /// not known).
     fn print(&self, out: Out) -> Result<(), Failure> {
         if out.json() {
-            return out.value(&json!({"type": self.kind, "path": self.path, "zxid": self.zxid, "version": self.version}));
+            return out
+                .value(&json!({"type": self.kind, "path": self.path, "zxid": self.zxid, "version": self.version}));
         }
         let mut line = format!("{} {}", self.kind, self.path);
         if let Some(zxid) = self.zxid {
