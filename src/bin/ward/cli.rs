@@ -60,18 +60,28 @@ pub enum Format {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List the children of PATH
-    Ls { path: String },
+    Ls {
+        /// The node whose children to list
+        path: String,
+    },
     /// Print PATH and every node below it
-    Tree { path: String },
+    Tree {
+        /// The top of the subtree
+        path: String,
+    },
     /// Print the data of PATH
     Get {
+        /// The node
         path: String,
         /// Then wait for the next change of PATH (data set or delete) and print it
         #[arg(short, long)]
         watch: bool,
     },
     /// Print the metadata of PATH
-    Stat { path: String },
+    Stat {
+        /// The node
+        path: String,
+    },
     /// Create a node and print its path
     Create {
         /// Ephemeral: deleted when ward's session ends
@@ -83,6 +93,7 @@ pub enum Command {
         /// Keep the session (and so the ephemerals) until killed or stdin closes
         #[arg(long)]
         hold: bool,
+        /// The node to create (with -s: the prefix of its name)
         path: String,
         /// The data; `-` reads stdin to its end
         data: Option<String>,
@@ -92,6 +103,7 @@ pub enum Command {
         /// Only if the node is at this version (else "bad version", exit 1)
         #[arg(short, long = "expected-version", value_name = "VERSION", allow_negative_numbers = true)]
         version: Option<i32>,
+        /// The node
         path: String,
         /// The data; `-` reads stdin to its end
         data: String,
@@ -107,6 +119,7 @@ pub enum Command {
         /// Allow `rm -r /`: delete every node below the root (the root itself stays)
         #[arg(long)]
         force_root: bool,
+        /// The node to delete
         path: String,
     },
     /// Stream changes of PATH: one line per event (created, changed, deleted) until
@@ -122,6 +135,7 @@ ZooKeeper-style watches fire once, so ward re-arms each after it fires and then 
 node: changes made in between are never lost, but several quick changes of one node may be
 reported as one event (its version says how many sets it spans).")]
     Watch {
+        /// The node to watch (it need not exist yet)
         path: String,
         /// Also the data changes of PATH's children (one level)
         #[arg(long)]
@@ -133,7 +147,10 @@ reported as one event (its version says how many sets it spans).")]
     /// The holders of the lock PATH, then the waiters in queue order
     #[command(long_about = "The holders of the lock PATH, then the waiters in queue order, one a line:
 `holder|waiter PATH token=N since=TIME session=ID data=TEXT`, TIME in UTC (ISO 8601).")]
-    Holders { path: String },
+    Holders {
+        /// The lock (or semaphore) directory
+        path: String,
+    },
     /// The ensemble's members (or add/remove one)
     Members {
         #[command(subcommand)]
@@ -167,6 +184,7 @@ that cannot be started exits 127.")]
         permits: u32,
         #[command(flatten)]
         timeout: Timeout,
+        /// The semaphore directory
         path: String,
         #[command(flatten)]
         cmd: Cmd,
@@ -179,6 +197,7 @@ that cannot be started exits 127.")]
         /// Print the leader, then each new leader, one a line, until interrupted
         #[arg(long, conflicts_with = "id")]
         observe: bool,
+        /// The election directory
         path: String,
         /// The command to run while leader (not with --observe)
         #[arg(last = true, value_name = "CMD", required_unless_present = "observe", conflicts_with = "observe")]

@@ -96,8 +96,8 @@ pub async fn run(cli: Cli, env_server: Option<String>) -> Result<u8, Failure> {
     let stdin_data = nodes::stdin_data(&cli.command)?;
     // Before connecting: from here on SIGTERM and SIGINT are ours to handle, so that CMD is
     // stopped and the lock released (or a watch ends cleanly) rather than ward dying
-    // half-way.
-    let signals = Signals::install();
+    // half-way. Other commands keep the default: a signal ends them at once.
+    let signals = handles_signals(&cli.command).then(Signals::install);
     let mut builder = Client::builder(&server).connect_timeout(CONNECT_TIMEOUT);
     if let Some(timeout) = session_timeout {
         builder = builder.session_timeout(timeout);
@@ -113,36 +113,51 @@ pub async fn run(cli: Cli, env_server: Option<String>) -> Result<u8, Failure> {
     }
 }
 
+/// The commands that run until told to stop, or run a child that must be stopped first.
+fn handles_signals(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Lock { .. }
+            | Command::Semaphore { .. }
+            | Command::Elect { .. }
+            | Command::Watch { .. }
+            | Command::Get { watch: true, .. }
+            | Command::Create { hold: true, .. }
+    )
+}
+
 async fn execute(
     client: &Client,
     command: Command,
     out: Out,
     stdin_data: Option<Vec<u8>>,
-    signals: Signals,
+    signals: Option<Signals>,
 ) -> Result<u8, Failure> {
     let data = |given: Option<String>| stdin_data.unwrap_or_else(|| given.unwrap_or_default().into_bytes());
+    // Installed by `run` for exactly the commands below that take them.
+    let signals = || signals.unwrap_or_else(Signals::install);
     match command {
         Command::Lock { shared, timeout, paths, cmd } => {
             let kind = if shared { LockKind::Shared } else { LockKind::Exclusive };
-            return run::lock(client, &paths, kind, timeout.limit, &cmd.argv, signals).await;
+            return run::lock(client, &paths, kind, timeout.limit, &cmd.argv, signals()).await;
         }
         Command::Semaphore { permits, timeout, path, cmd } => {
             let kind = LockKind::Semaphore { permits };
-            return run::lock(client, &[path], kind, timeout.limit, &cmd.argv, signals).await;
+            return run::lock(client, &[path], kind, timeout.limit, &cmd.argv, signals()).await;
         }
-        Command::Elect { path, observe: true, .. } => observe::leaders(client, &path, out, signals).await?,
+        Command::Elect { path, observe: true, .. } => observe::leaders(client, &path, out, signals()).await?,
         Command::Elect { path, id, cmd, .. } => {
-            return run::elect(client, &path, &id.unwrap_or_default(), &cmd, signals).await;
+            return run::elect(client, &path, &id.unwrap_or_default(), &cmd, signals()).await;
         }
         Command::Ls { path } => nodes::ls(client, &path, out).await?,
         Command::Tree { path } => nodes::tree(client, &path, out).await?,
         Command::Get { path, watch: false } => nodes::get(client, &path, out).await?,
-        Command::Get { path, watch: true } => watch::get_and_wait(client, &path, out, signals).await?,
+        Command::Get { path, watch: true } => watch::get_and_wait(client, &path, out, signals()).await?,
         Command::Stat { path } => nodes::stat(client, &path, out).await?,
         Command::Create { ephemeral, sequential, hold, path, data: given } => {
             nodes::create(client, &path, &data(given), ephemeral, sequential, out).await?;
             if hold {
-                nodes::hold_session(client, signals).await?;
+                nodes::hold_session(client, signals()).await?;
             }
         }
         Command::Set { version, path, data: given } => nodes::set(client, &path, &data(Some(given)), version).await?,
@@ -153,7 +168,7 @@ async fn execute(
                 (true, false) => Some(1),
                 (false, false) => Some(0),
             };
-            watch::stream(client, &path, depth, out, signals).await?;
+            watch::stream(client, &path, depth, out, signals()).await?;
         }
         Command::Holders { path } => holders::show(client, &path, out).await?,
         Command::Members { change: None } => status::members(client, out).await?,
