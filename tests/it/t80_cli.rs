@@ -63,7 +63,8 @@ async fn cli_ephemeral_without_hold_is_gone_when_it_exits() {
     .await
 }
 
-// G8: usage errors exit 2 without touching the server; server comes from WARD_SERVER too.
+// G8: usage errors exit 2 without touching the server, with a short message and a hint
+// (docs/operations.md, "The ward CLI"); server comes from WARD_SERVER too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_usage_errors_and_server_from_env() {
     bounded(async {
@@ -79,10 +80,12 @@ async fn cli_usage_errors_and_server_from_env() {
         ] {
             let out = run_cli(&addr, args).await;
             assert_eq!(out.code(), Some(2), "{args:?}: {out:?}");
-            assert!(out.stderr.contains("usage"), "{args:?}: {out:?}");
+            assert!(out.stderr.starts_with("error: "), "{args:?}: {out:?}");
+            assert!(out.stderr.contains("try '--help'"), "{args:?}: {out:?}");
+            assert!(out.stderr.lines().count() <= 8, "{args:?}: not short: {out:?}");
         }
         let help = run_cli(&addr, &["--help"]).await.success();
-        assert!(help.stdout.contains("usage"));
+        assert!(help.stdout.contains("Usage: ward"), "{help:?}");
 
         let out = run_cli_env(&addr, &["create", "/from-env", "e"]).await.success();
         assert_eq!(out.stdout, "/from-env\n");

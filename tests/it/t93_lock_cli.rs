@@ -75,7 +75,7 @@ async fn cli_elect_runs_one_leader_command_at_a_time() {
 }
 
 // G12 (CLI): `lock --timeout` gives up without running CMD (exit 4, nothing left in the
-// queue); `holders` prints the holder and then the queue.
+// queue); `holders` prints the holder and then the queue, each marked holder or waiter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_lock_timeout_and_holders() {
     bounded(async {
@@ -106,9 +106,10 @@ async fn cli_lock_timeout_and_holders() {
         let queue = holder.lock_holders("/cli-held").await.expect("holders");
         let lines: Vec<&str> = out.stdout.lines().collect();
         assert_eq!(lines.len(), 2, "{out:?}");
-        assert!(lines[0].starts_with(&format!("{} token={} since=", guard.path(), guard.fencing_token())), "{out:?}");
+        let first = format!("holder {} token={} since=", guard.path(), guard.fencing_token());
+        assert!(lines[0].starts_with(&first), "{out:?}");
         assert!(lines[0].ends_with(&format!("session={} data=holder data", holder.session_id())), "{out:?}");
-        assert!(lines[1].starts_with(&format!("{} token={} ", queue[1].path, queue[1].token)), "{out:?}");
+        assert!(lines[1].starts_with(&format!("waiter {} token={} ", queue[1].path, queue[1].token)), "{out:?}");
         assert!(lines[1].ends_with(&format!("session={} data=waiter\\ndata", waiter.session_id())), "{out:?}");
         guard.unlock().await.expect("unlock");
         within("the waiter holds", DEADLINE, waiting).await.expect("task").unlock().await.expect("unlock");

@@ -1,25 +1,31 @@
-//! Running one parsed command against the server.
+//! Running one parsed command against the server: connect, dispatch, close.
 
-use crate::args::{Command, Invocation};
-use crate::holders;
-use crate::run::{self, Signals};
+use crate::cli::{Cli, Command, MembersChange};
+use crate::output::Out;
+use crate::run::Signals;
+use crate::{holders, nodes, observe, run, status, watch};
 use std::fmt;
-use std::future::Future;
-use std::io::Write;
-use std::pin::Pin;
 use std::time::Duration;
-use ward_client::{Client, CreateMode, Error, SessionState, Stat};
-use ward_proto::path;
+use ward_client::{Client, Error, LockKind, SessionState};
 
 /// Long enough for a loaded machine, short enough that a wrong address fails visibly.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why a command failed.
 pub enum Failure {
+    /// The command line asks for something ward refuses before connecting (exit 2).
+    Usage(String),
     /// The server or the connection refused `what`.
     Ward { what: String, error: Error },
-    /// Writing our own output failed (a closed pipe, say).
+    /// A version-conditional write (`-v`) found the node at another version; `detail` says
+    /// which.
+    BadVersion { what: String, detail: String },
+    /// Reading stdin (data given as `-`) failed.
+    Input(std::io::Error),
+    /// Writing our own output failed for another reason than its reader being gone.
     Output(std::io::Error),
+    /// Stdout is closed (its reader went away): stop quietly, as `head` expects.
+    OutputClosed,
     /// The held session ended before we were asked to let go.
     Lost(SessionState),
     /// `--timeout` passed before the lock (`what`) was granted; CMD did not run.
@@ -36,7 +42,13 @@ impl Failure {
     /// The exit status this failure ends `ward` with.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Failure::Ward { .. } | Failure::Output(_) | Failure::Lost(_) => 1,
+            Failure::OutputClosed => 0,
+            Failure::Ward { .. }
+            | Failure::BadVersion { .. }
+            | Failure::Input(_)
+            | Failure::Output(_)
+            | Failure::Lost(_) => 1,
+            Failure::Usage(_) => 2,
             Failure::LockLost { .. } => 3,
             Failure::NotGranted { .. } => 4,
             Failure::Interrupted { signal, .. } => u8::try_from(128 + signal).unwrap_or(1),
@@ -48,8 +60,12 @@ impl Failure {
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Failure::Usage(message) => f.write_str(message),
             Failure::Ward { what, error } => write!(f, "{what}: {error}"),
+            Failure::BadVersion { what, detail } => write!(f, "{what}: bad version{detail}"),
+            Failure::Input(e) => write!(f, "reading data from stdin: {e}"),
             Failure::Output(e) => write!(f, "writing output: {e}"),
+            Failure::OutputClosed => f.write_str("output closed"),
             Failure::Lost(state) => write!(f, "session ended while holding: {state:?}"),
             Failure::NotGranted { what, timeout } => {
                 write!(f, "{what} not granted within {timeout:?}; command not run")
@@ -63,35 +79,31 @@ impl fmt::Display for Failure {
     }
 }
 
-impl From<std::io::Error> for Failure {
-    fn from(e: std::io::Error) -> Self {
-        Failure::Output(e)
-    }
-}
-
 pub fn ward(what: impl Into<String>) -> impl FnOnce(Error) -> Failure {
     let what = what.into();
     move |error| Failure::Ward { what, error }
 }
 
 /// Runs the command; `Ok` carries the exit status (CMD's, for `lock`, `semaphore` and
-/// `elect`).
-pub async fn run(invocation: Invocation) -> Result<u8, Failure> {
+/// `elect`). `env_server` is `$WARD_SERVER`.
+pub async fn run(cli: Cli, env_server: Option<String>) -> Result<u8, Failure> {
+    let out = Out { format: cli.output };
+    let server = cli.server(env_server);
+    let session_timeout = cli.session_timeout();
+    // Everything that can be refused or read without the server, before the session opens:
+    // a session must not wait on a slow stdin.
+    nodes::check(&cli.command)?;
+    let stdin_data = nodes::stdin_data(&cli.command)?;
     // Before connecting: from here on SIGTERM and SIGINT are ours to handle, so that CMD is
-    // stopped and the lock released rather than ward dying with CMD still running.
-    let signals = matches!(invocation.command, Command::Lock { .. } | Command::Elect { .. }).then(Signals::install);
-    let mut builder = Client::builder(&invocation.server).connect_timeout(CONNECT_TIMEOUT);
-    if let Some(timeout) = invocation.session_timeout {
+    // stopped and the lock released (or a watch ends cleanly) rather than ward dying
+    // half-way. Other commands keep the default: a signal ends them at once.
+    let signals = handles_signals(&cli.command).then(Signals::install);
+    let mut builder = Client::builder(&server).connect_timeout(CONNECT_TIMEOUT);
+    if let Some(timeout) = session_timeout {
         builder = builder.session_timeout(timeout);
     }
-    let client = builder.connect().await.map_err(ward(format!("connect to {}", invocation.server)))?;
-    let outcome = match (invocation.command, signals) {
-        (Command::Lock { paths, kind, timeout, cmd }, Some(signals)) => {
-            run::lock(&client, &paths, kind, timeout, &cmd, signals).await
-        }
-        (Command::Elect { path, id, cmd }, Some(signals)) => run::elect(&client, &path, &id, &cmd, signals).await,
-        (command, _) => execute(&client, command).await.map(|()| 0),
-    };
+    let client = builder.connect().await.map_err(ward(format!("connect to {server}")))?;
+    let outcome = execute(&client, cli.command, out, stdin_data, signals).await;
     // Close explicitly so that our ephemerals go now, not one session timeout later.
     let closed = client.close().await.map_err(ward("close session"));
     match (outcome, closed) {
@@ -101,187 +113,74 @@ pub async fn run(invocation: Invocation) -> Result<u8, Failure> {
     }
 }
 
-async fn execute(client: &Client, command: Command) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
+/// The commands that run until told to stop, or run a child that must be stopped first.
+fn handles_signals(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Lock { .. }
+            | Command::Semaphore { .. }
+            | Command::Elect { .. }
+            | Command::Watch { .. }
+            | Command::Get { watch: true, .. }
+            | Command::Create { hold: true, .. }
+    )
+}
+
+async fn execute(
+    client: &Client,
+    command: Command,
+    out: Out,
+    stdin_data: Option<Vec<u8>>,
+    signals: Option<Signals>,
+) -> Result<u8, Failure> {
+    let data = |given: Option<String>| stdin_data.unwrap_or_else(|| given.unwrap_or_default().into_bytes());
+    // Installed by `run` for exactly the commands below that take them.
+    let signals = || signals.unwrap_or_else(Signals::install);
     match command {
-        // Handled by `run`.
-        Command::Help | Command::Lock { .. } | Command::Elect { .. } => {}
-        Command::Holders { path } => {
-            let queue = client.lock_holders(&path).await.map_err(ward(format!("holders {path}")))?;
-            for contender in &queue {
-                writeln!(out, "{}", holders::line(contender))?;
+        Command::Lock { shared, timeout, paths, cmd } => {
+            let kind = if shared { LockKind::Shared } else { LockKind::Exclusive };
+            return run::lock(client, &paths, kind, timeout.limit, &cmd.argv, signals()).await;
+        }
+        Command::Semaphore { permits, timeout, path, cmd } => {
+            let kind = LockKind::Semaphore { permits };
+            return run::lock(client, &[path], kind, timeout.limit, &cmd.argv, signals()).await;
+        }
+        Command::Elect { path, observe: true, .. } => observe::leaders(client, &path, out, signals()).await?,
+        Command::Elect { path, id, cmd, .. } => {
+            return run::elect(client, &path, &id.unwrap_or_default(), &cmd, signals()).await;
+        }
+        Command::Ls { path } => nodes::ls(client, &path, out).await?,
+        Command::Tree { path } => nodes::tree(client, &path, out).await?,
+        Command::Get { path, watch: false } => nodes::get(client, &path, out).await?,
+        Command::Get { path, watch: true } => watch::get_and_wait(client, &path, out, signals()).await?,
+        Command::Stat { path } => nodes::stat(client, &path, out).await?,
+        Command::Create { ephemeral, sequential, hold, path, data: given } => {
+            nodes::create(client, &path, &data(given), ephemeral, sequential, out).await?;
+            if hold {
+                nodes::hold_session(client, signals()).await?;
             }
         }
-        Command::Members => {
-            let members = client.members().await.map_err(ward("members"))?;
-            writeln!(out, "{:<4} {:<24} {:<9} {:>10} {:>6}", "ID", "PEER ADDRESS", "ROLE", "APPLIED", "LAG")?;
-            for m in members {
-                let known = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
-                let role = format!("{:?}", m.role).to_lowercase();
-                writeln!(out, "{:<4} {:<24} {:<9} {:>10} {:>6}", m.id, m.addr, role, known(m.applied), known(m.lag))?;
-            }
+        Command::Set { version, path, data: given } => nodes::set(client, &path, &data(Some(given)), version).await?,
+        Command::Rm { recursive, version, path, .. } => nodes::rm(client, &path, recursive, version).await?,
+        Command::Watch { path, children, recursive } => {
+            let depth = match (children, recursive) {
+                (_, true) => None,
+                (true, false) => Some(1),
+                (false, false) => Some(0),
+            };
+            watch::stream(client, &path, depth, out, signals()).await?;
         }
-        Command::AddMember { id, addr } => {
+        Command::Holders { path } => holders::show(client, &path, out).await?,
+        Command::Members { change: None } => status::members(client, out).await?,
+        Command::Members { change: Some(MembersChange::Add { member: (id, addr) }) } => {
             client.add_member(id, &addr).await.map_err(ward(format!("members add {id}={addr}")))?;
         }
-        Command::RemoveMember { id } => {
+        Command::Members { change: Some(MembersChange::Remove { id }) } => {
             client.remove_member(id).await.map_err(ward(format!("members remove {id}")))?;
         }
-        Command::Ls { path } => {
-            let children = client.get_children(&path).await.map_err(ward(format!("ls {path}")))?;
-            for child in children {
-                writeln!(out, "{child}")?;
-            }
-        }
-        Command::Tree { path } => {
-            for node in subtree(client, &path).await? {
-                writeln!(out, "{node}")?;
-            }
-        }
-        Command::Get { path } => {
-            let (data, _) = client.get_data(&path).await.map_err(ward(format!("get {path}")))?;
-            out.write_all(&data)?;
-            out.write_all(b"\n")?;
-        }
-        Command::Stat { path } => {
-            let stat = client
-                .exists(&path)
-                .await
-                .map_err(ward(format!("stat {path}")))?
-                .ok_or(Error::NoNode)
-                .map_err(ward(format!("stat {path}")))?;
-            write_stat(&mut out, &stat)?;
-        }
-        Command::Create { path, data, ephemeral, sequential, hold } => {
-            let mode = match (ephemeral, sequential) {
-                (false, false) => CreateMode::Persistent,
-                (true, false) => CreateMode::Ephemeral,
-                (false, true) => CreateMode::PersistentSequential,
-                (true, true) => CreateMode::EphemeralSequential,
-            };
-            // Registered before the path is printed: whoever sees the path may signal at once.
-            let release = hold.then(termination);
-            let created = client.create(&path, &data, mode).await.map_err(ward(format!("create {path}")))?;
-            writeln!(out, "{created}")?;
-            // Whoever waits for the path (a test, a script) must see it before we block.
-            out.flush()?;
-            drop(out);
-            if let Some(release) = release {
-                hold_session(client, release).await?;
-            }
-        }
-        Command::Set { path, data } => {
-            client.set_data(&path, &data, None).await.map_err(ward(format!("set {path}")))?;
-        }
-        Command::Rm { path, recursive } => {
-            let doomed = if recursive { subtree(client, &path).await? } else { vec![path.clone()] };
-            // Deepest first, so that every node is empty by the time we delete it.
-            for (i, node) in doomed.iter().enumerate().rev() {
-                match client.delete(node, None).await {
-                    Ok(()) => {}
-                    // Someone else removed a descendant first: that is what we wanted.
-                    Err(Error::NoNode) if i > 0 => {}
-                    Err(error) => return Err(ward(format!("rm {node}"))(error)),
-                }
-            }
-        }
+        Command::Stats => status::stats(client, out).await?,
+        // Handled before connecting.
+        Command::Completions { .. } => {}
     }
-    Ok(())
-}
-
-/// `root` and every node below it, parents before their children, siblings sorted.
-async fn subtree(client: &Client, root: &str) -> Result<Vec<String>, Failure> {
-    let mut nodes = Vec::new();
-    let mut stack = vec![root.to_owned()];
-    while let Some(node) = stack.pop() {
-        match client.get_children(&node).await {
-            Ok(children) => {
-                // Reversed onto the stack so that they come off in sorted order.
-                for child in children.iter().rev() {
-                    stack.push(path::join(&node, child));
-                }
-                nodes.push(node);
-            }
-            // A descendant deleted while we walk is simply not there any more.
-            Err(Error::NoNode) if node != root => {}
-            Err(error) => return Err(ward(format!("list {node}"))(error)),
-        }
-    }
-    Ok(nodes)
-}
-
-fn write_stat(out: &mut impl Write, stat: &Stat) -> std::io::Result<()> {
-    let owner = match stat.ephemeral_owner {
-        Some(session) => session.to_string(),
-        None => "none".to_owned(),
-    };
-    writeln!(out, "czxid = {:#x}", stat.czxid)?;
-    writeln!(out, "mzxid = {:#x}", stat.mzxid)?;
-    writeln!(out, "pzxid = {:#x}", stat.pzxid)?;
-    writeln!(out, "ctime = {}", stat.ctime)?;
-    writeln!(out, "mtime = {}", stat.mtime)?;
-    writeln!(out, "version = {}", stat.version)?;
-    writeln!(out, "cversion = {}", stat.cversion)?;
-    writeln!(out, "aversion = {}", stat.aversion)?;
-    writeln!(out, "ephemeral_owner = {owner}")?;
-    writeln!(out, "data_length = {}", stat.data_length)?;
-    writeln!(out, "num_children = {}", stat.num_children)
-}
-
-/// Keeps the session open until stdin closes, a SIGINT/SIGTERM arrives, or the session
-/// ends by itself (which is reported as a failure: the ephemerals are gone).
-async fn hold_session(client: &Client, termination: Termination) -> Result<(), Failure> {
-    let (stdin_closed, stdin_eof) = tokio::sync::oneshot::channel::<()>();
-    // Blocking reads of stdin on a thread of their own; tokio's stdin would need "io-std".
-    std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut sink);
-        let _ = stdin_closed.send(());
-    });
-    let mut states = client.state_changes();
-    let session_ended = async move {
-        loop {
-            let state = *states.borrow_and_update();
-            if matches!(state, SessionState::Expired | SessionState::Closed) {
-                return state;
-            }
-            if states.changed().await.is_err() {
-                return SessionState::Closed;
-            }
-        }
-    };
-    tokio::select! {
-        _ = stdin_eof => Ok(()),
-        _ = termination => Ok(()),
-        state = session_ended => Err(Failure::Lost(state)),
-    }
-}
-
-/// Resolves on SIGTERM or SIGINT.
-type Termination = Pin<Box<dyn Future<Output = ()>>>;
-
-/// Installs the handlers now (not on first poll), so a signal arriving before we wait on it
-/// is still a request to let go rather than the default, abrupt exit.
-#[cfg(unix)]
-fn termination() -> Termination {
-    use tokio::signal::unix::{signal, SignalKind};
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-        (Ok(mut term), Ok(mut int)) => Box::pin(async move {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        }),
-        // Without handlers the default action still ends the process on those signals.
-        _ => Box::pin(std::future::pending()),
-    }
-}
-
-#[cfg(not(unix))]
-fn termination() -> Termination {
-    Box::pin(async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    })
+    Ok(0)
 }

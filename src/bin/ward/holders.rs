@@ -1,66 +1,80 @@
-//! `ward holders PATH`: one line per contender, the holder first.
+//! `ward holders PATH`: the lock queue, holders first, each marked holder or waiter.
 
-use ward_client::Contender;
+use crate::commands::{ward, Failure};
+use crate::output::{one_line, put_data, utc, Out};
+use serde_json::{json, Map, Value};
+use ward_client::{Client, Contender, Error};
+use ward_proto::{lock, path};
 
-/// `PATH token=N since=TIME session=ID data=TEXT`, with the data as lossy UTF-8 and control
-/// characters escaped so that one contender stays one line.
-pub fn line(contender: &Contender) -> String {
-    let session = match contender.session {
-        Some(session) => session.to_string(),
-        None => "none".to_owned(),
+pub async fn show(client: &Client, dir: &str, out: Out) -> Result<(), Failure> {
+    let queue = client.lock_holders(dir).await.map_err(ward(format!("holders {dir}")))?;
+    let holds = holding(client, dir, &queue).await?;
+    if out.json() {
+        let contenders: Vec<Value> = queue.iter().zip(&holds).map(|(c, &holds)| object(c, holds)).collect();
+        return out.value(&json!({ "path": dir, "contenders": contenders }));
+    }
+    for (contender, &holds) in queue.iter().zip(&holds) {
+        out.line(&line(contender, holds))?;
+    }
+    Ok(())
+}
+
+/// Which contenders of `queue` hold, by the rule every contender follows (ward_proto::lock).
+async fn holding(client: &Client, dir: &str, queue: &[Contender]) -> Result<Vec<bool>, Failure> {
+    if queue.is_empty() {
+        return Ok(Vec::new());
+    }
+    // A semaphore's directory records its permits; any other lock ignores the number.
+    let permits = match client.get_data(dir).await {
+        Ok((data, _)) => lock::parse_semaphore_header(&data).unwrap_or(1),
+        Err(Error::NoNode) => 1,
+        Err(error) => return Err(ward(format!("holders {dir}"))(error)),
     };
-    let data: String = String::from_utf8_lossy(&contender.data)
-        .chars()
-        .flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] })
-        .collect();
+    let names: Vec<&str> = queue.iter().map(|c| path::name(&c.path)).collect();
+    Ok(lock::holders(&names, permits))
+}
+
+/// `holder|waiter PATH token=N since=TIME session=ID data=TEXT`; the data on one line.
+fn line(contender: &Contender, holds: bool) -> String {
     format!(
-        "{} token={} since={} session={session} data={data}",
+        "{} {} token={} since={} session={} data={}",
+        role(holds),
         contender.path,
         contender.token,
-        utc(contender.since_ms)
+        utc(contender.since_ms),
+        session(contender),
+        one_line(&contender.data)
     )
 }
 
-/// Milliseconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-pub fn utc(ms: i64) -> String {
-    let (days, ms_of_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
-    let (year, month, day) = civil_from_days(days);
-    let secs = ms_of_day / 1000;
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60,
-        ms_of_day % 1000
-    )
+fn object(contender: &Contender, holds: bool) -> Value {
+    let mut object = Map::new();
+    object.insert("role".into(), json!(role(holds)));
+    object.insert("path".into(), json!(contender.path));
+    object.insert("token".into(), json!(contender.token));
+    object.insert("since".into(), json!(utc(contender.since_ms)));
+    object.insert("since_ms".into(), json!(contender.since_ms));
+    object.insert("session".into(), json!(contender.session.map(|s| s.to_string())));
+    put_data(&mut object, "data", &contender.data);
+    Value::Object(object)
 }
 
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+fn role(holds: bool) -> &'static str {
+    if holds {
+        "holder"
+    } else {
+        "waiter"
+    }
+}
+
+fn session(contender: &Contender) -> String {
+    contender.session.map_or_else(|| "none".to_owned(), |s| s.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use ward_client::SessionId;
-
-    #[test]
-    fn formats_utc_times() {
-        assert_eq!(utc(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(utc(951_782_400_123), "2000-02-29T00:00:00.123Z");
-        assert_eq!(utc(1_700_000_000_000), "2023-11-14T22:13:20.000Z");
-        assert_eq!(utc(-1), "1969-12-31T23:59:59.999Z");
-    }
 
     #[test]
     fn one_line_per_contender() {
@@ -72,8 +86,13 @@ mod tests {
             session: Some(SessionId(0x2a)),
         };
         assert_eq!(
-            line(&contender),
-            "/l/x__lock__0000000001 token=7 since=1970-01-01T00:00:00.000Z session=0x000000000000002a data=a\\nb\u{fffd}"
+            line(&contender, true),
+            "holder /l/x__lock__0000000001 token=7 since=1970-01-01T00:00:00.000Z session=0x000000000000002a \
+             data=a\\nb\u{fffd}"
         );
+        assert!(line(&contender, false).starts_with("waiter /l/"));
+        let object = object(&contender, false);
+        assert_eq!(object["role"], "waiter");
+        assert_eq!(object["data_encoding"], "base64");
     }
 }

@@ -1,52 +1,65 @@
 //! `ward`: a small command-line client for a Ward server.
 //!
+//! # Layout
+//! * `cli`: the command line (clap derive): commands, options, help texts.
+//! * `commands`: connect, run one command, close; [`commands::Failure`] and exit codes.
+//! * `nodes`: the tree commands (ls, tree, get, stat, create, set, rm).
+//! * `watch`: `watch` and `get -w`: watch events as lines.
+//! * `holders`, `status`, `observe`: lock queues; members and stats; election leaders.
+//! * `run`: `lock`, `semaphore` and `elect`: a child command under a lock.
+//! * `output`: text or JSON on stdout, writes that survive a closed stream, UTC times.
+//!
 //! Exit status: 0 on success, 1 when the server or the connection reported an error, 2 for
 //! a command line that does not parse. `lock`, `semaphore` and `elect` exit with their
 //! command's status, or 3 (lock lost), 4 (`--timeout` passed), 127 (command not started),
 //! 128+N (signal N to ward).
 
-mod args;
+mod cli;
 mod commands;
 mod holders;
+mod nodes;
+mod observe;
+mod output;
 mod run;
+mod status;
+mod watch;
 
+use clap::{CommandFactory, Parser};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let mut words = Vec::new();
-    for arg in std::env::args_os().skip(1) {
-        match arg.into_string() {
-            Ok(word) => words.push(word),
-            Err(raw) => {
-                eprintln!("ward: argument is not valid UTF-8: {raw:?}");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    let invocation = match args::parse(words, std::env::var("WARD_SERVER").ok()) {
-        Ok(invocation) => invocation,
-        Err(usage) => {
-            eprintln!("ward: {usage}\n\n{}", args::USAGE);
-            return ExitCode::from(2);
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            // `--help` and `--version` come this way too, for stdout and exit 0. A closed
+            // stream is no reason to panic: the write's failure is ignored.
+            let _ = error.print();
+            return ExitCode::from(if error.use_stderr() { 2 } else { 0 });
         }
     };
-    if invocation.command == args::Command::Help {
-        println!("{}", args::USAGE);
-        return ExitCode::SUCCESS;
+    if let cli::Command::Completions { shell } = cli.command {
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut cli::Cli::command(), "ward", &mut script);
+        return exit(output::Out { format: cli.output }.raw(&script).map(|()| 0));
     }
     // One connection and one request (or one child) at a time: a single-threaded runtime is
     // all we need.
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("ward: cannot start the runtime: {e}");
+            output::warn(format!("cannot start the runtime: {e}"));
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(commands::run(invocation)) {
+    exit(runtime.block_on(commands::run(cli, std::env::var("WARD_SERVER").ok())))
+}
+
+fn exit(outcome: Result<u8, commands::Failure>) -> ExitCode {
+    match outcome {
         Ok(code) => ExitCode::from(code),
+        Err(commands::Failure::OutputClosed) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("ward: {failure}");
+            output::warn(&failure);
             ExitCode::from(failure.exit_code())
         }
     }

@@ -12,6 +12,7 @@
 //! real program, or trap TERM and pass it on.
 
 use crate::commands::{ward, Failure};
+use crate::output::warn;
 use std::future::Future;
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -121,8 +122,8 @@ fn finish(ended: Ended, released: Released, what: String) -> Result<u8, Failure>
     match released {
         Ok(Ok(())) => {}
         // CMD is done either way; the session's close (or expiry) removes the node.
-        Ok(Err(e)) => eprintln!("ward: warning: releasing the {what}: {e}"),
-        Err(_) => eprintln!("ward: warning: releasing the {what}: no answer from the server"),
+        Ok(Err(e)) => warn(format!("warning: releasing the {what}: {e}")),
+        Err(_) => warn(format!("warning: releasing the {what}: no answer from the server")),
     }
     Ok(exit_code(status))
 }

@@ -35,19 +35,38 @@ impl CliOutput {
 
 /// Runs `ward --server SERVER ARGS...` to completion (bounded by [`DEADLINE`]).
 pub async fn run_cli(server: &str, args: &[&str]) -> CliOutput {
-    run_command(cli(server, args)).await
+    run_command(cli(server, args), None).await
+}
+
+/// Like [`run_cli`], with `input` on the CLI's stdin.
+pub async fn run_cli_stdin(server: &str, args: &[&str], input: &[u8]) -> CliOutput {
+    run_command(cli(server, args), Some(input.to_vec())).await
 }
 
 /// Runs `ward ARGS...` with `WARD_SERVER` set and no `--server` flag.
 pub async fn run_cli_env(ward_server: &str, args: &[&str]) -> CliOutput {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ward"));
     cmd.args(args).env("WARD_SERVER", ward_server);
-    run_command(cmd).await
+    run_command(cmd, None).await
 }
 
-async fn run_command(mut cmd: Command) -> CliOutput {
-    let mut child =
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn ward CLI");
+/// Runs `sh -c SCRIPT` with `$WARD` the CLI's path and `WARD_SERVER` set: for what only a
+/// shell can arrange, such as closed output streams (`>&-`) and pipes.
+pub async fn run_sh(ward_server: &str, script: &str) -> CliOutput {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(script).env("WARD", env!("CARGO_BIN_EXE_ward")).env("WARD_SERVER", ward_server);
+    run_command(cmd, None).await
+}
+
+async fn run_command(mut cmd: Command, input: Option<Vec<u8>>) -> CliOutput {
+    let stdin = if input.is_some() { Stdio::piped() } else { Stdio::null() };
+    let mut child = cmd.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn ward CLI");
+    if let (Some(input), Some(mut pipe)) = (input, child.stdin.take()) {
+        // Written from a thread of its own, and closed when written: the CLI reads to EOF.
+        std::thread::spawn(move || {
+            let _ = std::io::Write::write_all(&mut pipe, &input);
+        });
+    }
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
     let status = wait_exit(&mut child, DEADLINE).await;

@@ -8,7 +8,7 @@ mod procs;
 mod raw;
 mod record;
 
-pub use cli::{run_cli, run_cli_env, ClientProcess};
+pub use cli::{run_cli, run_cli_env, run_cli_stdin, run_sh, ClientProcess};
 pub use procs::Contender;
 pub use raw::{call, expect_dropped, frame, raw_connect, raw_session, recv, send, RawConn};
 pub use record::{check_at_most, check_exclusive, check_read_write, RecordFile};

@@ -1,0 +1,362 @@
+//! The command line, declared with clap's derive: `--help`, `--version`, usage errors and
+//! the shell completions all come from these types.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::time::Duration;
+
+pub const DEFAULT_SERVER: &str = "127.0.0.1:7181";
+
+const EXIT_STATUS: &str = "\
+Exit status: 0 on success; 1 when the server or the connection reported an error; 2 for a
+command line that does not parse. lock, semaphore and elect exit with CMD's status, or 3 (the
+lock or leadership was lost; CMD got SIGTERM), 4 (--timeout passed; CMD not run), 127 (CMD
+could not be started), 128+N (signal N reached ward; CMD was stopped). watch, get -w and
+elect --observe exit 0 when interrupted by SIGINT or SIGTERM.
+
+The server is --server, else $WARD_SERVER, else 127.0.0.1:7181. Use `--` before a DATA
+that starts with '-'.";
+
+#[derive(Debug, Parser)]
+#[command(name = "ward", version, about = "Command-line client for a Ward server", after_help = EXIT_STATUS)]
+// A bare `ward` is a usage error like any other: a short message and a hint, not the help.
+#[command(arg_required_else_help = false)]
+pub struct Cli {
+    /// Server address(es), comma-separated [default: $WARD_SERVER, then 127.0.0.1:7181]
+    #[arg(long, global = true, value_name = "ADDR[,ADDR...]")]
+    pub server: Option<String>,
+
+    /// Session timeout to ask the server for, in milliseconds
+    #[arg(long, global = true, value_name = "N")]
+    pub session_timeout_ms: Option<u64>,
+
+    /// Output format of the reading commands (ls, tree, get, stat, holders, members, stats,
+    /// watch, elect --observe)
+    #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
+    pub output: Format,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+impl Cli {
+    /// `--server`, else a non-empty `$WARD_SERVER` (`env`), else [`DEFAULT_SERVER`].
+    pub fn server(&self, env: Option<String>) -> String {
+        self.server.clone().or(env.filter(|s| !s.is_empty())).unwrap_or_else(|| DEFAULT_SERVER.to_owned())
+    }
+
+    pub fn session_timeout(&self) -> Option<Duration> {
+        self.session_timeout_ms.map(Duration::from_millis)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Lines for people and shell tools
+    Text,
+    /// One JSON document (watch, get -w and elect --observe: one JSON object a line)
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the children of PATH
+    Ls {
+        /// The node whose children to list
+        path: String,
+    },
+    /// Print PATH and every node below it
+    Tree {
+        /// The top of the subtree
+        path: String,
+    },
+    /// Print the data of PATH
+    Get {
+        /// The node
+        path: String,
+        /// Then wait for the next change of PATH (data set or delete) and print it
+        #[arg(short, long)]
+        watch: bool,
+    },
+    /// Print the metadata of PATH
+    Stat {
+        /// The node
+        path: String,
+    },
+    /// Create a node and print its path
+    Create {
+        /// Ephemeral: deleted when ward's session ends
+        #[arg(short, long)]
+        ephemeral: bool,
+        /// Sequential: the server appends a 10-digit sequence number
+        #[arg(short, long)]
+        sequential: bool,
+        /// Keep the session (and so the ephemerals) until killed or stdin closes
+        #[arg(long)]
+        hold: bool,
+        /// The node to create (with -s: the prefix of its name)
+        path: String,
+        /// The data; `-` reads stdin to its end
+        data: Option<String>,
+    },
+    /// Replace the data of PATH
+    Set {
+        /// Only if the node is at this version (else "bad version", exit 1)
+        #[arg(short, long = "expected-version", value_name = "VERSION", allow_negative_numbers = true)]
+        version: Option<i32>,
+        /// The node
+        path: String,
+        /// The data; `-` reads stdin to its end
+        data: String,
+    },
+    /// Delete PATH
+    Rm {
+        /// And everything below it
+        #[arg(short, long, conflicts_with = "version")]
+        recursive: bool,
+        /// Only if the node is at this version (else "bad version", exit 1)
+        #[arg(short, long = "expected-version", value_name = "VERSION", allow_negative_numbers = true)]
+        version: Option<i32>,
+        /// Allow `rm -r /`: delete every node below the root (the root itself stays)
+        #[arg(long)]
+        force_root: bool,
+        /// The node to delete
+        path: String,
+    },
+    /// Stream changes of PATH: one line per event (created, changed, deleted) until
+    /// interrupted
+    #[command(long_about = "Stream changes of PATH: one line per event until interrupted.
+
+Events: `created PATH zxid=N version=N`, `changed PATH zxid=N version=N` (data set) and
+`deleted PATH [zxid=N]`. Without options, PATH itself and the creation and deletion of its
+children are reported; --children adds the children's own data changes, --recursive every
+node below PATH at any depth (at most 10000 nodes).
+
+ZooKeeper-style watches fire once, so ward re-arms each after it fires and then re-reads the
+node: changes made in between are never lost, but several quick changes of one node may be
+reported as one event (its version says how many sets it spans).")]
+    Watch {
+        /// The node to watch (it need not exist yet)
+        path: String,
+        /// Also the data changes of PATH's children (one level)
+        #[arg(long)]
+        children: bool,
+        /// Every node below PATH, at any depth
+        #[arg(long, conflicts_with = "children")]
+        recursive: bool,
+    },
+    /// The holders of the lock PATH, then the waiters in queue order
+    #[command(long_about = "The holders of the lock PATH, then the waiters in queue order, one a line:
+`holder|waiter PATH token=N since=TIME session=ID data=TEXT`, TIME in UTC (ISO 8601).")]
+    Holders {
+        /// The lock (or semaphore) directory
+        path: String,
+    },
+    /// The ensemble's members (or add/remove one)
+    Members {
+        #[command(subcommand)]
+        change: Option<MembersChange>,
+    },
+    /// The server's counters: last zxid, znodes, sessions, watches, lock grants, log fsyncs
+    Stats,
+    /// Run CMD while holding the lock(s) PATH
+    #[command(long_about = "Run CMD while holding the lock PATH (all of them, taken all or nothing).
+
+CMD gets WARD_FENCING_TOKEN and WARD_LOCK_PATH (its contender node; comma-separated, one per
+PATH) in its environment. ward releases when CMD exits and exits with its status. If the
+lock is lost, CMD gets SIGTERM and ward exits 3; --timeout passing first exits 4 without
+running CMD; a SIGTERM or SIGINT to ward stops CMD the same way and exits 128+signal; a CMD
+that cannot be started exits 127.")]
+    Lock {
+        /// The read side of a read/write lock
+        #[arg(long)]
+        shared: bool,
+        #[command(flatten)]
+        timeout: Timeout,
+        /// The lock directories (several: all taken at once, or none)
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<String>,
+        #[command(flatten)]
+        cmd: Cmd,
+    },
+    /// Run CMD while holding one of N permits of the semaphore PATH
+    Semaphore {
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        permits: u32,
+        #[command(flatten)]
+        timeout: Timeout,
+        /// The semaphore directory
+        path: String,
+        #[command(flatten)]
+        cmd: Cmd,
+    },
+    /// Campaign in the election PATH and run CMD while leader; or --observe it
+    Elect {
+        /// The name to campaign with (what observers see)
+        #[arg(long, value_name = "NAME", required_unless_present = "observe")]
+        id: Option<String>,
+        /// Print the leader, then each new leader, one a line, until interrupted
+        #[arg(long, conflicts_with = "id")]
+        observe: bool,
+        /// The election directory
+        path: String,
+        /// The command to run while leader (not with --observe)
+        #[arg(last = true, value_name = "CMD", required_unless_present = "observe", conflicts_with = "observe")]
+        cmd: Vec<String>,
+    },
+    /// Print the shell completion script for SHELL
+    #[command(long_about = "Print the shell completion script for SHELL, e.g.
+`ward completions bash > /etc/bash_completion.d/ward` or
+`ward completions zsh > \"${fpath[1]}/_ward\"`.")]
+    Completions { shell: clap_complete::Shell },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MembersChange {
+    /// Add a member: it joins as a learner, catches up, then votes
+    Add {
+        /// The member's id and peer address
+        #[arg(value_name = "ID=PEER_ADDR", value_parser = member_spec)]
+        member: (u64, String),
+    },
+    /// Remove a member (the leader too: another is elected)
+    Remove { id: u64 },
+}
+
+#[derive(Debug, Args)]
+pub struct Timeout {
+    /// Give up (exit 4, CMD not run) if not granted within SECS
+    #[arg(long = "timeout", value_name = "SECS", value_parser = seconds)]
+    pub limit: Option<Duration>,
+}
+
+/// `-- CMD [ARGS...]`: the `--` is required, which keeps CMD's own options (`sh -c`) away
+/// from ward's.
+#[derive(Debug, Args)]
+pub struct Cmd {
+    /// The command to run, after `--`
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub argv: Vec<String>,
+}
+
+fn seconds(text: &str) -> Result<Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .ok_or_else(|| format!("not a number of seconds: {text}"))
+}
+
+fn member_spec(text: &str) -> Result<(u64, String), String> {
+    text.split_once('=')
+        .and_then(|(id, addr)| Some((id.parse().ok()?, addr.to_owned())))
+        .filter(|(_, addr)| !addr.is_empty())
+        .ok_or_else(|| format!("expected ID=PEER_ADDR, not {text:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("ward").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn the_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_create_with_flags_anywhere() {
+        let cli = parse(&["--server", "h:1", "create", "-es", "--hold", "/a", "x"]).expect("parses");
+        assert_eq!(cli.server(None), "h:1");
+        let Command::Create { ephemeral, sequential, hold, path, data } = cli.command else { panic!("create") };
+        assert!(ephemeral && sequential && hold);
+        assert_eq!((path.as_str(), data.as_deref()), ("/a", Some("x")));
+    }
+
+    #[test]
+    fn server_comes_from_flag_then_env_then_default() {
+        let env = || Some("e:2".to_string());
+        assert_eq!(parse(&["ls", "/"]).expect("parses").server(env()), "e:2");
+        assert_eq!(parse(&["--server=f:3", "ls", "/"]).expect("parses").server(env()), "f:3");
+        assert_eq!(parse(&["ls", "/", "--server", "g:4"]).expect("parses").server(env()), "g:4");
+        assert_eq!(parse(&["ls", "/"]).expect("parses").server(Some(String::new())), DEFAULT_SERVER);
+        assert_eq!(parse(&["ls", "/"]).expect("parses").server(None), DEFAULT_SERVER);
+    }
+
+    #[test]
+    fn double_dash_allows_data_with_a_dash() {
+        let cli = parse(&["set", "--", "/a", "-1"]).expect("parses");
+        let Command::Set { path, data, version } = cli.command else { panic!("set") };
+        assert_eq!((path.as_str(), data.as_str(), version), ("/a", "-1", None));
+        let cli = parse(&["set", "-v", "3", "/a", "-"]).expect("parses");
+        let Command::Set { data, version, .. } = cli.command else { panic!("set") };
+        assert_eq!((data.as_str(), version), ("-", Some(3)));
+    }
+
+    #[test]
+    fn parses_lock_and_elect_with_the_command_after_dashes() {
+        let cli = parse(&["lock", "--timeout", "1.5", "/l", "--", "sh", "-c", "echo --timeout"]).expect("parses");
+        let Command::Lock { shared, timeout, paths, cmd } = cli.command else { panic!("lock") };
+        assert!(!shared);
+        assert_eq!(timeout.limit, Some(Duration::from_millis(1500)));
+        assert_eq!(
+            (paths, cmd.argv),
+            (vec!["/l".to_string()], vec!["sh".into(), "-c".into(), "echo --timeout".into()])
+        );
+        let cli = parse(&["lock", "--shared", "/a", "/b", "--", "sh"]).expect("parses");
+        assert!(matches!(cli.command, Command::Lock { shared: true, ref paths, .. } if paths.len() == 2));
+        let cli = parse(&["semaphore", "/s", "--permits", "3", "--", "sh"]).expect("parses");
+        assert!(matches!(cli.command, Command::Semaphore { permits: 3, .. }));
+        let cli = parse(&["elect", "/e", "--id", "n1", "--", "./lead.sh", "-v"]).expect("parses");
+        let Command::Elect { id, observe, cmd, .. } = cli.command else { panic!("elect") };
+        assert_eq!((id.as_deref(), observe, cmd.len()), (Some("n1"), false, 2));
+        let cli = parse(&["elect", "--observe", "/e", "--output", "json"]).expect("parses");
+        assert!(matches!(cli.command, Command::Elect { observe: true, .. }));
+        assert_eq!(cli.output, Format::Json);
+        let cli = parse(&["members", "add", "4=h:7191"]).expect("parses");
+        assert!(matches!(cli.command, Command::Members { change: Some(MembersChange::Add { member: (4, _) }) }));
+    }
+
+    #[test]
+    fn refuses_bad_command_lines() {
+        for bad in [
+            &[][..],
+            &["frob", "/"],
+            &["ls"],
+            &["ls", "/", "/b"],
+            &["ls", "-e", "/"],
+            &["rm", "-x", "/a"],
+            &["rm", "-r", "-v", "1", "/a"],
+            &["--session-timeout-ms", "soon", "ls", "/"],
+            &["--server"],
+            &["--output", "yaml", "ls", "/"],
+            &["lock", "/l"],
+            &["lock", "/l", "true"],
+            &["lock", "/l", "--"],
+            &["lock", "--", "/l", "true"],
+            &["lock", "--timeout", "soon", "/l", "--", "true"],
+            &["lock", "--timeout", "-1", "/l", "--", "true"],
+            &["lock", "--id", "a", "/l", "--", "true"],
+            &["elect", "/e", "--", "true"],
+            &["elect", "--id", "a", "--timeout", "1", "/e", "--", "true"],
+            &["elect", "--id", "a", "/e", "/f", "--", "true"],
+            &["elect", "--observe", "/e", "--", "true"],
+            &["elect", "--observe", "--id", "a", "/e"],
+            &["semaphore", "/s", "--", "true"],
+            &["semaphore", "--permits", "0", "/s", "--", "true"],
+            &["semaphore", "--permits", "2", "/s", "/t", "--", "true"],
+            &["lock", "--permits", "2", "/s", "--", "true"],
+            &["elect", "--shared", "--id", "a", "/e", "--", "true"],
+            &["holders"],
+            &["ls", "--timeout", "1", "/"],
+            &["members", "add", "4"],
+            &["members", "remove", "x"],
+            &["watch", "--children", "--recursive", "/x"],
+            &["completions", "tcsh-but-not-really"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+    }
+}
