@@ -57,7 +57,8 @@ fn assert_refused(out: &Output, code: i32, message: &str) {
 struct Spawned {
     child: Child,
     lines: mpsc::Receiver<String>,
-    stderr: std::thread::JoinHandle<String>,
+    /// Everything the process wrote to stderr, once it has exited.
+    stderr: Option<std::thread::JoinHandle<String>>,
     _dir: TempDir,
 }
 
@@ -82,7 +83,7 @@ impl Spawned {
             let _ = stderr.read_to_string(&mut text);
             text
         });
-        Spawned { child, lines, stderr, _dir: dir }
+        Spawned { child, lines, stderr: Some(stderr), _dir: dir }
     }
 
     /// The first line on stdout that starts with `prefix`, within `limit`.
@@ -127,8 +128,7 @@ impl Spawned {
     fn stop(&mut self) -> String {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let handle = std::mem::replace(&mut self.stderr, std::thread::spawn(String::new));
-        handle.join().unwrap_or_default()
+        self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default()
     }
 }
 
