@@ -113,7 +113,9 @@ pub async fn serve_with(
         server.config.expiry_tick,
         cancel.clone(),
     ));
-    tracing::info!(addr = ?listener.local_addr().ok(), "serving");
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(%addr, "serving");
+    }
     if let Some(zk) = &server.config.zookeeper {
         let zk_listener = zk.to_tokio()?;
         tasks.spawn(zk::accept_loop(server.clone(), zk_listener, tasks.clone(), cancel.clone()));

@@ -23,5 +23,5 @@ async fn serves_and_stops_on_sigterm() {
 fn bad_arguments_exit_with_usage() {
     let out = Command::new(env!("CARGO_BIN_EXE_ward-server")).arg("--bogus").output().expect("run");
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("usage: ward-server"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Usage: ward-server"));
 }

@@ -12,6 +12,7 @@
 //!   crash during startup, pause and resume. Built with [`ServerBuilder`].
 //! - [`ensemble`]: [`Ensemble`], several members whose peer links each run through a proxy,
 //!   so a test can partition any member or any one direction.
+//! - [`http`]: a plain HTTP GET for the admin listener.
 //! - [`locate`]: where the test's build lives, and the `ward-server` binary in it.
 //! - [`proxy`]: [`Proxy`], a TCP proxy between clients and a server that cuts, blocks,
 //!   mutes and partitions its links.
@@ -29,6 +30,7 @@
 
 pub mod client;
 pub mod ensemble;
+pub mod http;
 pub mod locate;
 pub mod proxy;
 pub mod rng;

@@ -1,5 +1,5 @@
 //! Where the running test's build lives (`<target>/<profile>/deps/<test exe>`), and the
-//! `ward-server` binary in it.
+//! `ward-server` and `ward-contender` binaries in it.
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -22,34 +22,55 @@ pub fn target_dir() -> PathBuf {
     profile.parent().map_or_else(|| profile.clone(), Path::to_path_buf)
 }
 
+/// The cargo that runs the tests (`$CARGO`), to build or install with.
+pub fn cargo() -> OsString {
+    std::env::var_os("CARGO")
+        .or_else(|| option_env!("CARGO").map(OsString::from))
+        .unwrap_or_else(|| OsString::from("cargo"))
+}
+
+/// The cargo profile the running test was built with (`dev` for `target/debug`).
+pub fn profile() -> String {
+    match profile_dir().file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev".to_owned(),
+        Some(other) => other.to_owned(),
+    }
+}
+
 /// The `ward-server` binary: `$WARD_SERVER_BIN`, or the one in this test's own profile
 /// directory, built (once per test process) with the same profile.
 pub fn server_binary() -> &'static PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(bin) = std::env::var_os("WARD_SERVER_BIN") {
-            return PathBuf::from(bin);
-        }
-        let profile_dir = profile_dir();
-        let bin = profile_dir.join(format!("ward-server{}", std::env::consts::EXE_SUFFIX));
-        build_server(&profile_dir, &bin);
-        bin
+    BIN.get_or_init(|| match std::env::var_os("WARD_SERVER_BIN") {
+        Some(bin) => PathBuf::from(bin),
+        None => built_binary("ward-server", "ward-server"),
     })
 }
 
-/// Runs `cargo build` for the server even when a binary exists: `cargo test` of one package
-/// does not build other packages' binaries, and a stale one would test old code. When cargo
-/// is up to date this takes a fraction of a second.
-fn build_server(profile_dir: &Path, bin: &Path) {
-    let cargo = std::env::var_os("CARGO")
-        .or_else(|| option_env!("CARGO").map(OsString::from))
-        .unwrap_or_else(|| OsString::from("cargo"));
-    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-        Some("debug") | None => "dev".to_owned(),
-        Some(other) => other.to_owned(),
-    };
-    let mut cmd = Command::new(cargo);
-    cmd.args(["build", "-q", "-p", "ward-server", "--bin", "ward-server"])
+/// The `ward-contender` test helper (package `ward-contender`, testkit/contender), in this
+/// test's own profile directory, built (once per test process) with the same profile. It is
+/// a package of its own so that `cargo install --path .` installs `ward` alone, which also
+/// means cargo sets no `CARGO_BIN_EXE_ward-contender` for the root package's tests.
+pub fn contender_binary() -> &'static PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| built_binary("ward-contender", "ward-contender"))
+}
+
+/// `bin` of `package` in [`profile_dir`], after a `cargo build` of it there.
+fn built_binary(package: &str, bin: &str) -> PathBuf {
+    let profile_dir = profile_dir();
+    let path = profile_dir.join(format!("{bin}{}", std::env::consts::EXE_SUFFIX));
+    build(&profile_dir, package, bin, &path);
+    path
+}
+
+/// Runs `cargo build` of `bin` even when it exists: `cargo test` of one package does not
+/// build other packages' binaries, and a stale one would test old code. When cargo is up to
+/// date this takes a fraction of a second.
+fn build(profile_dir: &Path, package: &str, bin: &str, path: &Path) {
+    let profile = profile();
+    let mut cmd = Command::new(cargo());
+    cmd.args(["build", "-q", "-p", package, "--bin", bin])
         .arg("--profile")
         .arg(&profile)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -66,10 +87,11 @@ fn build_server(profile_dir: &Path, bin: &Path) {
         }
         child.wait().map(|status| (status, err))
     });
+    let what = format!("`cargo build -p {package} --bin {bin} --profile {profile}` into {}", profile_dir.display());
     match outcome {
         Ok((status, _)) if status.success() => {}
-        Ok((status, err)) if !bin.exists() => panic!("cargo build of ward-server failed ({status}):\n{err}"),
-        Err(e) if !bin.exists() => panic!("cannot run cargo to build ward-server: {e}"),
-        _ => eprintln!("warning: could not rebuild ward-server; using {}", bin.display()),
+        Ok((status, err)) if !path.exists() => panic!("{what} failed ({status}):\n{err}"),
+        Err(e) if !path.exists() => panic!("cannot run {what}: {e}"),
+        _ => eprintln!("warning: {what} failed; using the existing {}", path.display()),
     }
 }

@@ -37,7 +37,7 @@ struct FencedRecord {
     stale_unknown: usize,
 }
 
-/// Reads a `fenced` record (see tests/support/contender.rs), checking as it goes that held
+/// Reads a `fenced` record (see testkit/contender), checking as it goes that held
 /// sections never overlap (a section ends at its "exit" or, for a holder told that its lock
 /// is lost, at its "lost" line), that each holder's token is above every earlier one, and
 /// that no write with a released fence was accepted. Panics with the offending line. A

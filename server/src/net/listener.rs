@@ -20,7 +20,11 @@ pub struct Prebound(Arc<std::net::TcpListener>);
 
 impl Prebound {
     pub fn bind(addr: SocketAddr) -> std::io::Result<Self> {
-        let listener = std::net::TcpListener::bind(addr)?;
+        Prebound::from_std(std::net::TcpListener::bind(addr)?)
+    }
+
+    /// A listener the caller bound (say, the first of a host name's addresses that binds).
+    pub fn from_std(listener: std::net::TcpListener) -> std::io::Result<Self> {
         listener.set_nonblocking(true)?;
         Ok(Prebound(Arc::new(listener)))
     }

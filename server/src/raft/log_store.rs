@@ -115,8 +115,8 @@ impl LogStore {
         }
         tracing::info!(
             entries = cache.entries.len(),
-            purged = ?cache.last_purged.map(|id| id.index),
-            last = ?cache.entries.last_key_value().map(|(i, _)| *i),
+            purged = %super::types::shown(cache.last_purged),
+            last = %cache.entries.last_key_value().map_or_else(|| "none".to_string(), |(i, _)| i.to_string()),
             "log opened"
         );
         Ok(LogStore { wal, log_dir, cache: Arc::new(RwLock::new(cache)), vote_path, vote, segment_max })

@@ -330,14 +330,15 @@ pub async fn open_member(
                 .applied_index_at_least(last, "replay the log")
                 .await
                 .map_err(|e| OpenError::raft("replaying the log")(e.into()))?;
-            tracing::info!(last_index = ?last, zxid = core.read(|s| s.last_zxid()), "durable log open");
+            tracing::info!(last_index = %last.map_or_else(|| "none".to_string(), |i| i.to_string()), zxid = core.read(|s| s.last_zxid()), "durable log open");
         }
         Some(e) => {
             let member =
                 Arc::new(service::Member { raft: raft.clone(), local: local.clone(), reports: reports.clone() });
             let identity = peers.identity().clone();
             tasks.spawn(crate::peer::listener::serve(e.peer_listener, identity, member, cancel.clone(), tasks.clone()));
-            tracing::info!(id, members = ?e.members, zxid = core.read(|s| s.last_zxid()), "ensemble member open");
+            let members: Vec<String> = e.members.iter().map(|(id, addr)| format!("{id}={addr}")).collect();
+            tracing::info!(id, members = %members.join(","), zxid = core.read(|s| s.last_zxid()), "ensemble member open");
         }
     }
     core.read(|state| local.restart_deadlines(state));

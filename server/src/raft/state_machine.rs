@@ -88,7 +88,7 @@ impl StateMachineStore {
         if let Some((version, bytes)) = read_snapshot_file(&sm.snapshot_path)? {
             let body = decode(version, &bytes)
                 .map_err(|source| OpenError::Decode { what: sm.snapshot_path.display().to_string(), source })?;
-            tracing::info!(last = ?body.meta.last_log_id, zxid = body.state.last_zxid(), "snapshot loaded");
+            tracing::info!(last = %super::types::shown(body.meta.last_log_id), zxid = body.state.last_zxid(), "snapshot loaded");
             sm.restore(&body.meta, body.state);
         }
         Ok(sm)
@@ -144,7 +144,7 @@ impl RaftSnapshotBuilder<TypeConfig> for Builder {
             tracing::error!(error = %e, "writing the snapshot failed");
             StorageIOError::write_snapshot(signature, AnyError::new(&e))
         })?;
-        tracing::info!(last = ?self.meta.last_log_id, bytes = data.len(), "snapshot written");
+        tracing::info!(last = %super::types::shown(self.meta.last_log_id), bytes = data.len(), "snapshot written");
         Ok(Snapshot { meta: self.meta.clone(), snapshot: Box::new(Cursor::new(data)) })
     }
 }

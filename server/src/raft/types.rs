@@ -34,3 +34,12 @@ pub type SnapshotMeta = openraft::SnapshotMeta<NodeId, openraft::BasicNode>;
 pub type Snapshot = openraft::Snapshot<TypeConfig>;
 pub type LogState = openraft::LogState<TypeConfig>;
 pub type Raft = openraft::Raft<TypeConfig>;
+
+/// A log position for log lines: `index 42 (term 3)`, or `none` (nothing logged yet),
+/// instead of openraft's `Some(LogId { leader_id: ... })` debug form.
+pub fn shown(id: Option<LogId>) -> String {
+    match id {
+        Some(id) => format!("index {} (term {})", id.index, id.leader_id.term),
+        None => "none".to_string(),
+    }
+}

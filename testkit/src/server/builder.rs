@@ -14,11 +14,23 @@ pub struct ServerBuilder {
     pub(super) admin_listen: Option<SocketAddr>,
     pub(super) in_memory: bool,
     pub(super) flags: Vec<String>,
+    /// Environment variables for the process.
+    pub(super) envs: Vec<(String, String)>,
+    /// Only the test's flags, none of the harness's own.
+    pub(super) bare: bool,
 }
 
 impl Default for ServerBuilder {
     fn default() -> ServerBuilder {
-        ServerBuilder { listen: any_port(), zk_listen: None, admin_listen: None, in_memory: false, flags: Vec::new() }
+        ServerBuilder {
+            listen: any_port(),
+            zk_listen: None,
+            admin_listen: None,
+            in_memory: false,
+            flags: Vec::new(),
+            envs: Vec::new(),
+            bare: false,
+        }
     }
 }
 
@@ -26,6 +38,23 @@ impl ServerBuilder {
     /// Adds flags after the harness's own (a later flag wins, so these override).
     pub fn flags(mut self, flags: &[&str]) -> ServerBuilder {
         self.flags.extend(flags.iter().map(|f| f.to_string()));
+        self
+    }
+
+    /// Sets environment variables for the process (`WARD_*` options, `RUST_LOG`). The
+    /// harness's own flags win over `WARD_*` options; see [`bare`](Self::bare).
+    pub fn envs(mut self, vars: &[(&str, &str)]) -> ServerBuilder {
+        self.envs.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        self
+    }
+
+    /// Passes none of the harness's own flags (listen address, segment size, listeners, data
+    /// directory): the test's flags, environment or `--config` file say everything. The
+    /// process still runs in a directory of its own, so a relative `--data-dir` lands there
+    /// ([`ServerProcess::dir`]). [`zookeeper`](Self::zookeeper) and [`admin`](Self::admin)
+    /// then only say which listening lines to wait for.
+    pub fn bare(mut self) -> ServerBuilder {
+        self.bare = true;
         self
     }
 

@@ -14,7 +14,7 @@ use crate::tempdir::TempDir;
 use crate::wait::DEADLINE;
 use spawn::{spawn, stop, Banners, LogTail};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -207,9 +207,27 @@ impl ServerProcess {
         self.log.text()
     }
 
-    /// The command line of an incarnation: the harness's flags, then the test's.
+    /// The directory the process runs in (a relative `--data-dir` is relative to it).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The command line of an incarnation: the harness's flags, then the test's. The
+    /// environment's `WARD_*` variables are not passed on (a developer's shell must not
+    /// change what the tests run), only the test's own.
     fn command(&self) -> Command {
         let mut cmd = Command::new(server_binary());
+        for (var, _) in std::env::vars_os() {
+            if var.to_string_lossy().starts_with("WARD_") {
+                cmd.env_remove(var);
+            }
+        }
+        cmd.envs(self.options.envs.iter().map(|(k, v)| (k, v)));
+        cmd.current_dir(self.dir.path()).stdin(Stdio::null());
+        if self.options.bare {
+            cmd.args(&self.options.flags);
+            return cmd;
+        }
         cmd.arg("--listen").arg(self.addr.to_string());
         // Small segments: a 64 MiB zero-fill per test server would dominate the run.
         cmd.args(["--segment-mb", "1", "--zk-listen"]);
@@ -219,7 +237,7 @@ impl ServerProcess {
             true => cmd.arg("--in-memory"),
             false => cmd.arg("--data-dir").arg(self.dir.path().join("data")),
         };
-        cmd.args(&self.options.flags).current_dir(self.dir.path()).stdin(Stdio::null());
+        cmd.args(&self.options.flags);
         cmd
     }
 

@@ -1,4 +1,4 @@
-//! `ward-contender` processes (tests/support/contender.rs): lock and election contenders in
+//! `ward-contender` processes (testkit/contender): lock and election contenders in
 //! OS processes of their own, which a test can SIGKILL. Killed and reaped on drop.
 
 use std::io::Write;
@@ -24,7 +24,7 @@ pub struct Contender {
 impl Contender {
     /// Starts `ward-contender ARGS...`; its stderr goes to the test's output.
     pub fn spawn(args: &[&str]) -> Contender {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ward-contender"))
+        let mut child = Command::new(ward_testkit::locate::contender_binary())
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

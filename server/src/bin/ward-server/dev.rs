@@ -2,39 +2,68 @@
 //! Ward out and for development. Each member is a child process of this one, on consecutive
 //! ports from the `--listen` port (ZooKeeper clients from 2181 on, peers from the `--listen`
 //! port + 10, the admin listener from an explicit `--admin-listen` port, else none: the
-//! default 7180 and up would meet the client ports), with its data in `DIR/<id>` and its log in `DIR/<id>.log`. Ctrl-C stops them
-//! all; starting again with the same directory resumes the same ensemble.
+//! default 7180 and up would meet the client ports), with its data in `DIR/<id>` and its log
+//! in `DIR/<id>.log`; the other options (session timeouts, snapshots, log format, ...) are
+//! passed on to every member. Ctrl-C stops them all; starting again with the same directory
+//! resumes the same ensemble.
 
-use super::args::Args;
+use crate::args::settings::{env_var, keys};
+use crate::args::Args;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use tokio::io::AsyncBufReadExt;
 use tokio::process::{Child, Command};
 
+#[derive(Debug, thiserror::Error)]
+pub enum DevError {
+    #[error("--dev-ensemble: {what} {}: {source}", path.display())]
+    Io { what: &'static str, path: PathBuf, source: std::io::Error },
+    #[error("--dev-ensemble: ports run past 65535: choose a lower --listen port")]
+    Ports,
+    #[error("--dev-ensemble: member {id} did not start; see {}/{id}.log", root.display())]
+    MemberDidNotStart { id: u16, root: PathBuf },
+    #[error("--dev-ensemble: a member stopped ({status}); see its log in {}", root.display())]
+    MemberStopped { status: String, root: PathBuf },
+}
+
 /// Runs the members until a signal or until one of them stops.
-pub async fn run(n: u16, args: &Args) -> Result<(), String> {
+pub async fn run(n: u16, args: &Args) -> Result<(), DevError> {
     let root = args.data_dir.clone().unwrap_or_else(|| "ward-dev".into());
-    std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    let (ip, base) = (args.listen.ip(), args.listen.port());
-    let port = |base: u16, i: u16| -> Result<SocketAddr, String> {
-        let p = base.checked_add(i - 1).ok_or("ports run past 65535: choose a lower --listen port")?;
+    let io = |what: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| DevError::Io { what, path, source }
+    };
+    std::fs::create_dir_all(&root).map_err(io("creating", &root))?;
+    let exe = std::env::current_exe().map_err(io("finding this program", Path::new("")))?;
+    let first = args.listen.addrs.first().copied().unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 7181)));
+    let (ip, base) = (first.ip(), first.port());
+    let port = |base: u16, i: u16| -> Result<SocketAddr, DevError> {
+        let p = base.checked_add(i - 1).ok_or(DevError::Ports)?;
         Ok(SocketAddr::new(ip, p))
     };
-    let peer_base = base.checked_add(10).ok_or("--listen port too high")?;
+    let peer_base = base.checked_add(10).ok_or(DevError::Ports)?;
     let members: Vec<String> =
         (1..=n).map(|i| port(peer_base, i).map(|a| format!("{i}={a}"))).collect::<Result<_, _>>()?;
     let members = members.join(",");
+    let admin_base = args.admin_listen.as_ref().filter(|a| a.explicit).and_then(|a| a.addrs.first()).map(|a| a.port());
     let mut children: Vec<Child> = Vec::new();
     let mut clients = Vec::new();
     let mut zk = Vec::new();
     let mut admin = Vec::new();
     for i in 1..=n {
-        let log = std::fs::File::create(root.join(format!("{i}.log"))).map_err(|e| format!("log file: {e}"))?;
+        let log_path = root.join(format!("{i}.log"));
+        let log = std::fs::File::create(&log_path).map_err(io("creating", &log_path))?;
         let mut cmd = Command::new(&exe);
-        cmd.args(["--id", &i.to_string(), "--ensemble", &members])
+        // The members get every option as a flag; the variables and file this process read
+        // would set --dev-ensemble again.
+        for key in keys() {
+            cmd.env_remove(env_var(&key));
+        }
+        cmd.env_remove("WARD_CONFIG")
+            .args(passed_on(args))
+            .args(["--id", &i.to_string(), "--ensemble", &members])
             .args(["--listen", &port(base, i)?.to_string()])
             .arg("--data-dir")
             .arg(root.join(i.to_string()))
@@ -42,18 +71,17 @@ pub async fn run(n: u16, args: &Args) -> Result<(), String> {
             .stdout(Stdio::piped())
             .stderr(log)
             .kill_on_drop(true);
-        match args.zk_listen {
-            Some((zk_addr, _)) => cmd.args(["--zk-listen", &port(zk_addr.port(), i).map(|a| a.to_string())?]),
+        match args.zk_listen.as_ref().and_then(|l| l.addrs.first()) {
+            Some(zk_addr) => cmd.args(["--zk-listen", &port(zk_addr.port(), i)?.to_string()]),
             None => cmd.args(["--zk-listen", "off"]),
         };
-        match args.admin_listen {
-            Some((admin, true)) => cmd.args(["--admin-listen", &port(admin.port(), i).map(|a| a.to_string())?]),
-            _ => cmd.args(["--admin-listen", "off"]),
+        match admin_base {
+            Some(admin) => cmd.args(["--admin-listen", &port(admin, i)?.to_string()]),
+            None => cmd.args(["--admin-listen", "off"]),
         };
-        let mut child = cmd.spawn().map_err(|e| format!("starting member {i}: {e}"))?;
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let with_admin = matches!(args.admin_listen, Some((_, true)));
-        let banner = read_banner(stdout, i, &root, with_admin).await?;
+        let mut child = cmd.spawn().map_err(io("starting", &exe))?;
+        let stdout = child.stdout.take().ok_or(DevError::MemberDidNotStart { id: i, root: root.clone() })?;
+        let banner = read_banner(stdout, i, &root, admin_base.is_some()).await?;
         clients.push(banner.0);
         zk.extend(banner.1);
         admin.extend(banner.2);
@@ -76,12 +104,31 @@ pub async fn run(n: u16, args: &Args) -> Result<(), String> {
     };
     let result = tokio::select! {
         _ = super::shutdown_signal() => Ok(()),
-        status = stopped => Err(format!("a member stopped ({status:?}); see its log in {}", root.display())),
+        status = stopped => Err(DevError::MemberStopped {
+            status: status.map_or_else(|e| e.to_string(), |s| s.to_string()),
+            root: root.clone(),
+        }),
     };
     for child in &mut children {
         terminate(child).await;
     }
     result
+}
+
+/// The options every member runs with as this process was given them (the ones that are
+/// not per member).
+fn passed_on(args: &Args) -> Vec<String> {
+    let s = &args.settings;
+    let options = [
+        ("segment-mb", s.segment_mb.map(|n| n.to_string())),
+        ("snapshot-every", s.snapshot_every.map(|n| n.to_string())),
+        ("min-session-timeout-ms", s.min_session_timeout_ms.map(|n| n.to_string())),
+        ("max-session-timeout-ms", s.max_session_timeout_ms.map(|n| n.to_string())),
+        ("ensemble-name", s.ensemble_name.clone()),
+        ("log-format", s.log_format.map(|f| f.to_string())),
+        ("metrics-max-locks", s.metrics_max_locks.map(|n| n.to_string())),
+    ];
+    options.into_iter().filter_map(|(key, value)| Some(format!("--{key}={}", value?))).collect()
 }
 
 /// The member's banner lines: its client address, and its ZooKeeper and admin addresses
@@ -91,7 +138,7 @@ async fn read_banner(
     i: u16,
     root: &Path,
     admin: bool,
-) -> Result<(String, Option<String>, Option<String>), String> {
+) -> Result<(String, Option<String>, Option<String>), DevError> {
     let mut lines = tokio::io::BufReader::new(stdout).lines();
     let (mut client, mut zk, mut admin_addr) = (None, None, None);
     while let Ok(Some(line)) = lines.next_line().await {
@@ -110,7 +157,7 @@ async fn read_banner(
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     match client {
         Some(client) => Ok((client, zk, admin_addr)),
-        None => Err(format!("member {i} did not start; see {}/{i}.log", root.display())),
+        None => Err(DevError::MemberDidNotStart { id: i, root: root.to_path_buf() }),
     }
 }
 

@@ -1,0 +1,184 @@
+//! Every option of `ward-server`, as one source (the command line, the environment or a
+//! config file) gives them: all optional, so that the sources can be layered. The doc
+//! comments are the `--help` text; a field's flag, environment variable and TOML key are
+//! all derived from its name (`min_session_timeout_ms`: `--min-session-timeout-ms`,
+//! `WARD_MIN_SESSION_TIMEOUT_MS`, `min-session-timeout-ms`).
+
+use super::values::{Bounded, HostPort, Listen, LogFormat, Members};
+use clap::builder::BoolishValueParser;
+use clap::{Args, CommandFactory};
+use serde::Deserialize;
+use std::path::PathBuf;
+
+const MAX: u64 = u64::MAX;
+const MAX_MS: u64 = u32::MAX as u64;
+
+#[derive(Args, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Settings {
+    /// Client address; port 0 picks a free one [default: 127.0.0.1:7181]
+    #[arg(long, value_name = "ADDR", help_heading = "Listeners")]
+    pub listen: Option<HostPort>,
+    /// ZooKeeper-protocol address, or off. The default is skipped (and said so on stdout)
+    /// when its port is taken; an address given explicitly must bind [default: 127.0.0.1:2181]
+    #[arg(long, value_name = "ADDR|off", help_heading = "Listeners")]
+    pub zk_listen: Option<Listen>,
+    /// Admin HTTP address (/metrics, /healthz, /readyz), or off. The default is skipped (and
+    /// said so on stdout) when its port is taken; an address given explicitly must bind
+    /// [default: 127.0.0.1:7180]
+    #[arg(long, value_name = "ADDR|off", help_heading = "Listeners")]
+    pub admin_listen: Option<Listen>,
+
+    /// Where the log and snapshots live [default: ./ward-data; ./ward-dev with --dev-ensemble]
+    #[arg(long, value_name = "DIR", help_heading = "Storage")]
+    pub data_dir: Option<PathBuf>,
+    /// Keep nothing on disk: everything is lost when the server stops
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          value_parser = BoolishValueParser::new(), help_heading = "Storage")]
+    pub in_memory: Option<bool>,
+    /// Size of each preallocated log segment, in MiB [default: 64]
+    #[arg(long, value_name = "N", help_heading = "Storage")]
+    pub segment_mb: Option<Bounded<1, { 1 << 20 }>>,
+    /// Take a snapshot after N log entries, then purge the log [default: 5000]
+    #[arg(long, value_name = "N", help_heading = "Storage")]
+    pub snapshot_every: Option<Bounded<1, MAX>>,
+
+    /// Shortest session timeout granted [default: 4000]
+    #[arg(long, value_name = "N", help_heading = "Sessions")]
+    pub min_session_timeout_ms: Option<Bounded<1, MAX_MS>>,
+    /// Longest session timeout granted [default: 40000]
+    #[arg(long, value_name = "N", help_heading = "Sessions")]
+    pub max_session_timeout_ms: Option<Bounded<1, MAX_MS>>,
+
+    /// Run as a member of a replicated ensemble: every member's id and peer address (the
+    /// same list on every member)
+    #[arg(long, value_name = "1=ADDR,2=ADDR,...", help_heading = "Ensemble")]
+    pub ensemble: Option<Members>,
+    /// This member's id in --ensemble
+    #[arg(long, value_name = "N", help_heading = "Ensemble")]
+    pub id: Option<Bounded<1, MAX>>,
+    /// Where peers connect [default: this member's --ensemble address]
+    #[arg(long, value_name = "ADDR", help_heading = "Ensemble")]
+    pub peer_listen: Option<HostPort>,
+    /// A new member, to be added with `ward members add ID=ADDR`: it founds no group and
+    /// waits for the leader (with --id, --peer-listen, and no --ensemble)
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          value_parser = BoolishValueParser::new(), help_heading = "Ensemble")]
+    pub join: Option<bool>,
+    /// Checked when members connect, so that two ensembles never mix [default: ward]
+    #[arg(long, value_name = "NAME", help_heading = "Ensemble")]
+    pub ensemble_name: Option<String>,
+    /// Reach these members at ADDR instead of their listed address (NAT, or a test's
+    /// per-link proxy)
+    #[arg(long, value_name = "ID=ADDR,...", help_heading = "Ensemble")]
+    pub peer_route: Option<Members>,
+    /// Run a local ensemble of N (1 to 9) members as child processes, on consecutive ports
+    /// from --listen's; data and logs in --data-dir
+    #[arg(long, value_name = "N", help_heading = "Ensemble")]
+    pub dev_ensemble: Option<Bounded<1, 9>>,
+
+    /// Lines written to stderr: text, or one JSON object per line [default: text]
+    #[arg(long, value_name = "FORMAT", help_heading = "Logs and metrics")]
+    pub log_format: Option<LogFormat>,
+    /// How many lock directories /metrics reports (those with the longest queues) [default: 100]
+    #[arg(long, value_name = "N", help_heading = "Logs and metrics")]
+    pub metrics_max_locks: Option<usize>,
+}
+
+impl Settings {
+    /// These settings, with what they leave unset taken from `lower` (a source of lower
+    /// precedence). Where the data lives is one choice made with two options: the source that
+    /// says anything about it (`data-dir` or `in-memory`) decides alone.
+    pub fn over(self, mut lower: Settings) -> Settings {
+        if self.data_dir.is_some() || self.in_memory.is_some() {
+            (lower.data_dir, lower.in_memory) = (None, None);
+        }
+        self.and(lower)
+    }
+
+    /// Options of one source, option by option: these, then `lower`'s.
+    pub fn and(self, lower: Settings) -> Settings {
+        Settings {
+            listen: self.listen.or(lower.listen),
+            zk_listen: self.zk_listen.or(lower.zk_listen),
+            admin_listen: self.admin_listen.or(lower.admin_listen),
+            data_dir: self.data_dir.or(lower.data_dir),
+            in_memory: self.in_memory.or(lower.in_memory),
+            segment_mb: self.segment_mb.or(lower.segment_mb),
+            snapshot_every: self.snapshot_every.or(lower.snapshot_every),
+            min_session_timeout_ms: self.min_session_timeout_ms.or(lower.min_session_timeout_ms),
+            max_session_timeout_ms: self.max_session_timeout_ms.or(lower.max_session_timeout_ms),
+            ensemble: self.ensemble.or(lower.ensemble),
+            id: self.id.or(lower.id),
+            peer_listen: self.peer_listen.or(lower.peer_listen),
+            join: self.join.or(lower.join),
+            ensemble_name: self.ensemble_name.or(lower.ensemble_name),
+            peer_route: self.peer_route.or(lower.peer_route),
+            dev_ensemble: self.dev_ensemble.or(lower.dev_ensemble),
+            log_format: self.log_format.or(lower.log_format),
+            metrics_max_locks: self.metrics_max_locks.or(lower.metrics_max_locks),
+        }
+    }
+
+    /// Refuses a source that says both where to keep the data and to keep none.
+    pub fn check_data_choice(&self) -> Result<(), &'static str> {
+        match (&self.data_dir, self.in_memory) {
+            (Some(_), Some(true)) => Err("both data-dir and in-memory: choose one"),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The option names (the flags without `--`, which are also the TOML keys).
+pub fn keys() -> Vec<String> {
+    super::cli::Cli::command()
+        .get_arguments()
+        .filter(|arg| !matches!(arg.get_id().as_str(), "config" | "help" | "version"))
+        .filter_map(|arg| arg.get_long().map(str::to_string))
+        .collect()
+}
+
+/// The environment variable of an option: `WARD_` and the name in capitals, `-` as `_`.
+pub fn env_var(key: &str) -> String {
+    format!("WARD_{}", key.to_ascii_uppercase().replace('-', "_"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every flag is a TOML key and the other way round: a file's keys are checked against
+    /// `keys()` before serde sees them.
+    #[test]
+    fn every_flag_is_a_toml_key() {
+        for key in keys() {
+            let value = match key.as_str() {
+                "in-memory" | "join" => toml::Value::Boolean(false),
+                "segment-mb"
+                | "snapshot-every"
+                | "min-session-timeout-ms"
+                | "max-session-timeout-ms"
+                | "id"
+                | "dev-ensemble"
+                | "metrics-max-locks" => toml::Value::Integer(1),
+                "ensemble" | "peer-route" => toml::Value::String("1=a:1".into()),
+                "log-format" => toml::Value::String("json".into()),
+                _ => toml::Value::String("localhost:1".into()),
+            };
+            let table = toml::Table::from_iter([(key.clone(), value)]);
+            let parsed: Result<Settings, _> = toml::Value::Table(table).try_into();
+            let parsed = parsed.unwrap_or_else(|e| panic!("key {key}: {e}"));
+            assert_ne!(parsed, Settings::default(), "key {key} set nothing");
+        }
+        assert_eq!(keys().len(), 18, "a new option: add it to docs/operations.md and here");
+    }
+
+    #[test]
+    fn higher_source_wins_and_data_choice_goes_together() {
+        let file = Settings { data_dir: Some("d".into()), listen: "a:1".parse().ok(), ..Settings::default() };
+        let cli = Settings { in_memory: Some(true), ..Settings::default() };
+        let merged = cli.over(file);
+        assert_eq!((merged.data_dir, merged.in_memory), (None, Some(true)));
+        assert_eq!(merged.listen, "a:1".parse().ok());
+    }
+}

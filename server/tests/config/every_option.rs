@@ -1,0 +1,187 @@
+//! Every option, set from a config file and then from `WARD_*` variables, observed where a
+//! client, the admin listener or the file system can see it (docs/operations.md
+//! "Configuration").
+
+use super::{write_config, Spawned};
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::Duration;
+use ward_testkit::server::STARTUP;
+use ward_testkit::{bounded, connect, connect_with, wait_until, ServerProcess, TempDir, DEADLINE};
+
+/// Every option but `dev-ensemble` and `join` (each needs a server of its own, below).
+/// The ensemble of one member is given as a table here, as a string in [`ENV`].
+const FILE: &str = r#"
+listen = "localhost:0"
+zk-listen = "127.0.0.1:0"
+admin-listen = "127.0.0.1:0"
+data-dir = "data-from-config"
+in-memory = false
+segment-mb = 1
+snapshot-every = 3
+min-session-timeout-ms = 5000
+max-session-timeout-ms = 7000
+id = 1
+peer-listen = "127.0.0.1:0"
+ensemble-name = "configured"
+peer-route = "1=127.0.0.1:7191"
+log-format = "json"
+metrics-max-locks = 1
+
+[ensemble]
+1 = "127.0.0.1:7191"
+"#;
+
+/// [`FILE`] as environment variables, with two `WARD_*` variables that are not the
+/// server's (the `ward` CLI's `WARD_SERVER`, and a stranger): they are left alone.
+const ENV: &[(&str, &str)] = &[
+    ("WARD_LISTEN", "localhost:0"),
+    ("WARD_ZK_LISTEN", "127.0.0.1:0"),
+    ("WARD_ADMIN_LISTEN", "127.0.0.1:0"),
+    ("WARD_DATA_DIR", "data-from-config"),
+    ("WARD_IN_MEMORY", "false"),
+    ("WARD_SEGMENT_MB", "1"),
+    ("WARD_SNAPSHOT_EVERY", "3"),
+    ("WARD_MIN_SESSION_TIMEOUT_MS", "5000"),
+    ("WARD_MAX_SESSION_TIMEOUT_MS", "7000"),
+    ("WARD_ENSEMBLE", "1=127.0.0.1:7191"),
+    ("WARD_ID", "1"),
+    ("WARD_PEER_LISTEN", "127.0.0.1:0"),
+    ("WARD_ENSEMBLE_NAME", "configured"),
+    ("WARD_PEER_ROUTE", "1=127.0.0.1:7191"),
+    ("WARD_LOG_FORMAT", "json"),
+    ("WARD_METRICS_MAX_LOCKS", "1"),
+    ("WARD_SERVER", "127.0.0.1:1"),
+    ("WARD_NOT_AN_OPTION", "anything"),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_file_sets_every_option() {
+    let dir = TempDir::new("config-file");
+    let path = write_config(dir.path(), FILE);
+    let server = ServerProcess::builder().bare().zookeeper().admin().flags(&["--config", &path]).start();
+    bounded(check_every_option(&server)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn environment_variables_set_every_option() {
+    let server = ServerProcess::builder().bare().zookeeper().admin().envs(ENV).start();
+    bounded(check_every_option(&server)).await;
+}
+
+/// [`FILE`] and [`ENV`] set every option `--help` lists, but those with tests of their own.
+#[test]
+fn the_tests_cover_every_option() {
+    let out = super::run_to_exit(Path::new("."), &["--help"], &[]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    let own_tests = ["config", "help", "version", "dev-ensemble", "join"];
+    // The lines that introduce an option: "      --zk-listen <ADDR|off>".
+    let keys = help.lines().filter_map(|l| l.trim_start().strip_prefix("--"));
+    let keys = keys.filter_map(|l| l.split(|c: char| !(c.is_ascii_lowercase() || c == '-')).next());
+    let missing: Vec<&str> = keys
+        .filter(|key| !own_tests.contains(key))
+        .filter(|key| {
+            let in_file = FILE.lines().any(|l| l.starts_with(&format!("{key} ")) || l == format!("[{key}]"));
+            let var = format!("WARD_{}", key.to_uppercase().replace('-', "_"));
+            !in_file || !ENV.iter().any(|(v, _)| *v == var)
+        })
+        .collect();
+    assert!(missing.is_empty(), "options the config tests do not set: {missing:?}");
+}
+
+async fn check_every_option(server: &ServerProcess) {
+    // listen: a host name, resolved to a loopback address.
+    assert!(server.addr().ip().is_loopback(), "localhost:0 gave {}", server.addr());
+    let addr = server.addr_str();
+    // Session timeouts are clamped into [min, max].
+    let short = connect_with(&addr, Duration::from_millis(1000)).await;
+    assert_eq!(short.session_timeout(), Duration::from_millis(5000), "min-session-timeout-ms");
+    let long = connect_with(&addr, Duration::from_secs(60)).await;
+    assert_eq!(long.session_timeout(), Duration::from_millis(7000), "max-session-timeout-ms");
+    // data-dir (relative to the working directory), segment-mb, snapshot-every.
+    let data = server.dir().join("data-from-config");
+    assert!(data.join("LOCK").exists(), "data-dir: no LOCK in {}", data.display());
+    for i in 0..10 {
+        short.create(&format!("/n{i}"), b"x", ward_client::CreateMode::Persistent).await.expect("create");
+    }
+    let snapshot = data.join("snapshot");
+    wait_until("snapshot-every 3: a snapshot after ten writes", DEADLINE, || async { snapshot.exists() }).await;
+    assert_eq!(segment_sizes(&data.join("log")), vec![1 << 20], "segment-mb 1");
+    // ensemble, id, ensemble-name: the data directory belongs to member 1 of "configured".
+    let member = std::fs::read(data.join("member")).expect("read the member file");
+    let member = String::from_utf8_lossy(&member);
+    assert!(member.contains("id=1\nensemble=configured"), "member file: {member:?}");
+    // zk-listen and admin-listen answer.
+    TcpStream::connect(server.zk_addr()).expect("zk-listen answers");
+    assert_eq!(ward_testkit::http::get(server.admin_addr(), "/healthz").0, 200, "admin-listen answers");
+    // metrics-max-locks 1: two held locks, one reported.
+    let holder = connect(&addr).await;
+    let _a = holder.lock("/locks/a").await.expect("lock a");
+    let _b = holder.lock("/locks/b").await.expect("lock b");
+    let (_, metrics) = ward_testkit::http::get(server.admin_addr(), "/metrics");
+    let reported = metrics.lines().filter(|l| l.starts_with("ward_lock_holders{")).count();
+    assert_eq!(reported, 1, "metrics-max-locks 1:\n{metrics}");
+    // log-format json: every line on stderr is a JSON object.
+    let log = server.log_tail();
+    assert!(!log.is_empty(), "no log lines");
+    for line in log.lines() {
+        let line = line.split_once("] ").map_or(line, |(_, l)| l);
+        assert!(line.starts_with("{\"timestamp\":") && line.ends_with('}'), "not a JSON line: {line}");
+    }
+}
+
+fn segment_sizes(log_dir: &Path) -> Vec<u64> {
+    let entries = std::fs::read_dir(log_dir).unwrap_or_else(|e| panic!("read {}: {e}", log_dir.display()));
+    entries.filter_map(Result::ok).filter_map(|e| e.metadata().ok()).map(|m| m.len()).collect()
+}
+
+/// `join` (from the file) with `id` and `peer-listen`: a member waiting to be added starts,
+/// and its data directory is member 4's.
+#[test]
+fn a_config_file_makes_a_joining_member() {
+    let dir = TempDir::new("config-join");
+    let text = "join = true\nid = 4\npeer-listen = \"127.0.0.1:0\"\nlisten = \"127.0.0.1:0\"\n\
+                zk-listen = \"off\"\nadmin-listen = \"off\"\ndata-dir = \"joining\"\nsegment-mb = 1\n";
+    let path = write_config(dir.path(), text);
+    let server = ServerProcess::builder().bare().flags(&["--config", &path]).start();
+    let member = std::fs::read(server.dir().join("joining/member")).expect("read the member file");
+    assert!(String::from_utf8_lossy(&member).contains("id=4\n"), "{:?}", String::from_utf8_lossy(&member));
+}
+
+/// `dev-ensemble` from the environment: the members are started with the other options
+/// (here the session timeouts), and without the variables that would make each of them
+/// start an ensemble again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_environment_starts_a_dev_ensemble_that_passes_options_on() {
+    let port = free_port_and_port_plus_10();
+    let listen = format!("127.0.0.1:{port}");
+    let envs = [
+        ("WARD_DEV_ENSEMBLE", "1"),
+        ("WARD_LISTEN", listen.as_str()),
+        ("WARD_ZK_LISTEN", "off"),
+        ("WARD_DATA_DIR", "dev"),
+        ("WARD_SEGMENT_MB", "1"),
+        ("WARD_MIN_SESSION_TIMEOUT_MS", "5000"),
+    ];
+    let mut dev = Spawned::start(&[], &envs);
+    let line = dev.line_starting("ward-server ensemble of 1 listening on ", STARTUP);
+    assert!(line.ends_with(&listen), "{line}");
+    bounded(async {
+        let client = connect_with(&listen, Duration::from_millis(1000)).await;
+        assert_eq!(client.session_timeout(), Duration::from_millis(5000), "the member got min-session-timeout-ms");
+    })
+    .await;
+    dev.terminate();
+}
+
+/// A free port P whose P + 10 (the dev ensemble's first peer port) is free too, at the time.
+fn free_port_and_port_plus_10() -> u16 {
+    for _ in 0..50 {
+        let Ok(first) = std::net::TcpListener::bind("127.0.0.1:0") else { continue };
+        let Ok(port) = first.local_addr().map(|a| a.port()) else { continue };
+        if port < 65000 && std::net::TcpListener::bind(("127.0.0.1", port + 10)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port P with P + 10 free");
+}
