@@ -123,6 +123,7 @@ impl LocalEnsemble {
         let log = OpenOptions::new().create(true).append(true).open(m.dir.with_extension("log"))?;
         let mut child = Command::new(&bin)
             .args(["--id", &id.to_string(), "--ensemble", &list])
+            .args(["--max-connections-per-ip", "0", "--max-connections", "0"])
             .args(["--peer-listen", &m.peer.to_string(), "--listen", &m.addr.to_string(), "--zk-listen", "off"])
             .arg("--data-dir")
             .arg(&m.dir)

@@ -49,6 +49,9 @@ pub fn start(data_dir: &Path) -> Result<OwnedServer> {
     let bin = binary()?;
     let log = std::fs::File::create(data_dir.with_extension("log"))?;
     let mut child = Command::new(&bin)
+        // As the ZooKeeper it is compared with (maxClientCnxns=0): every session comes from
+        // this one host.
+        .args(["--max-connections-per-ip", "0", "--max-connections", "0"])
         .args(["--listen", "127.0.0.1:0", "--data-dir"])
         .arg(data_dir)
         .stdin(Stdio::null())

@@ -3,6 +3,10 @@
 use crate::error::Error;
 use std::time::Duration;
 
+/// The smallest bound on a connection's queued outbound bytes: room for a burst of events
+/// and one reply's worth of bookkeeping.
+pub const MIN_OUTBOUND_BYTES: usize = 64 << 10;
+
 /// What a server is allowed to do. `Default` gives ZooKeeper-like values.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -20,6 +24,16 @@ pub struct Config {
     /// Requests one connection may have waiting for their replies before the server stops
     /// reading from it (back-pressure instead of unbounded memory).
     pub max_inflight_per_conn: usize,
+    /// Bytes one connection may have queued for its client (events, lock grants, read
+    /// replies) but not yet written. Read replies past it make the server stop reading the
+    /// connection; an event or grant past it closes the connection (the session stays).
+    /// docs/security.md "Limits".
+    pub max_outbound_bytes: usize,
+    /// Client connections (both client listeners together) open at once; 0: no limit.
+    pub max_connections: usize,
+    /// Client connections from one IP address (both client listeners together) open at
+    /// once, as ZooKeeper's `maxClientCnxns`; 0: no limit.
+    pub max_connections_per_ip: usize,
     /// A second listener speaking ZooKeeper's protocol, bound by the caller (`None`: off).
     pub zookeeper: Option<crate::zk::ZkListener>,
     /// The admin HTTP listener (`/metrics`, `/healthz`, `/readyz`), bound by the caller
@@ -39,6 +53,9 @@ impl Default for Config {
             handshake_timeout: Duration::from_secs(10),
             expiry_tick: Duration::from_millis(100),
             max_inflight_per_conn: 1024,
+            max_outbound_bytes: 16 << 20,
+            max_connections: 10_000,
+            max_connections_per_ip: 60,
             zookeeper: None,
             admin: None,
             metrics_max_locks: 100,
@@ -60,6 +77,9 @@ impl Config {
         }
         if self.expiry_tick.is_zero() || self.max_inflight_per_conn == 0 {
             return bad("expiry tick and in-flight limit must be positive");
+        }
+        if self.max_outbound_bytes < MIN_OUTBOUND_BYTES {
+            return bad("max outbound bytes must be at least 64 KiB");
         }
         Ok(())
     }

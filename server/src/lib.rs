@@ -16,7 +16,8 @@
 //! * [`peer`]: the link between ensemble members (framing, hello, pooled connections).
 //! * [`raft`]: the durable, replicated log: openraft over fsynced segments, snapshots, group
 //!   commit, forwarding to the leader, leader-only duties.
-//! * [`metrics`]: process-wide counters (log fsyncs), open connections, Raft figures.
+//! * [`metrics`]: process-wide counters (log fsyncs, connections refused or overflowed),
+//!   open connections, Raft figures.
 //! * [`admin`]: the admin HTTP listener: Prometheus `/metrics`, `/healthz`, `/readyz`.
 //! * [`core`]: the state machine behind its lock, and the sink its effects go to.
 //! * [`local`]: this server's own registries (watches, session deadlines), the sink of a
@@ -24,9 +25,10 @@
 //! * [`prep`]: pure checks before a write is logged.
 //! * [`read`]: reads, and arming watches in the same view.
 //! * [`watch`]: the watch registry.
-//! * [`outbox`]: each connection's counted queue of events, grants and closes.
+//! * [`outbox`]: each connection's counted queue of events, grants and closes, and its
+//!   bound on bytes queued for the client.
 //! * [`session`]: deadlines, connection ownership and the expiry sweep.
-//! * [`net`]: accept loop, handshake, per-connection reader and writer.
+//! * [`net`]: accept loop and connection limits, handshake, per-connection reader and writer.
 //! * [`zk`]: the optional ZooKeeper-protocol listener on the same core.
 //! * [`config`], [`error`].
 
@@ -75,6 +77,8 @@ pub struct Server {
     pub config: Config,
     /// Connections open on each client listener (for `/metrics`).
     pub connections: Arc<metrics::OpenConnections>,
+    /// Connections open against the limits, over both client listeners.
+    pub limits: Arc<net::limits::ConnLimits>,
     next_conn: AtomicU64,
 }
 
@@ -103,8 +107,16 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
     config.validate()?;
-    let server =
-        Arc::new(Server { core, local, log, config, connections: Arc::default(), next_conn: AtomicU64::new(1) });
+    let limits = Arc::new(net::limits::ConnLimits::new(config.max_connections, config.max_connections_per_ip));
+    let server = Arc::new(Server {
+        core,
+        local,
+        log,
+        config,
+        connections: Arc::default(),
+        limits,
+        next_conn: AtomicU64::new(1),
+    });
     let cancel = CancellationToken::new();
     let tasks = TaskTracker::new();
     tasks.spawn(session::expiry::run(
@@ -114,7 +126,14 @@ pub async fn serve_with(
         cancel.clone(),
     ));
     if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, "serving");
+        let c = &server.config;
+        tracing::info!(
+            %addr,
+            max_connections = c.max_connections,
+            max_connections_per_ip = c.max_connections_per_ip,
+            max_outbound_bytes = c.max_outbound_bytes,
+            "serving"
+        );
     }
     if let Some(zk) = &server.config.zookeeper {
         let zk_listener = zk.to_tokio()?;

@@ -16,6 +16,28 @@ pub fn log_fsyncs() -> u64 {
     LOG_FSYNCS.load(Ordering::Relaxed)
 }
 
+/// Connections closed for passing their bound on queued outbound bytes.
+static OUTBOUND_OVERFLOWS: AtomicU64 = AtomicU64::new(0);
+
+pub fn count_outbound_overflow() {
+    OUTBOUND_OVERFLOWS.fetch_add(1, Ordering::Relaxed);
+}
+
+pub fn outbound_overflows() -> u64 {
+    OUTBOUND_OVERFLOWS.load(Ordering::Relaxed)
+}
+
+/// Connections refused at accept for passing a connection limit (per address or in total).
+static REFUSED_CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+
+pub fn count_refused_connection() {
+    REFUSED_CONNECTIONS.fetch_add(1, Ordering::Relaxed);
+}
+
+pub fn refused_connections() -> u64 {
+    REFUSED_CONNECTIONS.load(Ordering::Relaxed)
+}
+
 /// Connections open on one client listener.
 #[derive(Debug, Default)]
 pub struct OpenConnections {

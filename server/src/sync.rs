@@ -8,12 +8,12 @@
 
 #[cfg(not(ward_loom))]
 pub(crate) use std::sync::{
-    atomic::{AtomicU64, Ordering},
+    atomic::{AtomicBool, AtomicU64, Ordering},
     Mutex, MutexGuard, RwLock,
 };
 
 #[cfg(ward_loom)]
 pub(crate) use loom::sync::{
-    atomic::{AtomicU64, Ordering},
+    atomic::{AtomicBool, AtomicU64, Ordering},
     Mutex, MutexGuard, RwLock,
 };

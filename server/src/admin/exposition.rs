@@ -36,6 +36,16 @@ pub fn render(server: &Server) -> Result<String, std::fmt::Error> {
         ConstCounter::new(stats.log_fsyncs),
     );
     registry.register(
+        "connections_refused",
+        "Client connections refused at accept, past --max-connections or --max-connections-per-ip",
+        ConstCounter::new(crate::metrics::refused_connections()),
+    );
+    registry.register(
+        "connections_overflowed",
+        "Client connections closed for passing --max-outbound-bytes",
+        ConstCounter::new(crate::metrics::outbound_overflows()),
+    );
+    registry.register(
         "ready",
         "1 while this server can serve clients (see /readyz)",
         gauge(u64::from(server.log.in_contact())),

@@ -68,7 +68,7 @@ pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, con
     let mut reader = FramedRead::with_capacity(r, FrameCodec::new(max), FIRST_BUFFER);
     let mut writer = FramedWrite::with_capacity(w, FrameCodec::new(max), FIRST_BUFFER);
     writer.set_backpressure_boundary(FLUSH_AT);
-    let (outbox, out_rx) = Outbox::channel();
+    let (outbox, out_rx) = Outbox::bounded(server.config.max_outbound_bytes, cancel.clone());
 
     // Boxed: the handshake's state is dead weight in the connection's task for as long as the
     // session stays connected.
@@ -114,6 +114,17 @@ impl Wire for WardWire {
 
     fn session_expired(&mut self) -> Option<ServerMessage> {
         Some(ServerMessage::SessionExpired)
+    }
+
+    fn answer_weight(answer: &Self::Answer) -> u64 {
+        let heap = match answer {
+            Ok(Response::Data { data, .. }) => data.len(),
+            Ok(Response::Children { children, .. }) => {
+                children.iter().map(|c| std::mem::size_of::<String>() + c.len()).sum()
+            }
+            _ => 0,
+        };
+        (std::mem::size_of::<Self::Answer>() + heap) as u64
     }
 }
 
@@ -164,14 +175,14 @@ async fn read_loop(
             if let Some(answer) = prepared {
                 let (zxid, events_before, answer) = ctx.view(|_, _| answer);
                 let item = Item::Read { tag: xid, zxid, events_before, events: Vec::new(), answer };
-                if queue.send(Box::new(item)).await.is_err() {
+                if ctx.queue(&queue, item).await.is_err() {
                     return;
                 }
                 continue;
             }
             read(ctx, xid, request)
         };
-        if queue.send(Box::new(item)).await.is_err() || closes_session {
+        if ctx.queue(&queue, item).await.is_err() || closes_session {
             return;
         }
     }

@@ -47,8 +47,9 @@ pub async fn accept_loop(server: Arc<Server>, listener: TcpListener, tasks: Task
     .await
 }
 
-/// The accept loop every listener shares: accepts until `cancel` fires and runs `serve` for
-/// each connection as a tracked task, so shutdown can wait for them all.
+/// The accept loop every client listener shares: accepts until `cancel` fires and runs
+/// `serve` for each connection the connection limits admit (`limits.rs`) as a tracked
+/// task, so shutdown can wait for them all.
 pub async fn accept_each<F, Fut>(
     server: &Server,
     listener: TcpListener,
@@ -61,13 +62,21 @@ pub async fn accept_each<F, Fut>(
     Fut: Future<Output = ()> + Send + 'static,
 {
     accept_until(listener, cancel, protocol, |stream, peer, cancel| {
+        let admitted = match server.limits.admit(peer.ip()) {
+            Ok(admitted) => admitted,
+            Err(why) => {
+                // Closed before anything is read from it; other clients are not touched.
+                drop(stream);
+                return server.limits.refused(peer, protocol, why);
+            }
+        };
         let conn = server.next_conn.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(%peer, conn, protocol, "accepted");
         let open = server.connections.open(protocol);
         let served = serve(stream, peer, conn, cancel);
         tasks.spawn(async move {
             served.await;
-            drop(open);
+            drop((open, admitted));
         });
     })
     .await

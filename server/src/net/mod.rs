@@ -3,6 +3,7 @@
 
 pub mod connection;
 pub mod handshake;
+pub mod limits;
 pub mod listener;
 pub mod order;
 pub mod queue;

@@ -5,7 +5,7 @@
 
 use super::handshake::Attached;
 use super::queue;
-use super::writer::{ItemTx, Shrink, Wire, WriterLoop};
+use super::writer::{Item, ItemTx, Shrink, Wire, WriterLoop};
 use crate::command::{Command, CommandOp};
 use crate::local::Local;
 use crate::log::{MemberChange, Pending, Rejected};
@@ -188,6 +188,20 @@ impl SessionConn {
             _ => return None,
         };
         waited.err().map(|r| Err(self.refused(r)))
+    }
+
+    /// Hands `item` to the writer. A read's reply, and the events it fired, count against
+    /// the connection's outbound bound until written; at the bound this then waits before
+    /// the reader reads another request (back-pressure, `crate::outbox`). Err: the writer is
+    /// gone.
+    pub async fn queue<W: Wire>(&self, queue: &ItemTx<W>, item: Item<W>) -> Result<(), queue::Closed> {
+        if let Item::Read { events, answer, .. } = &item {
+            let events: u64 = events.iter().map(crate::outbox::event_weight).sum();
+            self.outbox.charge(W::answer_weight(answer) + events);
+        }
+        queue.send(Box::new(item)).await?;
+        self.outbox.room().await;
+        Ok(())
     }
 
     fn refused(&self, rejected: Rejected) -> ErrorCode {

@@ -13,6 +13,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use tokio::sync::Notify;
 
+/// A queue emptied after growing past this many slots gives them back.
+const SHRINK_ABOVE: usize = 1024;
+
 /// The state both ends share.
 pub struct Queue<T> {
     state: Mutex<State<T>>,
@@ -101,6 +104,10 @@ impl<T> Queue<T> {
         let mut state = self.lock();
         match state.items.pop_front() {
             Some(item) => {
+                if state.items.is_empty() && state.items.capacity() > SHRINK_ABOVE {
+                    // A burst is over: its room goes back, not kept for the connection's life.
+                    state.items = VecDeque::new();
+                }
                 drop(state);
                 self.to_sender.notify_one();
                 Ok(item)

@@ -36,6 +36,9 @@ pub trait Wire: Send {
     fn write_reply(&mut self, tag: Self::Tag, zxid: Zxid, result: Result<Response, ErrorCode>) -> Self::Msg;
     /// The last message when the session ended under the connection, if the protocol has one.
     fn session_expired(&mut self) -> Option<Self::Msg>;
+    /// About the memory a read's answer holds until it is written: it counts against the
+    /// connection's bound on outbound bytes (`crate::outbox`).
+    fn answer_weight(answer: &Self::Answer) -> u64;
 }
 
 /// A request on its way to a reply, in arrival order.
@@ -89,10 +92,28 @@ where
     pub async fn run(mut self, applied: AppliedTx, cancel: CancellationToken) {
         // Whatever ends the writer ends the reader too.
         let _stop_reader = cancel.clone().drop_guard();
+        // Cancelled from outside too when the connection overflows its outbound bound: the
+        // writer may be stuck on a client that does not read.
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => {}
+            _ = self.serve(&applied) => {}
+        }
+        if self.out.overflowed() {
+            tracing::warn!(
+                peer = %self.peer,
+                session = %self.session,
+                limit = self.out.limit(),
+                "closing connection: its client does not read what is queued for it (outbound bytes past the \
+                 limit); the session stays, to be resumed or to expire"
+            );
+        }
+    }
+
+    async fn serve(&mut self, applied: &AppliedTx) {
         loop {
             let step = tokio::select! {
                 biased;
-                _ = cancel.cancelled() => return,
                 msg = self.out.recv() => match msg {
                     Some(msg) => {
                         self.taken += 1;
@@ -106,12 +127,12 @@ where
                 item = self.queue.recv() => match item {
                     // Boxed here and below: the futures awaited in this loop would otherwise
                     // be most of every connection's task, idle or not (ward-bench f).
-                    Some(item) => Box::pin(self.complete(*item, &applied)).await,
+                    Some(item) => Box::pin(self.complete(*item, applied)).await,
                     None => Step::Stop,
                 },
             };
             let step = match step {
-                Step::Close(reason) => Box::pin(self.close(reason, &applied)).await,
+                Step::Close(reason) => Box::pin(self.close(reason, applied)).await,
                 step => step,
             };
             let step = match step {
@@ -184,10 +205,13 @@ where
     }
 
     async fn send_outbound(&mut self, msg: Outbound) -> Step {
-        match self.wire.outbound(msg) {
+        let weight = crate::outbox::weight(&msg);
+        let step = match self.wire.outbound(msg) {
             Some(msg) => self.feed(msg).await,
             None => Step::Continue,
-        }
+        };
+        self.out.release(weight);
+        step
     }
 
     /// Completes the item at the head of the queue: the messages that must precede its
@@ -221,10 +245,12 @@ where
                         return Step::Stop;
                     }
                 }
+                let weight = W::answer_weight(&answer);
                 let reply = self.wire.read_reply(tag, zxid, answer);
                 if let Step::Stop = self.feed(reply).await {
                     return Step::Stop;
                 }
+                self.out.release(weight);
                 self.fences.pop();
                 if let Step::Stop = self.release_held().await {
                     return Step::Stop;
@@ -297,6 +323,10 @@ where
     }
 
     async fn feed(&mut self, msg: W::Msg) -> Step {
+        if self.out.overflowed() {
+            // An event was dropped: a reply now could show its change without it (G6).
+            return Step::Stop;
+        }
         match self.writer.feed(msg).await {
             Ok(()) => Step::Continue,
             Err(error) => {

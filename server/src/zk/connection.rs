@@ -79,7 +79,7 @@ async fn serve_conn(
     reader.read_buffer_mut().extend_from_slice(&head);
     let mut writer = FramedWrite::with_capacity(w, codec(), crate::net::connection::FIRST_BUFFER);
     writer.set_backpressure_boundary(crate::net::connection::FLUSH_AT);
-    let (outbox, out_rx) = Outbox::channel();
+    let (outbox, out_rx) = Outbox::bounded(server.config.max_outbound_bytes, cancel.clone());
     // Boxed, as Ward's handshake is: its state would otherwise stay in the task for good.
     let connect = Box::pin(connect(&server, &mut reader, &mut writer, peer, conn, &outbox));
     let attached = tokio::select! {
@@ -233,7 +233,7 @@ async fn read_loop(
                     let (zxid, events_before, answer) = ctx.view(|_, _| ZkAnswer::fail(err::CONNECTION_LOSS));
                     let tag = ZkTag { xid, render: Render::None };
                     let item = Item::Read { tag, zxid, events_before, events: Vec::new(), answer };
-                    if queue.send(Box::new(item)).await.is_err() {
+                    if ctx.queue(&queue, item).await.is_err() {
                         return;
                     }
                     continue;
@@ -248,7 +248,7 @@ async fn read_loop(
                 Item::Read { tag: ZkTag { xid, render: Render::None }, zxid, events_before, events: Vec::new(), answer }
             }
         };
-        if queue.send(Box::new(item)).await.is_err() || closes_session {
+        if ctx.queue(&queue, item).await.is_err() || closes_session {
             return;
         }
     }

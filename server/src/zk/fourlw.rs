@@ -148,7 +148,7 @@ fn write_answer(out: &mut String, word: Word, server: &Server, shared: &Shared) 
             writeln!(out, "clientPort={}", shared.addr.port())?;
             writeln!(out, "secureClientPort=-1")?;
             writeln!(out, "tickTime=2000")?;
-            writeln!(out, "maxClientCnxns=0")?;
+            writeln!(out, "maxClientCnxns={}", server.config.max_connections_per_ip)?;
             writeln!(out, "minSessionTimeout={}", ms(server.config.min_session_timeout))?;
             writeln!(out, "maxSessionTimeout={}", ms(server.config.max_session_timeout))?;
             writeln!(out, "clientPortListenBacklog=-1")?;

@@ -78,6 +78,10 @@ impl Wire for ZkWire {
     fn session_expired(&mut self) -> Option<Bytes> {
         None
     }
+
+    fn answer_weight(answer: &ZkAnswer) -> u64 {
+        (std::mem::size_of::<ZkAnswer>() + answer.body.len()) as u64
+    }
 }
 
 fn render(render: Render, result: Result<Response, ErrorCode>) -> ZkAnswer {

@@ -127,6 +127,9 @@ fn passed_on(args: &Args) -> Vec<String> {
         ("ensemble-name", s.ensemble_name.clone()),
         ("log-format", s.log_format.map(|f| f.to_string())),
         ("metrics-max-locks", s.metrics_max_locks.map(|n| n.to_string())),
+        ("max-outbound-bytes", s.max_outbound_bytes.map(|n| n.to_string())),
+        ("max-connections", s.max_connections.map(|n| n.to_string())),
+        ("max-connections-per-ip", s.max_connections_per_ip.map(|n| n.to_string())),
     ];
     options.into_iter().filter_map(|(key, value)| Some(format!("--{key}={}", value?))).collect()
 }

@@ -99,6 +99,11 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
         )));
     }
     config.metrics_max_locks = s.metrics_max_locks.unwrap_or(config.metrics_max_locks);
+    if let Some(bytes) = s.max_outbound_bytes {
+        config.max_outbound_bytes = usize::try_from(bytes.0).unwrap_or(usize::MAX);
+    }
+    config.max_connections = s.max_connections.unwrap_or(config.max_connections);
+    config.max_connections_per_ip = s.max_connections_per_ip.unwrap_or(config.max_connections_per_ip);
     let mut raft = RaftOptions::default();
     if let Some(mb) = s.segment_mb {
         raft.segment_bytes = mb.0 << 20;

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 const MAX: u64 = u64::MAX;
 const MAX_MS: u64 = u32::MAX as u64;
+const MIN_OUTBOUND: usize = ward_server::config::MIN_OUTBOUND_BYTES;
 
 #[derive(Args, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -77,6 +78,21 @@ pub struct Settings {
     #[arg(long, value_name = "N", help_heading = "Ensemble")]
     pub dev_ensemble: Option<Bounded<1, 9>>,
 
+    /// Bytes one connection may have queued for its client and not yet written (events,
+    /// lock grants, read replies). Read replies past it make the server stop reading the
+    /// connection; an event past it closes the connection (the session stays)
+    /// [default: 16777216, 16 MiB]
+    #[arg(long, value_name = "BYTES", help_heading = "Limits")]
+    pub max_outbound_bytes: Option<Bounded<{ MIN_OUTBOUND as u64 }, MAX>>,
+    /// Client connections open at once, both client listeners together; 0: no limit
+    /// [default: 10000]
+    #[arg(long, value_name = "N", help_heading = "Limits")]
+    pub max_connections: Option<usize>,
+    /// Client connections from one IP address, both client listeners together (ZooKeeper's
+    /// maxClientCnxns); 0: no limit [default: 60]
+    #[arg(long, value_name = "N", help_heading = "Limits")]
+    pub max_connections_per_ip: Option<usize>,
+
     /// Lines written to stderr: text, or one JSON object per line [default: text]
     #[arg(long, value_name = "FORMAT", help_heading = "Logs and metrics")]
     pub log_format: Option<LogFormat>,
@@ -115,6 +131,9 @@ impl Settings {
             ensemble_name: self.ensemble_name.or(lower.ensemble_name),
             peer_route: self.peer_route.or(lower.peer_route),
             dev_ensemble: self.dev_ensemble.or(lower.dev_ensemble),
+            max_outbound_bytes: self.max_outbound_bytes.or(lower.max_outbound_bytes),
+            max_connections: self.max_connections.or(lower.max_connections),
+            max_connections_per_ip: self.max_connections_per_ip.or(lower.max_connections_per_ip),
             log_format: self.log_format.or(lower.log_format),
             metrics_max_locks: self.metrics_max_locks.or(lower.metrics_max_locks),
         }
@@ -160,7 +179,10 @@ mod tests {
                 | "max-session-timeout-ms"
                 | "id"
                 | "dev-ensemble"
-                | "metrics-max-locks" => toml::Value::Integer(1),
+                | "metrics-max-locks"
+                | "max-connections"
+                | "max-connections-per-ip" => toml::Value::Integer(1),
+                "max-outbound-bytes" => toml::Value::Integer(1 << 20),
                 "ensemble" | "peer-route" => toml::Value::String("1=a:1".into()),
                 "log-format" => toml::Value::String("json".into()),
                 _ => toml::Value::String("localhost:1".into()),
@@ -170,7 +192,7 @@ mod tests {
             let parsed = parsed.unwrap_or_else(|e| panic!("key {key}: {e}"));
             assert_ne!(parsed, Settings::default(), "key {key} set nothing");
         }
-        assert_eq!(keys().len(), 18, "a new option: add it to docs/operations.md and here");
+        assert_eq!(keys().len(), 21, "a new option: add it to docs/operations.md and here");
     }
 
     #[test]
