@@ -1,11 +1,13 @@
 //! The outside ZooKeeper clients the compatibility tests run against a server's ZooKeeper
-//! port: kazoo scripts ([`Kazoo`]) and ZooKeeper's own Java client and zkCli ([`ZkJava`]).
+//! port: kazoo scripts ([`Kazoo`]) and ZooKeeper's own Java client and zkCli ([`ZkJava`]);
+//! and [`raw`], a bare jute client of our own for byte-level tests.
 //! Each is found (or provisioned) once per test process; where it cannot be had the test
 //! is skipped ([`crate::skip()`]). The scripts and their expected outputs belong to the tests
 //! and live with them; these types take the directory they are in.
 
 mod java;
 mod kazoo;
+pub mod raw;
 
 pub use java::ZkJava;
 pub use kazoo::Kazoo;
