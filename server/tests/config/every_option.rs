@@ -27,6 +27,9 @@ ensemble-name = "configured"
 peer-route = "1=127.0.0.1:7191"
 log-format = "json"
 metrics-max-locks = 1
+max-outbound-bytes = 3000000
+max-connections = 500
+max-connections-per-ip = 40
 
 [ensemble]
 1 = "127.0.0.1:7191"
@@ -51,6 +54,9 @@ const ENV: &[(&str, &str)] = &[
     ("WARD_PEER_ROUTE", "1=127.0.0.1:7191"),
     ("WARD_LOG_FORMAT", "json"),
     ("WARD_METRICS_MAX_LOCKS", "1"),
+    ("WARD_MAX_OUTBOUND_BYTES", "3000000"),
+    ("WARD_MAX_CONNECTIONS", "500"),
+    ("WARD_MAX_CONNECTIONS_PER_IP", "40"),
     ("WARD_SERVER", "127.0.0.1:1"),
     ("WARD_NOT_AN_OPTION", "anything"),
 ];
@@ -128,6 +134,24 @@ async fn check_every_option(server: &ServerProcess) {
         let line = line.split_once("] ").map_or(line, |(_, l)| l);
         assert!(line.starts_with("{\"timestamp\":") && line.ends_with('}'), "not a JSON line: {line}");
     }
+    // The limits: the per-address one as ZooKeeper's `conf` shows it, all three as the
+    // server says it serves with them.
+    let conf = zk_conf(server.zk_addr());
+    assert!(conf.contains("maxClientCnxns=40\n"), "max-connections-per-ip: {conf}");
+    for field in ["\"max_outbound_bytes\":3000000", "\"max_connections\":500", "\"max_connections_per_ip\":40"] {
+        assert!(log.lines().any(|l| l.contains("\"serving\"") && l.contains(field)), "no {field} in:\n{log}");
+    }
+}
+
+/// ZooKeeper's `conf` four-letter word.
+fn zk_conf(addr: std::net::SocketAddr) -> String {
+    use std::io::{Read, Write};
+    let mut stream = TcpStream::connect(addr).expect("connect to zk-listen");
+    stream.set_read_timeout(Some(DEADLINE)).expect("read timeout");
+    stream.write_all(b"conf").expect("send conf");
+    let mut conf = String::new();
+    stream.read_to_string(&mut conf).expect("read conf");
+    conf
 }
 
 fn segment_sizes(log_dir: &Path) -> Vec<u64> {

@@ -119,7 +119,8 @@ async fn connections_past_the_per_address_limit_are_refused_and_others_keep_work
         all_refused(&server, HOSTILE, FLOOD, &mut others).await;
         // Refused at once, and logged, but not once per refusal: the log would have
         // thousands of lines (the tail keeps the last 400) where one a second is written.
-        let lines = refusals_logged(&server, &format!("too many connections from this address (limit {PER_IP})"), HOSTILE);
+        let lines =
+            refusals_logged(&server, &format!("too many connections from this address (limit {PER_IP})"), HOSTILE);
         assert!(lines < 200, "{lines} refusals logged for {FLOOD} refused connections");
         assert!(metric(server.admin_addr(), "ward_connections_refused_total") >= FLOOD as u64);
         // The hostile host's admitted connections are served as before.
@@ -149,7 +150,11 @@ async fn connections_past_the_total_limit_are_refused_from_any_address() {
         for from in [IpAddr::V4(Ipv4Addr::LOCALHOST), IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3))] {
             all_refused(&server, from, 2 * AT_ONCE, &mut others).await;
         }
-        refusals_logged(&server, &format!("too many connections in total (limit {TOTAL})"), IpAddr::V4(Ipv4Addr::LOCALHOST));
+        refusals_logged(
+            &server,
+            &format!("too many connections in total (limit {TOTAL})"),
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+        );
         drop(held.pop());
         let hello = first_message(&server, server.addr());
         let from = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3));
