@@ -55,6 +55,11 @@ pub enum CommandOp {
     /// connection; applied then, it would reorder the session's writes, or bring back a lock
     /// attempt the client gave up. ZooKeeper refuses such a request the same way.
     Fenced { epoch: Zxid, op: Box<CommandOp> },
+    /// An `Op` or a `Multi` from a ZooKeeper client that sent null data (jute's length -1,
+    /// which Ward's own protocol cannot say) to the ops at `nulls` (indices into the multi, 0
+    /// for a lone op): their data, empty in `op`, is stored as null. (Appended last, so that
+    /// older logs decode unchanged.)
+    NullData { nulls: Vec<u32>, op: Box<CommandOp> },
 }
 
 /// What applying a command produced. Serializable: it is the Raft response of a batch.

@@ -282,7 +282,7 @@ fn a_write_from_a_connection_the_session_left_never_applies_after_the_move() {
             Outcome::Reply(Err(ErrorCode::SessionMoved)) => {}
             other => panic!("unexpected outcome of the old write: {other:?}"),
         }
-        let data = core.read(|s| s.tree().get("/n").map(|n| n.data.to_vec()));
+        let data = core.read(|s| s.tree().get("/n").map(|n| n.data().to_vec()));
         assert_eq!(data, Some(b"new".to_vec()), "the last write the client sent is the one that stays");
     });
 }

@@ -268,3 +268,33 @@ fn a_command_from_a_connection_the_session_left_is_refused_after_a_later_attachm
     let (attach_ended, _) = apply(&mut h, CommandOp::Attach);
     assert_eq!(attach_ended.outcome, Outcome::Reply(Err(ErrorCode::SessionExpired)));
 }
+
+/// Null data (docs/zookeeper-compat.md): a create or set a ZooKeeper client sent with null
+/// data stores null, an empty one stays empty, and a failed multi puts back what was there.
+#[test]
+fn null_data_is_kept_apart_from_empty_data_and_rolled_back_with_its_multi() {
+    let mut h = Harness::new();
+    let s = h.session();
+    let create = |path: &str| Op::Create { path: path.into(), data: Vec::new(), mode: CreateMode::Persistent };
+    let set = |path: &str| Op::SetData { path: path.into(), data: Vec::new(), version: None };
+    let nulls = |nulls: Vec<u32>, op: CommandOp| CommandOp::NullData { nulls, op: Box::new(op) };
+    let null = |h: &Harness, path: &str| h.sm.tree().get(path).map(|n| n.is_null());
+
+    h.run(s, nulls(vec![0], CommandOp::Op(create("/n"))));
+    h.run(s, CommandOp::Op(create("/e")));
+    assert_eq!((null(&h, "/n"), null(&h, "/e")), (Some(true), Some(false)));
+    assert_eq!(h.sm.tree().get("/n").map(|n| n.stat().data_length), Some(0));
+
+    h.op(s, Op::SetData { path: "/n".into(), data: b"x".to_vec(), version: None }).unwrap();
+    assert_eq!(null(&h, "/n"), Some(false));
+    h.run(s, nulls(vec![0], CommandOp::Op(set("/n"))));
+    assert_eq!(null(&h, "/n"), Some(true));
+
+    // Ops 0 and 2 null; the multi applies.
+    h.run(s, nulls(vec![0, 2], CommandOp::Multi(vec![create("/m"), create("/m2"), set("/e")])));
+    assert_eq!((null(&h, "/m"), null(&h, "/m2"), null(&h, "/e")), (Some(true), Some(false), Some(true)));
+
+    // A multi that fails after nulling /m2's data leaves it as it was.
+    h.run(s, nulls(vec![0], CommandOp::Multi(vec![set("/m2"), create("/missing/x")])));
+    assert_eq!(null(&h, "/m2"), Some(false));
+}

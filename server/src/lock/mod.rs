@@ -18,7 +18,7 @@ use ward_proto::{lock, path, SessionId, Zxid};
 
 /// The permits of a directory's semaphore (1 if it is not a semaphore).
 pub(crate) fn permits(tree: &DataTree, dir: &str) -> u32 {
-    tree.get(dir).and_then(|n| lock::parse_semaphore_header(&n.data)).unwrap_or(1)
+    tree.get(dir).and_then(|n| lock::parse_semaphore_header(n.data())).unwrap_or(1)
 }
 
 /// The names in `dir`'s queue that hold.

@@ -142,6 +142,17 @@ impl SessionConn {
 
     /// Preps and submits a write of this session, unless the connection no longer owns it.
     pub fn submit(&self, xid: u64, request: Request) -> Result<Pending, ErrorCode> {
+        self.submit_with(xid, request, |op| op)
+    }
+
+    /// [`submit`](Self::submit), with `wrap` adding to the prepared op what only the
+    /// connection's protocol can say (ZooKeeper's null data).
+    pub fn submit_with(
+        &self,
+        xid: u64,
+        request: Request,
+        wrap: impl FnOnce(CommandOp) -> CommandOp,
+    ) -> Result<Pending, ErrorCode> {
         if !self.server.local.sessions.is_owner(self.session, self.conn) {
             // A late frame on this connection must not be ordered after what a newer one
             // sends. If the session still lives (it moved, or this member gave its clients up),
@@ -154,7 +165,7 @@ impl SessionConn {
             };
             return Err(code);
         }
-        let mut op = prep(request, self.server.config.max_data_len)?;
+        let mut op = wrap(prep(request, self.server.config.max_data_len)?);
         if self.epoch != 0 {
             op = CommandOp::Fenced { epoch: self.epoch, op: Box::new(op) };
         }

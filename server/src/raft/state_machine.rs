@@ -276,7 +276,7 @@ mod tests {
         assert_eq!(v2.pop(), Some(0), "the empty map of attachments ends a version 3 body");
         let body = decode(2, &v2).expect("decode version 2");
         assert_eq!(body.state.last_zxid(), 2);
-        assert_eq!(body.state.tree().get("/a").map(|n| n.data.to_vec()), Some(b"x".to_vec()));
+        assert_eq!(body.state.tree().get("/a").map(|n| n.data().to_vec()), Some(b"x".to_vec()));
         assert!(body.state.session(SessionId(1)).is_some());
         let resent = command(3, 1, 7, CommandOp::Op(Op::Delete { path: "/a".into(), version: None }));
         let mut decoded = body.state;

@@ -27,7 +27,7 @@ pub(crate) enum Undo {
     Removed(String, Znode),
     DataSet {
         path: String,
-        data: Box<[u8]>,
+        data: Option<Box<[u8]>>,
         mzxid: Zxid,
         mtime: i64,
         version: i32,

@@ -118,7 +118,7 @@ impl DataTree {
     ) -> Result<Stat, ErrorCode> {
         let node = self.nodes.get_mut(path).ok_or(ErrorCode::NoNode)?;
         check_version(version, node.version)?;
-        let old = std::mem::replace(&mut node.data, data.into_boxed_slice());
+        let old = node.data.replace(data.into_boxed_slice());
         ctx.journal.record(|| Undo::DataSet {
             path: path.to_string(),
             data: old,
@@ -131,6 +131,15 @@ impl DataTree {
         node.version = node.version.wrapping_add(1);
         ctx.changes.push(Change::DataChanged(path.to_string()));
         Ok(node.stat())
+    }
+
+    /// Makes the data of `path` null: right after the create or set that wrote it empty, for
+    /// a ZooKeeper client that sent null. Needs no undo record of its own: undoing that
+    /// create or set puts back what was there before.
+    pub(crate) fn null_data(&mut self, path: &str) {
+        if let Some(node) = self.nodes.get_mut(path) {
+            node.data = None;
+        }
     }
 
     /// Fails unless the node exists with the expected version.

@@ -4,6 +4,11 @@
 //! capacity multiplies it), so the fields are kept narrow: data as a boxed slice, the owner
 //! as a bare id, and children behind a pointer that is null for the leaves most nodes are.
 //! The serialized form is unchanged by this (snapshots read the same).
+//!
+//! Data can be null, which only ZooKeeper's protocol can say (jute's buffer length -1) and
+//! which ZooKeeper keeps apart from empty data. That costs no byte either: `None` is the
+//! boxed slice's null pointer. In a snapshot a null node is marked in the owner's tag
+//! ([`Owner`]), so nodes with data are written byte for byte as before.
 
 use super::children::Children;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -11,9 +16,11 @@ use ward_proto::{SessionId, Stat, Zxid};
 
 /// A znode. `data_length` and `num_children` are derived when a [`Stat`] is made, so they
 /// can never disagree with the node.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Znode {
-    pub data: Box<[u8]>,
+    /// `None`: null data (see the module's doc). Reads through Ward's own protocol, which
+    /// has no null, see it as empty.
+    pub(super) data: Option<Box<[u8]>>,
     pub czxid: Zxid,
     pub mzxid: Zxid,
     pub pzxid: Zxid,
@@ -26,7 +33,6 @@ pub struct Znode {
     pub child_creates: i32,
     /// The owning session of an ephemeral node, 0 for a persistent one: session ids are
     /// zxids, never 0, and this is half the size of an `Option<SessionId>`.
-    #[serde(serialize_with = "owner_out", deserialize_with = "owner_in")]
     owner: u64,
     /// Children's names, sorted, so that listings come out sorted without a sort.
     pub children: Children,
@@ -35,7 +41,7 @@ pub struct Znode {
 impl Znode {
     pub fn new(data: Vec<u8>, zxid: Zxid, time_ms: i64, owner: Option<SessionId>) -> Self {
         Znode {
-            data: data.into_boxed_slice(),
+            data: Some(data.into_boxed_slice()),
             czxid: zxid,
             mzxid: zxid,
             pzxid: zxid,
@@ -47,6 +53,16 @@ impl Znode {
             owner: owner.map_or(0, |s| s.0),
             children: Children::default(),
         }
+    }
+
+    /// The node's data; null data reads as empty.
+    pub fn data(&self) -> &[u8] {
+        self.data.as_deref().unwrap_or_default()
+    }
+
+    /// Whether the data is null rather than empty (ZooKeeper's protocol tells them apart).
+    pub fn is_null(&self) -> bool {
+        self.data.is_none()
     }
 
     /// The session owning this node if it is ephemeral.
@@ -65,19 +81,90 @@ impl Znode {
             cversion: self.cversion,
             aversion: 0,
             ephemeral_owner: self.ephemeral_owner(),
-            data_length: u32::try_from(self.data.len()).unwrap_or(u32::MAX),
+            data_length: u32::try_from(self.data().len()).unwrap_or(u32::MAX),
             num_children: u32::try_from(self.children.len()).unwrap_or(u32::MAX),
         }
     }
 }
 
-// The owner is written as the `Option<SessionId>` it stands for, as it always was.
-fn owner_out<S: Serializer>(owner: &u64, s: S) -> Result<S::Ok, S::Error> {
-    (*owner != 0).then_some(SessionId(*owner)).serialize(s)
+/// A node as a snapshot stores it: its fields in their order, `D` and `C` being the data
+/// and the children owned (read) or borrowed (written).
+#[derive(Serialize, Deserialize)]
+struct Stored<D, C> {
+    data: D,
+    czxid: Zxid,
+    mzxid: Zxid,
+    pzxid: Zxid,
+    ctime: i64,
+    mtime: i64,
+    version: i32,
+    cversion: i32,
+    child_creates: i32,
+    owner: Owner,
+    children: C,
 }
 
-fn owner_in<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    Ok(Option::<SessionId>::deserialize(d)?.map_or(0, |s| s.0))
+/// The owner as stored, and whether the data is null. The first two variants are, byte for
+/// byte, the `Option<SessionId>` the owner always was (postcard writes an `Option`'s tag and
+/// a small enum's variant index as the same one byte, 0 or 1), so a snapshot without null
+/// data is unchanged; one with null data has tags an older server refuses to read rather
+/// than misreads.
+#[derive(Serialize, Deserialize)]
+enum Owner {
+    Persistent,
+    Ephemeral(SessionId),
+    PersistentNull,
+    EphemeralNull(SessionId),
+}
+
+impl Serialize for Znode {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let owner = match (self.ephemeral_owner(), self.is_null()) {
+            (None, false) => Owner::Persistent,
+            (Some(id), false) => Owner::Ephemeral(id),
+            (None, true) => Owner::PersistentNull,
+            (Some(id), true) => Owner::EphemeralNull(id),
+        };
+        Stored {
+            data: self.data(),
+            czxid: self.czxid,
+            mzxid: self.mzxid,
+            pzxid: self.pzxid,
+            ctime: self.ctime,
+            mtime: self.mtime,
+            version: self.version,
+            cversion: self.cversion,
+            child_creates: self.child_creates,
+            owner,
+            children: &self.children,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Znode {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let n = Stored::<Box<[u8]>, Children>::deserialize(d)?;
+        let (owner, null) = match n.owner {
+            Owner::Persistent => (0, false),
+            Owner::Ephemeral(id) => (id.0, false),
+            Owner::PersistentNull => (0, true),
+            Owner::EphemeralNull(id) => (id.0, true),
+        };
+        Ok(Znode {
+            data: (!null).then_some(n.data),
+            czxid: n.czxid,
+            mzxid: n.mzxid,
+            pzxid: n.pzxid,
+            ctime: n.ctime,
+            mtime: n.mtime,
+            version: n.version,
+            cversion: n.cversion,
+            child_creates: n.child_creates,
+            owner,
+            children: n.children,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -85,7 +172,7 @@ mod tests {
     use super::*;
 
     /// The fields as they were before the node was slimmed, with the derive they had.
-    #[derive(Serialize)]
+    #[derive(Serialize, Deserialize)]
     struct Before {
         data: Vec<u8>,
         czxid: Zxid,
@@ -126,6 +213,25 @@ mod tests {
             assert_eq!(postcard::to_allocvec(&node).expect("encode"), old);
             assert_eq!(postcard::from_bytes::<Znode>(&old).expect("decode"), node);
         }
+    }
+
+    #[test]
+    fn null_data_round_trips_and_older_servers_refuse_it() {
+        for owner in [None, Some(SessionId(7))] {
+            let mut node = Znode::new(Vec::new(), 5, 1_000, owner);
+            node.data = None;
+            let bytes = postcard::to_allocvec(&node).expect("encode");
+            let back = postcard::from_bytes::<Znode>(&bytes).expect("decode");
+            assert!(back.is_null() && back.data().is_empty());
+            assert_eq!(back, node);
+            // A server from before null data reads the owner as an `Option`: tag 2 or 3 is an
+            // error there, not a node with empty data.
+            assert!(postcard::from_bytes::<Before>(&bytes).is_err());
+        }
+        let empty = Znode::new(Vec::new(), 5, 1_000, None);
+        assert!(!postcard::from_bytes::<Znode>(&postcard::to_allocvec(&empty).expect("encode"))
+            .expect("decode")
+            .is_null());
     }
 
     #[test]

@@ -9,6 +9,7 @@ use super::records::{connect_response, err, ConnectRequest};
 use super::reply::{ZkAnswer, ZkTag, ZkWire};
 use super::stats::{ConnStats, Shared};
 use super::{fourlw, MAX_PACKET};
+use crate::command::CommandOp;
 use crate::net::handshake::{self, Attached};
 use crate::net::order::{Sequencer, SessionConn};
 use crate::net::writer::{Item, ItemTx};
@@ -195,12 +196,16 @@ async fn read_loop(
         };
         let mut closes_session = false;
         let item = match action {
-            Action::Write { request, render } => {
+            Action::Write { request, render, nulls } => {
                 closes_session = matches!(render, Render::CloseSession);
                 let number = seq.next_write();
                 let tag = ZkTag { xid, render };
+                let wrap = |op| match nulls.is_empty() {
+                    true => op,
+                    false => CommandOp::NullData { nulls, op: Box::new(op) },
+                };
                 // xid 0: ZooKeeper clients never resend, so their writes need no dedup record.
-                match ctx.submit(0, request) {
+                match ctx.submit_with(0, request, wrap) {
                     Ok(pending) => Item::Write { tag, number, pending, closes_session },
                     Err(code) => Item::Refused { tag, number, code },
                 }

@@ -7,8 +7,9 @@ use ward_proto::{path, CreateMode, Op, Request, Zxid};
 
 /// What one request becomes.
 pub enum Action {
-    /// Goes through the command log; `render` says how to encode the outcome.
-    Write { request: Request, render: Render },
+    /// Goes through the command log; `render` says how to encode the outcome. `nulls`: the
+    /// ops (indices into a multi, 0 for a lone op) whose data the client sent as null.
+    Write { request: Request, render: Render, nulls: Vec<u32> },
     /// Answered from the state after the session's earlier writes.
     Read(ReadOp),
     /// Answered with this error code, in order, without touching anything.
@@ -88,30 +89,31 @@ pub fn parse(code: i32, r: &mut In<'_>) -> Result<Action, JuteError> {
     let read = |op: ReadOp| Ok(Action::Read(op));
     match code {
         op::CREATE | op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL => {
-            let (op, prefail) = create(code, r)?;
+            let Parsed { op, null, prefail } = create(code, r)?;
             match prefail {
                 Some(code) => Ok(Action::Fail(code)),
                 None => {
                     let Op::Create { path, data, mode } = op else { return Ok(Action::Fail(err::BAD_ARGUMENTS)) };
                     let render = Render::Create { with_stat: code != op::CREATE };
-                    Ok(Action::Write { request: Request::Create { path, data, mode }, render })
+                    Ok(write(Request::Create { path, data, mode }, render, null))
                 }
             }
         }
         op::DELETE => {
             let (path, version) = (r.string()?, version(r.int()?));
-            Ok(Action::Write { request: Request::Delete { path, version }, render: Render::Delete })
+            Ok(write(Request::Delete { path, version }, Render::Delete, false))
         }
         op::SET_DATA => {
-            let (path, data, version) = (r.string()?, r.buffer()?, version(r.int()?));
-            Ok(Action::Write { request: Request::SetData { path, data, version }, render: Render::SetData })
+            let (path, data, version) = (r.string()?, r.nullable_buffer()?, version(r.int()?));
+            let null = data.is_none();
+            Ok(write(Request::SetData { path, data: data.unwrap_or_default(), version }, Render::SetData, null))
         }
         op::CHECK => {
             let (path, version) = (r.string()?, version(r.int()?));
-            Ok(Action::Write { request: Request::Multi(vec![Op::Check { path, version }]), render: Render::Check })
+            Ok(write(Request::Multi(vec![Op::Check { path, version }]), Render::Check, false))
         }
         op::MULTI => multi(r),
-        op::CLOSE_SESSION => Ok(Action::Write { request: Request::CloseSession, render: Render::CloseSession }),
+        op::CLOSE_SESSION => Ok(write(Request::CloseSession, Render::CloseSession, false)),
         op::EXISTS => read(ReadOp::Ward(Request::Exists { path: r.string()?, watch: r.bool()? })),
         op::GET_DATA => read(ReadOp::Ward(Request::GetData { path: r.string()?, watch: r.bool()? })),
         op::GET_CHILDREN | op::GET_CHILDREN2 => {
@@ -156,15 +158,35 @@ pub fn parse(code: i32, r: &mut In<'_>) -> Result<Action, JuteError> {
     }
 }
 
+/// A lone write; `null`: its data is null.
+fn write(request: Request, render: Render, null: bool) -> Action {
+    Action::Write { request, render, nulls: if null { vec![0] } else { Vec::new() } }
+}
+
 /// ZooKeeper's -1 is "any version".
 fn version(v: i32) -> Option<i32> {
     (v != -1).then_some(v)
 }
 
-/// A create request of any of the four create opcodes, and the code it fails with before
-/// the log, if any: ZooKeeper's checks in its order (path, ACL, mode).
-fn create(code: i32, r: &mut In<'_>) -> Result<(Op, Option<i32>), JuteError> {
-    let (path, data, acl_count, flags) = (r.string()?, r.buffer()?, acls(r)?, r.int()?);
+/// One op of a write as read off the wire.
+struct Parsed {
+    op: Op,
+    /// Its data was sent as null.
+    null: bool,
+    /// The code it fails with before the log, if any.
+    prefail: Option<i32>,
+}
+
+impl Parsed {
+    fn checked(op: Op, path_ok: bool) -> Parsed {
+        Parsed { op, null: false, prefail: (!path_ok).then_some(err::BAD_ARGUMENTS) }
+    }
+}
+
+/// A create request of any of the four create opcodes, and ZooKeeper's checks before the
+/// log, in its order (path, ACL, mode).
+fn create(code: i32, r: &mut In<'_>) -> Result<Parsed, JuteError> {
+    let (path, data, acl_count, flags) = (r.string()?, r.nullable_buffer()?, acls(r)?, r.int()?);
     if code == op::CREATE_TTL {
         r.long()?;
     }
@@ -189,50 +211,59 @@ fn create(code: i32, r: &mut In<'_>) -> Result<(Op, Option<i32>), JuteError> {
     } else {
         None
     };
-    Ok((Op::Create { path, data, mode: mode.unwrap_or(CreateMode::Persistent) }, prefail))
+    let null = data.is_none();
+    let op = Op::Create { path, data: data.unwrap_or_default(), mode: mode.unwrap_or(CreateMode::Persistent) };
+    Ok(Parsed { op, null, prefail })
 }
 
 fn multi(r: &mut In<'_>) -> Result<Action, JuteError> {
     let mut ops = Vec::new();
     let mut codes = Vec::new();
+    let mut nulls = Vec::new();
     let mut prefail = None;
     loop {
         let (code, done, _err) = (r.int()?, r.bool()?, r.int()?);
         if done {
             break;
         }
-        let (op, fail) = match code {
+        let parsed = match code {
             op::CREATE | op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL => create(code, r)?,
             op::DELETE => {
                 let path = r.string()?;
-                let fail = path::validate(&path).is_err().then_some(err::BAD_ARGUMENTS);
-                (Op::Delete { path, version: version(r.int()?) }, fail)
+                let ok = path::validate(&path).is_ok();
+                Parsed::checked(Op::Delete { path, version: version(r.int()?) }, ok)
             }
             op::SET_DATA => {
                 let path = r.string()?;
-                let fail = path::validate(&path).is_err().then_some(err::BAD_ARGUMENTS);
-                (Op::SetData { path, data: r.buffer()?, version: version(r.int()?) }, fail)
+                let ok = path::validate(&path).is_ok();
+                let (data, version) = (r.nullable_buffer()?, version(r.int()?));
+                let null = data.is_none();
+                Parsed { null, ..Parsed::checked(Op::SetData { path, data: data.unwrap_or_default(), version }, ok) }
             }
             op::CHECK => {
                 let path = r.string()?;
-                let fail = path::validate(&path).is_err().then_some(err::BAD_ARGUMENTS);
-                (Op::Check { path, version: version(r.int()?) }, fail)
+                let ok = path::validate(&path).is_ok();
+                Parsed::checked(Op::Check { path, version: version(r.int()?) }, ok)
             }
             // Any other op has no place in a transaction; ZooKeeper drops the connection.
             _ => return Err(JuteError::BadLength(code)),
         };
         if prefail.is_none() {
-            if let Some(fail) = fail {
+            if let Some(fail) = parsed.prefail {
                 prefail = Some((ops.len(), fail));
             }
         }
-        ops.push(op);
+        if parsed.null {
+            nulls.push(u32::try_from(ops.len()).unwrap_or(u32::MAX));
+        }
+        ops.push(parsed.op);
         codes.push(code);
     }
     if let Some((index, _)) = prefail {
         // The prefix, then a check that cannot pass: `/` never holds a lock.
         ops.truncate(index);
         ops.push(Op::CheckFence { path: "/".into(), token: 0 });
+        nulls.retain(|&i| usize::try_from(i).is_ok_and(|i| i < index));
     }
-    Ok(Action::Write { request: Request::Multi(ops), render: Render::Multi { ops: codes, prefail } })
+    Ok(Action::Write { request: Request::Multi(ops), render: Render::Multi { ops: codes, prefail }, nulls })
 }
