@@ -55,8 +55,9 @@ impl Config {
         if self.max_session_timeout > Duration::from_millis(u64::from(u32::MAX)) {
             return bad("max session timeout is too large");
         }
-        if self.max_data_len == 0 || self.max_data_len > 64 << 20 {
-            return bad("max data length must be between 1 byte and 64 MiB");
+        // A node must fit in a reply, which the client reads only up to its limit.
+        if self.max_data_len == 0 || self.max_data_len > ward_proto::MAX_REPLY_FRAME - ward_proto::FRAME_OVERHEAD {
+            return bad("max data length must be between 1 byte and 64 MiB less 64 KiB");
         }
         if self.expiry_tick.is_zero() || self.max_inflight_per_conn == 0 {
             return bad("expiry tick and in-flight limit must be positive");

@@ -24,7 +24,9 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
-use ward_proto::{ClientMessage, CodecError, ErrorCode, FrameCodec, Request, Response, ServerMessage, Zxid};
+use ward_proto::{
+    ClientMessage, CodecError, ErrorCode, FrameCodec, Request, Response, ServerMessage, Zxid, MAX_REPLY_FRAME,
+};
 
 /// Initial read and write buffer of a connection.
 pub(crate) const FIRST_BUFFER: usize = 256;
@@ -105,7 +107,7 @@ impl Wire for WardWire {
     }
 
     fn read_reply(&mut self, xid: u64, zxid: Zxid, result: Self::Answer) -> ServerMessage {
-        ServerMessage::Reply { xid, zxid, result }
+        within_reply_limit(ServerMessage::Reply { xid, zxid, result }, MAX_REPLY_FRAME)
     }
 
     fn write_reply(&mut self, xid: u64, zxid: Zxid, result: Result<Response, ErrorCode>) -> ServerMessage {
@@ -114,6 +116,22 @@ impl Wire for WardWire {
 
     fn session_expired(&mut self) -> Option<ServerMessage> {
         Some(ServerMessage::SessionExpired)
+    }
+}
+
+/// A listing whose reply would exceed `limit` (the client's [`MAX_REPLY_FRAME`]) becomes
+/// `ReplyTooLarge`: the client would refuse the frame and drop the connection, and each retry
+/// would do the same. Only listings are measured; every other reply is bounded by what the
+/// server accepts (node data by `max_data_len`, which the config keeps well under the limit).
+pub fn within_reply_limit(msg: ServerMessage, limit: usize) -> ServerMessage {
+    let ServerMessage::Reply { xid, zxid, result: Ok(Response::Children { .. }) } = &msg else { return msg };
+    let (xid, zxid) = (*xid, *zxid);
+    match postcard::experimental::serialized_size(&msg) {
+        Ok(len) if len <= limit => msg,
+        len => {
+            tracing::warn!(xid, bytes = ?len.ok(), limit, "reply over the reply limit: answered with ReplyTooLarge");
+            ServerMessage::Reply { xid, zxid, result: Err(ErrorCode::ReplyTooLarge) }
+        }
     }
 }
 
@@ -220,5 +238,24 @@ mod tests {
         let before = small.capacity();
         shrink_if_idle(&mut small);
         assert_eq!(small.capacity(), before);
+    }
+
+    /// The reply limit (docs/protocol.md): a listing that would exceed it is answered with
+    /// `ReplyTooLarge`, one that fits goes out; other replies are not measured.
+    #[test]
+    fn a_listing_over_the_reply_limit_becomes_reply_too_large() {
+        let stat = ward_proto::Stat::default();
+        let listing = |n: usize| ServerMessage::Reply {
+            xid: 3,
+            zxid: 4,
+            result: Ok(Response::Children { children: (0..n).map(|i| format!("{i:0>10}")).collect(), stat }),
+        };
+        let limit = postcard::experimental::serialized_size(&listing(100)).expect("size");
+        assert_eq!(within_reply_limit(listing(100), limit), listing(100));
+        let over = within_reply_limit(listing(101), limit);
+        assert_eq!(over, ServerMessage::Reply { xid: 3, zxid: 4, result: Err(ErrorCode::ReplyTooLarge) });
+        let data =
+            ServerMessage::Reply { xid: 5, zxid: 4, result: Ok(Response::Data { data: vec![0; 2 * limit], stat }) };
+        assert_eq!(within_reply_limit(data.clone(), limit), data);
     }
 }

@@ -8,7 +8,7 @@ use super::ops::{self, Action, ReadOp, Render};
 use super::records::{connect_response, err, ConnectRequest};
 use super::reply::{ZkAnswer, ZkTag, ZkWire};
 use super::stats::{ConnStats, Shared};
-use super::{fourlw, MAX_PACKET};
+use super::{fourlw, MAX_PACKET, MAX_REPLY};
 use crate::command::CommandOp;
 use crate::net::handshake::{self, Attached};
 use crate::net::order::{Sequencer, SessionConn};
@@ -75,10 +75,10 @@ async fn serve_conn(
         tracing::warn!(%peer, len = u32::from_be_bytes(head), "closing ZooKeeper connection: packet too large");
         return;
     }
-    let codec = || LengthDelimitedCodec::builder().max_frame_length(MAX_PACKET).new_codec();
-    let mut reader = FramedRead::with_capacity(r, codec(), crate::net::connection::FIRST_BUFFER);
+    let codec = |max| LengthDelimitedCodec::builder().max_frame_length(max).new_codec();
+    let mut reader = FramedRead::with_capacity(r, codec(MAX_PACKET), crate::net::connection::FIRST_BUFFER);
     reader.read_buffer_mut().extend_from_slice(&head);
-    let mut writer = FramedWrite::with_capacity(w, codec(), crate::net::connection::FIRST_BUFFER);
+    let mut writer = FramedWrite::with_capacity(w, codec(MAX_REPLY), crate::net::connection::FIRST_BUFFER);
     writer.set_backpressure_boundary(crate::net::connection::FLUSH_AT);
     let (outbox, out_rx) = Outbox::channel();
     // Boxed, as Ward's handshake is: its state would otherwise stay in the task for good.
@@ -99,7 +99,7 @@ async fn serve_conn(
     let timeout = server.core.read(|s| s.session(session).map_or(0, |r| r.timeout_ms));
     stats.timeout_ms.store(timeout, Ordering::Relaxed);
     let ctx = SessionConn::new(server, peer, conn, attached, outbox);
-    let wire = ZkWire { stats: stats.clone() };
+    let wire = ZkWire { stats: stats.clone(), max_reply: MAX_REPLY };
     ctx.run(out_rx, wire, writer, cancel, |seq, queue, cancel| read_loop(&ctx, &stats, reader, seq, queue, cancel))
         .await;
 }

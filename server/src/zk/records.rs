@@ -45,6 +45,7 @@ pub mod err {
     pub const SYSTEM_ERROR: i32 = -1;
     pub const RUNTIME_INCONSISTENCY: i32 = -2;
     pub const CONNECTION_LOSS: i32 = -4;
+    pub const MARSHALLING_ERROR: i32 = -5;
     pub const UNIMPLEMENTED: i32 = -6;
     pub const BAD_ARGUMENTS: i32 = -8;
     pub const NO_NODE: i32 = -101;
@@ -85,6 +86,7 @@ pub fn code(e: ErrorCode) -> i32 {
         // not order the request.
         ErrorCode::Unavailable => err::CONNECTION_LOSS,
         ErrorCode::SessionMoved => err::SESSION_MOVED,
+        ErrorCode::ReplyTooLarge => err::MARSHALLING_ERROR,
         _ => err::SYSTEM_ERROR,
     }
 }
@@ -133,6 +135,9 @@ pub fn connect_response(timeout_ms: u32, session: SessionId, passwd: &[u8]) -> V
     out.int(0).int(i32::try_from(timeout_ms).unwrap_or(i32::MAX)).long(zxid(session.0)).buffer(passwd).bool(false);
     out.buf
 }
+
+/// `ReplyHeader`'s size: xid, zxid and error code.
+pub const REPLY_HEADER_LEN: usize = 16;
 
 /// `ReplyHeader`.
 pub fn reply_header(out: &mut Out, xid: i32, zxid: i64, err: i32) {

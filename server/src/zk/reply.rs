@@ -4,13 +4,13 @@
 
 use super::jute::Out;
 use super::ops::Render;
-use super::records::{code, err, multi_header, notification, op, reply_header, stat};
+use super::records::{code, err, multi_header, notification, op, reply_header, stat, REPLY_HEADER_LEN};
 use super::stats::ConnStats;
 use crate::net::writer::Wire;
 use crate::watch::Outbound;
 use bytes::Bytes;
 use std::sync::Arc;
-use ward_proto::{ErrorCode, OpResult, Response, Zxid};
+use ward_proto::{ErrorCode, OpResult, Response, SessionId, Zxid};
 
 /// What the reader attaches to a request.
 pub struct ZkTag {
@@ -36,10 +36,23 @@ impl ZkAnswer {
 
 pub struct ZkWire {
     pub stats: Arc<ConnStats>,
+    /// The largest reply sent ([`super::MAX_REPLY`]).
+    pub max_reply: usize,
 }
 
 impl ZkWire {
     fn reply(&self, xid: i32, zxid: Zxid, answer: ZkAnswer) -> Bytes {
+        let len = REPLY_HEADER_LEN + answer.body.len();
+        let answer = if answer.err == err::OK && len > self.max_reply {
+            // The client could not take it (nor would it on any retry); ZooKeeper has no code
+            // of its own for this, and this one makes clients raise rather than reconnect.
+            let session = self.stats.session.load(std::sync::atomic::Ordering::Relaxed);
+            tracing::warn!(peer = %self.stats.peer, session = %SessionId(session), xid, bytes = len, limit = self.max_reply,
+                "ZooKeeper reply over the reply limit: answered with MARSHALLINGERROR");
+            ZkAnswer::fail(err::MARSHALLING_ERROR)
+        } else {
+            answer
+        };
         let mut out = Out::default();
         reply_header(&mut out, xid, super::records::zxid(zxid), answer.err);
         if answer.err == err::OK {
@@ -136,11 +149,12 @@ fn multi(out: &mut Out, ops: &[i32], prefail: Option<(usize, i32)>, results: &[O
         }
         None => {
             for (code, result) in ops.iter().zip(results) {
-                multi_header(out, *code, false, err::OK);
+                let kind = result_type(*code);
+                multi_header(out, kind, false, err::OK);
                 match result {
                     OpResult::Created { path, stat: s } => {
                         out.string(path);
-                        if *code != op::CREATE {
+                        if kind == op::CREATE2 {
                             stat(out, s);
                         }
                     }
@@ -151,4 +165,88 @@ fn multi(out: &mut Out, ops: &[i32], prefail: Option<(usize, i32)>, results: &[O
         }
     }
     multi_header(out, -1, true, -1);
+}
+
+/// The type of an applied op's result in a multi reply, as ZooKeeper 3.8's
+/// `FinalRequestProcessor` gives it: a plain create answers `create` (the path alone), every
+/// other create `create2` (path and stat). The Java client's `MultiResponse` knows no other
+/// create type and drops the connection on one.
+fn result_type(code: i32) -> i32 {
+    match code {
+        op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL => op::CREATE2,
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::zk::jute::In;
+    use crate::zk::stats::Shared;
+    use ward_proto::Stat;
+
+    fn wire(max_reply: usize) -> ZkWire {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 2181));
+        ZkWire { stats: Shared::new(addr).open(1, addr), max_reply }
+    }
+
+    /// The reply limit (docs/zookeeper-compat.md): a reply up to it goes out whole, one over
+    /// it becomes MARSHALLINGERROR with nothing after the header.
+    #[test]
+    fn a_reply_over_the_limit_becomes_marshalling_error() {
+        let mut w = wire(REPLY_HEADER_LEN + 100);
+        let fits = w.read_reply(ZkTag { xid: 7, render: Render::None }, 9, ZkAnswer::ok(vec![1; 100]));
+        assert_eq!(fits.len(), REPLY_HEADER_LEN + 100);
+        let over = w.read_reply(ZkTag { xid: 8, render: Render::None }, 9, ZkAnswer::ok(vec![1; 101]));
+        let mut r = In::new(&over);
+        assert_eq!((r.int(), r.long(), r.int()), (Ok(8), Ok(9), Ok(err::MARSHALLING_ERROR)));
+        assert_eq!(r.remaining(), 0);
+    }
+
+    /// A `Stat`, in jute field order.
+    fn skip_stat(r: &mut In<'_>) {
+        let longs_and_ints = [8, 8, 8, 8, 4, 4, 4, 8, 4, 4, 8];
+        for size in longs_and_ints {
+            let read = if size == 8 { r.long().map(drop) } else { r.int().map(drop) };
+            read.expect("stat");
+        }
+    }
+
+    /// Multi result types (docs/zookeeper-compat.md): a plain create answers `create` with
+    /// the path; create2, createContainer and createTTL answer `create2` with path and stat.
+    #[test]
+    fn creates_in_a_multi_answer_with_zookeepers_result_types() {
+        let codes = [op::CREATE, op::CREATE2, op::CREATE_CONTAINER, op::CREATE_TTL, op::SET_DATA, op::DELETE];
+        let created = |p: &str| OpResult::Created { path: p.into(), stat: Stat::default() };
+        let results = vec![
+            created("/a"),
+            created("/b"),
+            created("/c"),
+            created("/d"),
+            OpResult::DataSet(Stat::default()),
+            OpResult::Deleted,
+        ];
+        let answer = render(Render::Multi { ops: codes.to_vec(), prefail: None }, Ok(Response::Multi(results)));
+        assert_eq!(answer.err, err::OK);
+        let mut r = In::new(&answer.body);
+        let mut types = Vec::new();
+        loop {
+            let (kind, done, _) = (r.int().expect("type"), r.bool().expect("done"), r.int().expect("err"));
+            if done {
+                break;
+            }
+            types.push(kind);
+            match kind {
+                op::CREATE => drop(r.string().expect("path")),
+                op::CREATE2 => {
+                    r.string().expect("path");
+                    skip_stat(&mut r);
+                }
+                op::SET_DATA => skip_stat(&mut r),
+                _ => {}
+            }
+        }
+        assert_eq!(types, [op::CREATE, op::CREATE2, op::CREATE2, op::CREATE2, op::SET_DATA, op::DELETE]);
+        assert_eq!(r.remaining(), 0);
+    }
 }
