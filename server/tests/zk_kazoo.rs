@@ -25,3 +25,15 @@ fn kazoo_null_data_tests_pass_and_empty_data_stays_empty() {
     let got = kazoo.run(SCRIPTS, "null_data.py", &[&ward.zk_addr_str()]);
     assert_eq!(got, expected(SCRIPTS, "null_data.expected"), "null_data.py output differs from null_data.expected");
 }
+
+/// Null data is durable (docs/zookeeper-compat.md, "Null and empty data"): after a restart,
+/// which replays the log, a null node still reads null and an empty one empty.
+#[test]
+fn null_data_stays_null_across_a_restart() {
+    let Some(kazoo) = Kazoo::find() else { return };
+    let mut ward = ServerProcess::builder().zookeeper().start();
+    kazoo.run(SCRIPTS, "null_restart.py", &[&ward.zk_addr_str(), "write"]);
+    ward.restart();
+    let got = kazoo.run(SCRIPTS, "null_restart.py", &[&ward.zk_addr_str(), "read"]);
+    assert_eq!(got, "/r-null None\n/r-empty b''\n/r-set None\n");
+}

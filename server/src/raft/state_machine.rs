@@ -290,4 +290,20 @@ mod tests {
         assert!(decode(2, &v1).is_err(), "a version 1 body is not a version 2 one");
         assert_eq!(magic(SNAPSHOT_VERSION), *b"WARDSNP3");
     }
+
+    /// Null data survives a snapshot: the node is written with the owner tag that marks it
+    /// (see `tree::znode`), and read back null, not empty.
+    #[test]
+    fn null_data_survives_a_snapshot() {
+        let mut state = state(0);
+        let create = Op::Create { path: "/n".into(), data: Vec::new(), mode: CreateMode::Ephemeral };
+        let null = CommandOp::NullData { nulls: vec![0], op: Box::new(CommandOp::Op(create)) };
+        state.apply_command(&command(3, 1, 0, null));
+        let meta = SnapshotMeta::default();
+        let bytes = postcard::to_allocvec(&BodyRef { meta: &meta, state: &state }).expect("encode");
+        let body = decode(SNAPSHOT_VERSION, &bytes).expect("decode");
+        let node = |path: &str| body.state.tree().get(path).map(|n| (n.is_null(), n.ephemeral_owner()));
+        assert_eq!(node("/n"), Some((true, Some(SessionId(1)))));
+        assert_eq!(node("/a"), Some((false, Some(SessionId(1)))));
+    }
 }
