@@ -29,7 +29,9 @@ impl Core {
     /// log order; nothing else mutates the tree.
     pub fn apply(&self, cmd: &Command) -> Applied {
         let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
+        let expiring_holds = lock::held_by_expiring(&state, cmd);
         let (applied, changes) = state.apply_command(cmd);
+        crate::metrics::locks::released_by_expiry(expiring_holds, cmd.time_ms);
         let zxid = state.last_zxid();
         self.watches.fire(&changes, zxid);
         for grant in lock::grants(&state, &changes) {
@@ -38,6 +40,7 @@ impl Core {
             // (`LockWait`) when it reconnects.
             if self.sessions.send(grant.session, msg) {
                 self.lock_grants.fetch_add(1, Ordering::Relaxed);
+                crate::metrics::locks::granted(grant.asked_ms);
             }
         }
         for change in &changes {

@@ -16,7 +16,8 @@
 //! * [`peer`]: the link between ensemble members (framing, hello, pooled connections).
 //! * [`raft`]: the durable, replicated log: openraft over fsynced segments, snapshots, group
 //!   commit, forwarding to the leader, leader-only duties.
-//! * [`metrics`]: process-wide counters (log fsyncs), open connections, Raft figures.
+//! * [`metrics`]: requests per listener and operation, log fsyncs and batches, lock waits,
+//!   open connections, Raft figures.
 //! * [`admin`]: the admin HTTP listener: Prometheus `/metrics`, `/healthz`, `/readyz`.
 //! * [`core`]: the state machine behind its lock, publishing to watches and sessions.
 //! * [`prep`]: pure checks before a write is logged.
@@ -95,6 +96,8 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
     config.validate()?;
+    // Before any expiry can be applied: the metrics count only those stamped after this.
+    metrics::locks::started_ms();
     let server = Arc::new(Server { core, log, config, connections: Arc::default(), next_conn: AtomicU64::new(1) });
     let cancel = CancellationToken::new();
     let tasks = TaskTracker::new();

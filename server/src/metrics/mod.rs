@@ -2,7 +2,8 @@
 //! ([`crate::admin::exposition`]) and ZooKeeper's four-letter words.
 //!
 //! * [`histogram`]: lock-free fixed-bucket histograms for hot paths.
-//! * [`requests`]: per listener and operation: answered requests, latency, errors, bytes.
+//! * [`requests`]: per listener and operation: answered requests, latency, errors, bytes
+//!   (process-wide).
 //! * [`log`]: log fsync latency and append batch sizes (process-wide).
 //! * [`locks`]: lock wait times and involuntary releases (process-wide).
 //!
@@ -14,7 +15,7 @@ pub mod locks;
 pub mod log;
 pub mod requests;
 
-pub use requests::{Failure, Listener, Op, Stamp, Traffic};
+pub use requests::{Failure, Listener, ListenerFigures, Op, Stamp};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
