@@ -16,7 +16,8 @@
 //! * [`peer`]: the link between ensemble members (framing, hello, pooled connections).
 //! * [`raft`]: the durable, replicated log: openraft over fsynced segments, snapshots, group
 //!   commit, forwarding to the leader, leader-only duties.
-//! * [`metrics`]: process-wide counters (log fsyncs), open connections, Raft figures.
+//! * [`metrics`]: requests per listener and operation, log fsyncs and batches, lock waits,
+//!   open connections, Raft figures.
 //! * [`admin`]: the admin HTTP listener: Prometheus `/metrics`, `/healthz`, `/readyz`.
 //! * [`core`]: the state machine behind its lock, and the sink its effects go to.
 //! * [`local`]: this server's own registries (watches, session deadlines), the sink of a
@@ -103,6 +104,8 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
     config.validate()?;
+    // Before any expiry can be applied: the metrics count only those stamped after this.
+    metrics::locks::started_ms();
     let server =
         Arc::new(Server { core, local, log, config, connections: Arc::default(), next_conn: AtomicU64::new(1) });
     let cancel = CancellationToken::new();

@@ -245,6 +245,8 @@ pub async fn open_member(
     options: RaftOptions,
     ensemble: Option<EnsembleOptions>,
 ) -> Result<RaftLog, OpenError> {
+    // Commands replayed from the log are stamped before this: not news to the metrics.
+    crate::metrics::locks::started_ms();
     std::fs::create_dir_all(data_dir).map_err(|source| FileError::Io {
         path: data_dir.into(),
         op: "create",

@@ -3,6 +3,7 @@
 
 use super::jute::{In, JuteError};
 use super::records::{acls, err, op};
+use crate::metrics::Op as MetricOp;
 use ward_proto::{path, CreateMode, Op, Request, Zxid};
 
 /// What one request becomes.
@@ -153,6 +154,34 @@ pub fn parse(code: i32, r: &mut In<'_>) -> Result<Action, JuteError> {
         // A standalone server with dynamic reconfiguration off says exactly this.
         op::RECONFIG => Ok(Action::Fail(err::RECONFIG_DISABLED)),
         _ => Ok(Action::Fail(err::UNIMPLEMENTED)),
+    }
+}
+
+/// The request metrics' name for opcode `code`: Ward's name for the same operation.
+pub fn metric_op(code: i32) -> MetricOp {
+    match code {
+        op::CREATE | op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL => MetricOp::Create,
+        op::DELETE => MetricOp::Delete,
+        op::SET_DATA => MetricOp::Set,
+        op::GET_DATA => MetricOp::Get,
+        op::EXISTS => MetricOp::Exists,
+        op::GET_CHILDREN | op::GET_CHILDREN2 => MetricOp::Children,
+        op::MULTI => MetricOp::Multi,
+        op::SYNC => MetricOp::Sync,
+        op::PING => MetricOp::Ping,
+        op::CLOSE_SESSION => MetricOp::Close,
+        op::SET_WATCHES | op::SET_WATCHES2 => MetricOp::SetWatches,
+        op::CHECK => MetricOp::Check,
+        op::MULTI_READ => MetricOp::MultiRead,
+        op::GET_ACL | op::SET_ACL => MetricOp::Acl,
+        op::ADD_WATCH => MetricOp::AddWatch,
+        op::REMOVE_WATCHES | op::CHECK_WATCHES => MetricOp::RemoveWatches,
+        op::AUTH => MetricOp::Auth,
+        op::WHO_AM_I => MetricOp::WhoAmI,
+        op::GET_ALL_CHILDREN_NUMBER => MetricOp::ChildrenCount,
+        op::GET_EPHEMERALS => MetricOp::Ephemerals,
+        op::RECONFIG => MetricOp::Reconfig,
+        _ => MetricOp::Other,
     }
 }
 
