@@ -9,7 +9,7 @@
 use crate::command::{Command, CommandOp, Outcome};
 use crate::{now_ms, Server};
 use std::sync::Arc;
-use tokio::time::MissedTickBehavior;
+use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 use ward_proto::SessionId;
 
@@ -18,7 +18,10 @@ use ward_proto::SessionId;
 const BATCH: usize = 1000;
 
 pub async fn run(server: Arc<Server>, cancel: CancellationToken) {
-    let mut interval = tokio::time::interval(server.config.container_check_interval);
+    // The first check one interval after the start, as ZooKeeper's: a restarted server's
+    // first moments are its replay's, not a fresh round of deletions.
+    let every = server.config.container_check_interval;
+    let mut interval = tokio::time::interval_at(Instant::now() + every, every);
     interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
         tokio::select! {
