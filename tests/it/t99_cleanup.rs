@@ -105,6 +105,7 @@ async fn a_cleanup_survives_kill_9_and_replays_at_its_zxid() {
         let root = c.exists("/").await.expect("stat /").expect("the root");
         drop(c);
         server.kill9_now();
+        assert!(!server.data_dir().join("snapshot").exists(), "no snapshot: the restart replays the log");
         server.restart_with(&["--container-check-interval-ms", "3600000"]);
         let c = connect(&server.addr_str()).await;
         assert_eq!(c.exists("/held").await.expect("exists"), None, "the lock directory is still gone");
