@@ -55,6 +55,12 @@ pub enum CommandOp {
     /// connection; applied then, it would reorder the session's writes, or bring back a lock
     /// attempt the client gave up. ZooKeeper refuses such a request the same way.
     Fenced { epoch: Zxid, op: Box<CommandOp> },
+    /// Deletes the container or TTL node at `path` if it is unused at this command's time
+    /// (`time_ms`), checked in log order: proposed by the leader's cleanup
+    /// ([`crate::cleanup`]) for a node it found unused, which may have been used since.
+    /// `never_used_ms`: how long a container that never had a child is kept (0: for good).
+    /// (Appended after `Fenced`, so that older logs decode unchanged.)
+    DeleteIfUnused { path: String, never_used_ms: u64 },
 }
 
 /// What applying a command produced. Serializable: it is the Raft response of a batch.

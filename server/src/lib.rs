@@ -27,11 +27,13 @@
 //! * [`watch`]: the watch registry.
 //! * [`outbox`]: each connection's counted queue of events, grants and closes.
 //! * [`session`]: deadlines, connection ownership and the expiry sweep.
+//! * [`cleanup`]: the leader's deletion of unused containers and TTL nodes.
 //! * [`net`]: accept loop, handshake, per-connection reader and writer.
 //! * [`zk`]: the optional ZooKeeper-protocol listener on the same core.
 //! * [`config`], [`error`].
 
 pub mod admin;
+pub mod cleanup;
 pub mod command;
 pub mod config;
 pub mod core;
@@ -116,6 +118,7 @@ pub async fn serve_with(
         server.config.expiry_tick,
         cancel.clone(),
     ));
+    tasks.spawn(cleanup::run(server.clone(), cancel.clone()));
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "serving");
     }
@@ -145,6 +148,9 @@ pub(crate) fn now_ms() -> i64 {
 
 #[cfg(test)]
 mod state_tests;
+
+#[cfg(test)]
+mod cleanup_tests;
 
 // The loom models of the state connection tasks and apply share (`--cfg ward_loom`).
 #[cfg(all(test, ward_loom))]

@@ -7,7 +7,7 @@
 
 use super::children::Children;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use ward_proto::{SessionId, Stat, Zxid};
+use ward_proto::{CreateMode, SessionId, Stat, Zxid, MAX_TTL_MS};
 
 /// A znode. `data_length` and `num_children` are derived when a [`Stat`] is made, so they
 /// can never disagree with the node.
@@ -24,16 +24,72 @@ pub struct Znode {
     /// Children ever created: the next sequential suffix. ZooKeeper numbers sequential
     /// children by creates alone, while `cversion` counts creates and deletes.
     pub child_creates: i32,
-    /// The owning session of an ephemeral node, 0 for a persistent one: session ids are
-    /// zxids, never 0, and this is half the size of an `Option<SessionId>`.
+    /// What the node is ([`NodeKind`]), in ZooKeeper's encoding of `ephemeralOwner`: 0 for
+    /// a persistent node, the owning session of an ephemeral one (session ids are zxids,
+    /// never 0 and far below the marks), [`CONTAINER`] or [`TTL_MARK`] with the TTL. One
+    /// word for all of it: half the size of an `Option<SessionId>`, and no field added.
     #[serde(serialize_with = "owner_out", deserialize_with = "owner_in")]
     owner: u64,
     /// Children's names, sorted, so that listings come out sorted without a sort.
     pub children: Children,
 }
 
+/// ZooKeeper's `ephemeralOwner` of a container.
+const CONTAINER: u64 = 1 << 63;
+/// ZooKeeper's mark of an "extended" node type in `ephemeralOwner`'s top byte; with the 16
+/// bits below it zero, the type is TTL and the low 40 bits hold the TTL.
+const TTL_MARK: u64 = 0xff << 56;
+const EXTENDED_TYPE_BITS: u64 = 0xff_ff << 40;
+
+/// What kind of node a znode is, as far as its lifetime goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeKind {
+    Persistent,
+    /// Deleted when its session ends.
+    Ephemeral(SessionId),
+    /// Deleted by the leader's cleanup once its last child is gone.
+    Container,
+    /// Deleted by the leader's cleanup once childless and unchanged for this many ms.
+    Ttl(u64),
+}
+
+impl NodeKind {
+    /// The kind a create in `mode` by `session` makes.
+    pub fn of(mode: CreateMode, session: SessionId) -> NodeKind {
+        match mode {
+            _ if mode.is_ephemeral() => NodeKind::Ephemeral(session),
+            CreateMode::Container => NodeKind::Container,
+            // Prep keeps the TTL within 40 bits.
+            _ => mode.ttl_ms().map_or(NodeKind::Persistent, |ttl| NodeKind::Ttl(ttl & MAX_TTL_MS)),
+        }
+    }
+
+    /// True for the kinds the leader's cleanup deletes.
+    pub fn is_swept(self) -> bool {
+        matches!(self, NodeKind::Container | NodeKind::Ttl(_))
+    }
+
+    fn encode(self) -> u64 {
+        match self {
+            NodeKind::Persistent => 0,
+            NodeKind::Ephemeral(session) => session.0,
+            NodeKind::Container => CONTAINER,
+            NodeKind::Ttl(ttl) => TTL_MARK | (ttl & MAX_TTL_MS),
+        }
+    }
+
+    fn decode(owner: u64) -> NodeKind {
+        match owner {
+            0 => NodeKind::Persistent,
+            CONTAINER => NodeKind::Container,
+            _ if owner & (TTL_MARK | EXTENDED_TYPE_BITS) == TTL_MARK => NodeKind::Ttl(owner & MAX_TTL_MS),
+            _ => NodeKind::Ephemeral(SessionId(owner)),
+        }
+    }
+}
+
 impl Znode {
-    pub fn new(data: Vec<u8>, zxid: Zxid, time_ms: i64, owner: Option<SessionId>) -> Self {
+    pub fn new(data: Vec<u8>, zxid: Zxid, time_ms: i64, kind: NodeKind) -> Self {
         Znode {
             data: data.into_boxed_slice(),
             czxid: zxid,
@@ -44,14 +100,21 @@ impl Znode {
             version: 0,
             cversion: 0,
             child_creates: 0,
-            owner: owner.map_or(0, |s| s.0),
+            owner: kind.encode(),
             children: Children::default(),
         }
     }
 
+    pub fn kind(&self) -> NodeKind {
+        NodeKind::decode(self.owner)
+    }
+
     /// The session owning this node if it is ephemeral.
     pub fn ephemeral_owner(&self) -> Option<SessionId> {
-        (self.owner != 0).then_some(SessionId(self.owner))
+        match self.kind() {
+            NodeKind::Ephemeral(session) => Some(session),
+            _ => None,
+        }
     }
 
     pub fn stat(&self) -> Stat {
@@ -71,7 +134,9 @@ impl Znode {
     }
 }
 
-// The owner is written as the `Option<SessionId>` it stands for, as it always was.
+// The owner is written as the `Option<SessionId>` it stood for before containers and TTL
+// nodes, as it always was; their marks are written the same way (snapshot version 4 says
+// that a body may hold them).
 fn owner_out<S: Serializer>(owner: &u64, s: S) -> Result<S::Ok, S::Error> {
     (*owner != 0).then_some(SessionId(*owner)).serialize(s)
 }
@@ -103,7 +168,8 @@ mod tests {
     #[test]
     fn snapshots_encode_a_node_exactly_as_before() {
         for (owner, names) in [(None, vec![]), (Some(SessionId(7)), vec![]), (None, vec!["b", "a"])] {
-            let mut node = Znode::new(b"data".to_vec(), 5, 1_000, owner);
+            let kind = owner.map_or(NodeKind::Persistent, NodeKind::Ephemeral);
+            let mut node = Znode::new(b"data".to_vec(), 5, 1_000, kind);
             (node.mzxid, node.pzxid, node.mtime, node.version, node.cversion, node.child_creates) =
                 (6, 7, 2_000, 1, 2, 3);
             for name in &names {
@@ -126,6 +192,29 @@ mod tests {
             assert_eq!(postcard::to_allocvec(&node).expect("encode"), old);
             assert_eq!(postcard::from_bytes::<Znode>(&old).expect("decode"), node);
         }
+    }
+
+    /// Containers and TTL nodes carry ZooKeeper's marks in the owner word, and nothing
+    /// else is mistaken for them.
+    #[test]
+    fn node_kinds_round_trip_through_the_owner_word() {
+        let kinds = [
+            NodeKind::Persistent,
+            NodeKind::Ephemeral(SessionId(1)),
+            NodeKind::Ephemeral(SessionId(u64::from(u32::MAX) << 16)),
+            NodeKind::Container,
+            NodeKind::Ttl(1),
+            NodeKind::Ttl(MAX_TTL_MS),
+        ];
+        for kind in kinds {
+            let node = Znode::new(Vec::new(), 1, 1, kind);
+            assert_eq!(node.kind(), kind);
+            let bytes = postcard::to_allocvec(&node).expect("encode");
+            assert_eq!(postcard::from_bytes::<Znode>(&bytes).expect("decode").kind(), kind);
+            assert_eq!(node.ephemeral_owner().is_some(), matches!(kind, NodeKind::Ephemeral(_)));
+        }
+        assert_eq!(NodeKind::Container.encode(), 0x8000_0000_0000_0000, "ZooKeeper's container mark");
+        assert_eq!(NodeKind::Ttl(100).encode(), 0xff00_0000_0000_0064, "ZooKeeper's TTL encoding");
     }
 
     #[test]

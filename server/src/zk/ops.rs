@@ -4,7 +4,7 @@
 use super::jute::{In, JuteError};
 use super::records::{acls, err, op};
 use crate::metrics::Op as MetricOp;
-use ward_proto::{path, CreateMode, Op, Request, Zxid};
+use ward_proto::{path, CreateMode, Op, Request, Zxid, MAX_TTL_MS};
 
 /// What one request becomes.
 pub enum Action {
@@ -191,27 +191,18 @@ fn version(v: i32) -> Option<i32> {
 }
 
 /// A create request of any of the four create opcodes, and the code it fails with before
-/// the log, if any: ZooKeeper's checks in its order (path, ACL, mode).
+/// the log, if any: ZooKeeper's checks in its order (mode, TTL, path, ACL). ZooKeeper
+/// accepts TTL nodes only with `zookeeper.extendedTypesEnabled`; Ward always does.
 fn create(code: i32, r: &mut In<'_>) -> Result<(Op, Option<i32>), JuteError> {
     let (path, data, acl_count, flags) = (r.string()?, r.buffer()?, acls(r)?, r.int()?);
-    if code == op::CREATE_TTL {
-        r.long()?;
-    }
-    let mode = match flags {
-        0 | 4 => Some(CreateMode::Persistent),
-        1 => Some(CreateMode::Ephemeral),
-        2 => Some(CreateMode::PersistentSequential),
-        3 => Some(CreateMode::EphemeralSequential),
-        _ => None,
-    };
+    // ZooKeeper reads a create without a TTL as one with TTL -1.
+    let ttl = if code == op::CREATE_TTL { r.long()? } else { -1 };
+    let mode = create_mode(code, flags, ttl);
     let valid = match mode {
         Some(m) if m.is_sequential() => path::validate_sequential_prefix(&path).is_ok(),
         _ => path::validate(&path).is_ok(),
     };
-    let prefail = if code == op::CREATE_TTL || flags == 5 || flags == 6 {
-        // ZooKeeper without extendedTypesEnabled (its default) refuses TTL nodes so.
-        Some(err::UNIMPLEMENTED)
-    } else if !valid || mode.is_none() {
+    let prefail = if mode.is_none() || !valid {
         Some(err::BAD_ARGUMENTS)
     } else if acl_count == 0 {
         Some(err::INVALID_ACL)
@@ -219,6 +210,30 @@ fn create(code: i32, r: &mut In<'_>) -> Result<(Op, Option<i32>), JuteError> {
         None
     };
     Ok((Op::Create { path, data, mode: mode.unwrap_or(CreateMode::Persistent) }, prefail))
+}
+
+/// The mode of a create, or `None` where ZooKeeper answers `BADARGUMENTS`: flags it does not
+/// know, a TTL mode without a TTL in range, or a TTL given with a mode that takes none.
+/// As in ZooKeeper, `createContainer` makes a container and the container flag (4) alone
+/// does not: the Java client sends it with that opcode.
+fn create_mode(code: i32, flags: i32, ttl: i64) -> Option<CreateMode> {
+    let ttl_ms = u64::try_from(ttl).ok().filter(|t| (1..=MAX_TTL_MS).contains(t));
+    match (flags, ttl_ms) {
+        (5 | 6, None) => return None,
+        (5 | 6, Some(_)) => {}
+        _ if ttl >= 0 => return None,
+        _ => {}
+    }
+    match flags {
+        _ if code == op::CREATE_CONTAINER => Some(CreateMode::Container),
+        0 | 4 => Some(CreateMode::Persistent),
+        1 => Some(CreateMode::Ephemeral),
+        2 => Some(CreateMode::PersistentSequential),
+        3 => Some(CreateMode::EphemeralSequential),
+        5 => ttl_ms.map(|ttl_ms| CreateMode::PersistentWithTtl { ttl_ms }),
+        6 => ttl_ms.map(|ttl_ms| CreateMode::PersistentSequentialWithTtl { ttl_ms }),
+        _ => None,
+    }
 }
 
 fn multi(r: &mut In<'_>) -> Result<Action, JuteError> {
@@ -264,4 +279,37 @@ fn multi(r: &mut In<'_>) -> Result<Action, JuteError> {
         ops.push(Op::CheckFence { path: "/".into(), token: 0 });
     }
     Ok(Action::Write { request: Request::Multi(ops), render: Render::Multi { ops: codes, prefail } })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ZooKeeper's `CreateMode.fromFlag` and `EphemeralType.validateTTL`, with
+    /// `extendedTypesEnabled`: a TTL mode needs a TTL of 1 to 2^40 - 1 ms, any other mode
+    /// none (ZooKeeper reads a create without one as TTL -1).
+    #[test]
+    fn create_flags_and_ttls_make_zookeepers_modes() {
+        let ttl = |ttl_ms| Some(CreateMode::PersistentWithTtl { ttl_ms });
+        let cases = [
+            (op::CREATE, 0, -1, Some(CreateMode::Persistent)),
+            (op::CREATE2, 3, -1, Some(CreateMode::EphemeralSequential)),
+            (op::CREATE_CONTAINER, 4, -1, Some(CreateMode::Container)),
+            // The container flag on a plain create is a persistent node in ZooKeeper too.
+            (op::CREATE2, 4, -1, Some(CreateMode::Persistent)),
+            (op::CREATE_TTL, 5, 1000, ttl(1000)),
+            (op::CREATE_TTL, 5, MAX_TTL_MS as i64, ttl(MAX_TTL_MS)),
+            (op::CREATE_TTL, 6, 1, Some(CreateMode::PersistentSequentialWithTtl { ttl_ms: 1 })),
+            (op::CREATE_TTL, 5, 0, None),
+            (op::CREATE_TTL, 5, MAX_TTL_MS as i64 + 1, None),
+            (op::CREATE_TTL, 0, 1000, None),
+            (op::CREATE_TTL, 0, -1, Some(CreateMode::Persistent)),
+            (op::CREATE2, 5, -1, None),
+            (op::CREATE_CONTAINER, 5, -1, None),
+            (op::CREATE, 7, -1, None),
+        ];
+        for (code, flags, ttl, mode) in cases {
+            assert_eq!(create_mode(code, flags, ttl), mode, "opcode {code}, flags {flags}, ttl {ttl}");
+        }
+    }
 }
