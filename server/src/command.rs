@@ -55,10 +55,16 @@ pub enum CommandOp {
     /// connection; applied then, it would reorder the session's writes, or bring back a lock
     /// attempt the client gave up. ZooKeeper refuses such a request the same way.
     Fenced { epoch: Zxid, op: Box<CommandOp> },
+    /// Deletes the container or TTL node at `path` if it is unused at this command's time
+    /// (`time_ms`), checked in log order: proposed by the leader's cleanup
+    /// ([`crate::cleanup`]) for a node it found unused, which may have been used since.
+    /// `never_used_ms`: how long a container that never had a child is kept (0: for good).
+    /// (Appended after `Fenced`, so that older logs decode unchanged.)
+    DeleteIfUnused { path: String, never_used_ms: u64 },
     /// An `Op` or a `Multi` from a ZooKeeper client that sent null data (jute's length -1,
     /// which Ward's own protocol cannot say) to the ops at `nulls` (indices into the multi, 0
-    /// for a lone op): their data, empty in `op`, is stored as null. (Appended last, so that
-    /// older logs decode unchanged.)
+    /// for a lone op): their data, empty in `op`, is stored as null. (Appended after
+    /// `DeleteIfUnused`, so that older logs decode unchanged.)
     NullData { nulls: Vec<u32>, op: Box<CommandOp> },
 }
 

@@ -141,6 +141,12 @@ impl StateMachine {
             CommandOp::CloseSession | CommandOp::ExpireSession => {
                 Outcome::Reply(self.end_session(zxid, cmd.time_ms, cmd.session, &mut changes))
             }
+            // The server's own: no session.
+            CommandOp::DeleteIfUnused { path, never_used_ms } => {
+                let mut journal = Journal::off();
+                let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes: &mut changes, journal: &mut journal };
+                Outcome::Reply(self.tree.delete_if_unused(&mut ctx, path, *never_used_ms).map(|()| Response::Deleted))
+            }
             _ if !self.sessions.contains_key(&cmd.session) => Outcome::Reply(Err(ErrorCode::SessionExpired)),
             CommandOp::Op(op) => Outcome::Reply(self.apply_single(zxid, cmd, op, false, &mut changes)),
             CommandOp::Multi(ops) => Outcome::Reply(Ok(self.apply_multi(zxid, cmd, ops, &[], &mut changes))),

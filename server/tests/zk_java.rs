@@ -59,6 +59,45 @@ fn zkcli_creates_gets_sets_lists_stats_and_deletes() {
     }
 }
 
+/// A check interval short enough that a test sees several checks in a second.
+const QUICK_CLEANUP: [&str; 2] = ["--container-check-interval-ms", "100"];
+
+// docs/zookeeper-compat.md "TTL and container nodes", G20: the Java client's
+// PERSISTENT_WITH_TTL, PERSISTENT_SEQUENTIAL_WITH_TTL and CONTAINER, and Curator-style
+// container lock parents, deleted by the cleanup once unused.
+#[test]
+fn java_client_ttl_and_container_nodes_are_deleted_once_unused() {
+    let Some(java) = ZkJava::find() else { return };
+    let ward = ServerProcess::builder().zookeeper().in_memory().flags(&QUICK_CLEANUP).start();
+    let got = java.run(SCRIPTS, "ContainersAndTtl.java", &[&ward.zk_addr_str()]);
+    assert_eq!(got, expected(SCRIPTS, "containers_and_ttl.expected"), "ContainersAndTtl.java output differs");
+}
+
+// docs/zookeeper-compat.md "TTL and container nodes", G20: zkCli's `create -c` and
+// `create -t`, with no server flag (ZooKeeper's needs zookeeper.extendedTypesEnabled), and
+// a container that never had a child, deleted after its grace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zkcli_creates_containers_and_ttl_nodes_that_the_cleanup_deletes() {
+    let Some(java) = ZkJava::find() else { return };
+    let flags = [&QUICK_CLEANUP[..], &["--container-max-never-used-ms", "300"]].concat();
+    let ward = ServerProcess::builder().zookeeper().flags(&flags).start();
+    let script = "create -c /zc c\ncreate /zc/kid k\ndelete /zc/kid\ncreate -t 300 /zt t\n\
+                  create -s -t 300 /zs- s\ncreate -c /never n\nquit\n";
+    let text = tokio::task::block_in_place(|| zkcli(&java, &ward.zk_addr_str(), &[], script));
+    for want in ["Created /zc\n", "Created /zc/kid\n", "Created /zt\n", "Created /zs-0000000002\n", "Created /never\n"]
+    {
+        assert!(text.contains(want), "zkCli output lacks {want:?}:\n{text}");
+    }
+    ward_testkit::bounded(async {
+        let client = ward_testkit::connect(&ward.addr_str()).await;
+        for path in ["/zc", "/zt", "/zs-0000000002", "/never"] {
+            let gone = || async { matches!(client.exists(path).await, Ok(None)) };
+            ward_testkit::wait_until(&format!("{path} to be deleted"), ward_testkit::DEADLINE, gone).await;
+        }
+    })
+    .await;
+}
+
 /// Multi result types, null data and re-armed watches (docs/zookeeper-compat.md): in a multi
 /// a plain create answers `create` and a container create `create2`, which the Java client's
 /// MultiResponse reads; null data in a multi stays null; and 1,000 watches on 200-byte paths,

@@ -9,9 +9,11 @@
 //! at least those before the read's reply, so an event for any change the read can see goes
 //! out first (G6). The machinery is in `order.rs`, shared with the ZooKeeper listener.
 
+use super::counted::Counted;
 use super::handshake;
 use super::order::{Sequencer, SessionConn};
-use super::writer::{Item, ItemTx, Shrink, Wire};
+use super::writer::{Item, ItemTx, Queued, Shrink, Wire};
+use crate::metrics::{Failure, Listener, Op, Stamp};
 use crate::outbox::Outbox;
 use crate::read::Reader as ReadCtx;
 use crate::watch::{ConnId, Outbound};
@@ -56,14 +58,15 @@ impl<T, E> Shrink for FramedWrite<T, E> {
     }
 }
 
-pub type Reader = FramedRead<OwnedReadHalf, FrameCodec<ClientMessage, ServerMessage>>;
-pub type Writer = FramedWrite<OwnedWriteHalf, FrameCodec<ClientMessage, ServerMessage>>;
+pub type Reader = FramedRead<Counted<OwnedReadHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
+pub type Writer = FramedWrite<Counted<OwnedWriteHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
 
 pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, conn: ConnId, cancel: CancellationToken) {
     if let Err(error) = stream.set_nodelay(true) {
         tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
     }
     let (r, w) = stream.into_split();
+    let (r, w) = (Counted::new(r), Counted::new(w));
     let max = server.config.max_frame_len();
     // Small first buffers: most connections carry small frames, and tokio-util's 8 KiB
     // defaults were most of a session's memory. They grow when a large frame comes.
@@ -94,6 +97,7 @@ pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, con
 pub struct WardWire;
 
 impl Wire for WardWire {
+    const LISTENER: Listener = Listener::Ward;
     type Tag = u64;
     type Answer = Result<Response, ErrorCode>;
     type Msg = ServerMessage;
@@ -116,6 +120,10 @@ impl Wire for WardWire {
 
     fn session_expired(&mut self) -> Option<ServerMessage> {
         Some(ServerMessage::SessionExpired)
+    }
+
+    fn read_failure(answer: &Self::Answer) -> Option<Failure> {
+        answer.as_ref().err().map(|code| Failure::from(*code))
     }
 }
 
@@ -158,6 +166,7 @@ async fn read_loop(
             }
             Some(Err(error)) => return drop_peer(ctx, &error.to_string()),
         };
+        let stamp = Stamp::now(Op::of(&request));
         ctx.server.local.sessions.touch(ctx.session);
         let closes_session = matches!(request, Request::CloseSession);
         let item = if request.is_write() {
@@ -182,14 +191,14 @@ async fn read_loop(
             if let Some(answer) = prepared {
                 let (zxid, events_before, answer) = ctx.view(|_, _| answer);
                 let item = Item::Read { tag: xid, zxid, events_before, events: Vec::new(), answer };
-                if queue.send(Box::new(item)).await.is_err() {
+                if queue.send(Box::new(Queued { stamp, item })).await.is_err() {
                     return;
                 }
                 continue;
             }
             read(ctx, xid, request)
         };
-        if queue.send(Box::new(item)).await.is_err() || closes_session {
+        if queue.send(Box::new(Queued { stamp, item })).await.is_err() || closes_session {
             return;
         }
     }

@@ -280,6 +280,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // The write includes the fdatasync: the callback below is the acknowledgement.
         match self.write_record(&RecordRef::Entries(&entries)) {
             Ok(segment) => {
+                crate::metrics::log::appended(entries.len(), commands(&entries));
                 self.segment_max.insert(segment, last);
                 write(&self.cache).entries.extend(entries.into_iter().map(|e| (e.log_id.index, e)));
                 callback.log_io_completed(Ok(()));
@@ -307,4 +308,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         }
         Ok(())
     }
+}
+
+/// The commands in `entries` (a normal entry carries a batch of them).
+fn commands(entries: &[Entry]) -> usize {
+    entries.iter().map(|e| if let openraft::EntryPayload::Normal(batch) = &e.payload { batch.len() } else { 0 }).sum()
 }

@@ -245,6 +245,8 @@ pub async fn open_member(
     options: RaftOptions,
     ensemble: Option<EnsembleOptions>,
 ) -> Result<RaftLog, OpenError> {
+    // Commands replayed from the log are stamped before this: not news to the metrics.
+    crate::metrics::locks::started_ms();
     std::fs::create_dir_all(data_dir).map_err(|source| FileError::Io {
         path: data_dir.into(),
         op: "create",
@@ -274,8 +276,12 @@ pub async fn open_member(
             // openraft times an append out after one heartbeat interval: it must cover a
             // follower's fsync on a loaded machine.
             heartbeat_interval: 250,
-            election_timeout_min: 1000,
-            election_timeout_max: 2000,
+            // A follower that has heard from its leader calls an election only once
+            // openraft's leader lease (`election_timeout_max`) and then a random timeout
+            // between these have passed in silence: 1.5–2 s (plus up to one tick, 375 ms),
+            // six heartbeats at least. This is most of what a leader kill costs.
+            election_timeout_min: 500,
+            election_timeout_max: 1000,
             install_snapshot_timeout: 10_000,
             snapshot_max_chunk_size: 1 << 20,
             // Each entry is a batch of up to ~1 MiB.

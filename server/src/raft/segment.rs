@@ -123,8 +123,9 @@ impl Segment {
     /// this returns may anything that depends on them be acknowledged.
     pub fn append(&mut self, bytes: &[u8]) -> Result<(), FileError> {
         self.file.write_all_at(bytes, self.write_pos).map_err(io_err(&self.path, "write"))?;
+        let started = std::time::Instant::now();
         self.file.sync_data().map_err(io_err(&self.path, "fdatasync"))?;
-        crate::metrics::count_log_fsync();
+        crate::metrics::log::fsynced(started.elapsed());
         self.write_pos += bytes.len() as u64;
         Ok(())
     }

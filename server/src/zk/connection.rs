@@ -10,9 +10,11 @@ use super::reply::{ZkAnswer, ZkTag, ZkWire};
 use super::stats::{ConnStats, Shared};
 use super::{fourlw, MAX_PACKET, MAX_REPLY};
 use crate::command::CommandOp;
+use crate::metrics::Stamp;
+use crate::net::counted::Counted;
 use crate::net::handshake::{self, Attached};
 use crate::net::order::{Sequencer, SessionConn};
-use crate::net::writer::{Item, ItemTx};
+use crate::net::writer::{Item, ItemTx, Queued};
 use crate::outbox::{OutboundTx, Outbox};
 use crate::watch::ConnId;
 use crate::Server;
@@ -28,8 +30,8 @@ use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, Request, SessionId, SessionSecret};
 
-type Reader = FramedRead<OwnedReadHalf, LengthDelimitedCodec>;
-type Writer = FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>;
+type Reader = FramedRead<Counted<OwnedReadHalf, ZkWire>, LengthDelimitedCodec>;
+type Writer = FramedWrite<Counted<OwnedWriteHalf, ZkWire>, LengthDelimitedCodec>;
 
 pub async fn serve(
     server: Arc<Server>,
@@ -56,7 +58,8 @@ async fn serve_conn(
     conn: ConnId,
     cancel: CancellationToken,
 ) {
-    let (mut r, mut w) = stream.into_split();
+    let (r, w) = stream.into_split();
+    let (mut r, mut w) = (Counted::<_, ZkWire>::new(r), Counted::<_, ZkWire>::new(w));
     // ZooKeeper reads the first four bytes as a length, unless they spell a command.
     let mut head = [0u8; 4];
     let first = tokio::time::timeout(server.config.handshake_timeout, r.read_exact(&mut head));
@@ -188,6 +191,7 @@ async fn read_loop(
             (Ok(xid), Ok(code)) => (xid, code),
             _ => return drop_peer(ctx, "request header ends early"),
         };
+        let stamp = Stamp::now(ops::metric_op(code));
         stats.received(xid);
         ctx.server.local.sessions.touch(ctx.session);
         let action = match ops::parse(code, &mut r) {
@@ -238,7 +242,7 @@ async fn read_loop(
                     let (zxid, events_before, answer) = ctx.view(|_, _| ZkAnswer::fail(err::CONNECTION_LOSS));
                     let tag = ZkTag { xid, render: Render::None };
                     let item = Item::Read { tag, zxid, events_before, events: Vec::new(), answer };
-                    if queue.send(Box::new(item)).await.is_err() {
+                    if queue.send(Box::new(Queued { stamp, item })).await.is_err() {
                         return;
                     }
                     continue;
@@ -253,7 +257,7 @@ async fn read_loop(
                 Item::Read { tag: ZkTag { xid, render: Render::None }, zxid, events_before, events: Vec::new(), answer }
             }
         };
-        if queue.send(Box::new(item)).await.is_err() || closes_session {
+        if queue.send(Box::new(Queued { stamp, item })).await.is_err() || closes_session {
             return;
         }
     }

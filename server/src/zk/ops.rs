@@ -3,7 +3,8 @@
 
 use super::jute::{In, JuteError};
 use super::records::{acls, err, op};
-use ward_proto::{path, CreateMode, Op, Request, Zxid};
+use crate::metrics::Op as MetricOp;
+use ward_proto::{path, CreateMode, Op, Request, Zxid, MAX_TTL_MS};
 
 /// What one request becomes.
 pub enum Action {
@@ -158,6 +159,34 @@ pub fn parse(code: i32, r: &mut In<'_>) -> Result<Action, JuteError> {
     }
 }
 
+/// The request metrics' name for opcode `code`: Ward's name for the same operation.
+pub fn metric_op(code: i32) -> MetricOp {
+    match code {
+        op::CREATE | op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL => MetricOp::Create,
+        op::DELETE => MetricOp::Delete,
+        op::SET_DATA => MetricOp::Set,
+        op::GET_DATA => MetricOp::Get,
+        op::EXISTS => MetricOp::Exists,
+        op::GET_CHILDREN | op::GET_CHILDREN2 => MetricOp::Children,
+        op::MULTI => MetricOp::Multi,
+        op::SYNC => MetricOp::Sync,
+        op::PING => MetricOp::Ping,
+        op::CLOSE_SESSION => MetricOp::Close,
+        op::SET_WATCHES | op::SET_WATCHES2 => MetricOp::SetWatches,
+        op::CHECK => MetricOp::Check,
+        op::MULTI_READ => MetricOp::MultiRead,
+        op::GET_ACL | op::SET_ACL => MetricOp::Acl,
+        op::ADD_WATCH => MetricOp::AddWatch,
+        op::REMOVE_WATCHES | op::CHECK_WATCHES => MetricOp::RemoveWatches,
+        op::AUTH => MetricOp::Auth,
+        op::WHO_AM_I => MetricOp::WhoAmI,
+        op::GET_ALL_CHILDREN_NUMBER => MetricOp::ChildrenCount,
+        op::GET_EPHEMERALS => MetricOp::Ephemerals,
+        op::RECONFIG => MetricOp::Reconfig,
+        _ => MetricOp::Other,
+    }
+}
+
 /// A lone write; `null`: its data is null.
 fn write(request: Request, render: Render, null: bool) -> Action {
     Action::Write { request, render, nulls: if null { vec![0] } else { Vec::new() } }
@@ -184,27 +213,18 @@ impl Parsed {
 }
 
 /// A create request of any of the four create opcodes, and ZooKeeper's checks before the
-/// log, in its order (path, ACL, mode).
+/// log, in its order (mode, TTL, path, ACL). ZooKeeper accepts TTL nodes only with
+/// `zookeeper.extendedTypesEnabled`; Ward always does.
 fn create(code: i32, r: &mut In<'_>) -> Result<Parsed, JuteError> {
     let (path, data, acl_count, flags) = (r.string()?, r.nullable_buffer()?, acls(r)?, r.int()?);
-    if code == op::CREATE_TTL {
-        r.long()?;
-    }
-    let mode = match flags {
-        0 | 4 => Some(CreateMode::Persistent),
-        1 => Some(CreateMode::Ephemeral),
-        2 => Some(CreateMode::PersistentSequential),
-        3 => Some(CreateMode::EphemeralSequential),
-        _ => None,
-    };
+    // ZooKeeper reads a create without a TTL as one with TTL -1.
+    let ttl = if code == op::CREATE_TTL { r.long()? } else { -1 };
+    let mode = create_mode(code, flags, ttl);
     let valid = match mode {
         Some(m) if m.is_sequential() => path::validate_sequential_prefix(&path).is_ok(),
         _ => path::validate(&path).is_ok(),
     };
-    let prefail = if code == op::CREATE_TTL || flags == 5 || flags == 6 {
-        // ZooKeeper without extendedTypesEnabled (its default) refuses TTL nodes so.
-        Some(err::UNIMPLEMENTED)
-    } else if !valid || mode.is_none() {
+    let prefail = if mode.is_none() || !valid {
         Some(err::BAD_ARGUMENTS)
     } else if acl_count == 0 {
         Some(err::INVALID_ACL)
@@ -214,6 +234,30 @@ fn create(code: i32, r: &mut In<'_>) -> Result<Parsed, JuteError> {
     let null = data.is_none();
     let op = Op::Create { path, data: data.unwrap_or_default(), mode: mode.unwrap_or(CreateMode::Persistent) };
     Ok(Parsed { op, null, prefail })
+}
+
+/// The mode of a create, or `None` where ZooKeeper answers `BADARGUMENTS`: flags it does not
+/// know, a TTL mode without a TTL in range, or a TTL given with a mode that takes none.
+/// As in ZooKeeper, `createContainer` makes a container and the container flag (4) alone
+/// does not: the Java client sends it with that opcode.
+fn create_mode(code: i32, flags: i32, ttl: i64) -> Option<CreateMode> {
+    let ttl_ms = u64::try_from(ttl).ok().filter(|t| (1..=MAX_TTL_MS).contains(t));
+    match (flags, ttl_ms) {
+        (5 | 6, None) => return None,
+        (5 | 6, Some(_)) => {}
+        _ if ttl >= 0 => return None,
+        _ => {}
+    }
+    match flags {
+        _ if code == op::CREATE_CONTAINER => Some(CreateMode::Container),
+        0 | 4 => Some(CreateMode::Persistent),
+        1 => Some(CreateMode::Ephemeral),
+        2 => Some(CreateMode::PersistentSequential),
+        3 => Some(CreateMode::EphemeralSequential),
+        5 => ttl_ms.map(|ttl_ms| CreateMode::PersistentWithTtl { ttl_ms }),
+        6 => ttl_ms.map(|ttl_ms| CreateMode::PersistentSequentialWithTtl { ttl_ms }),
+        _ => None,
+    }
 }
 
 fn multi(r: &mut In<'_>) -> Result<Action, JuteError> {
@@ -266,4 +310,37 @@ fn multi(r: &mut In<'_>) -> Result<Action, JuteError> {
         nulls.retain(|&i| usize::try_from(i).is_ok_and(|i| i < index));
     }
     Ok(Action::Write { request: Request::Multi(ops), render: Render::Multi { ops: codes, prefail }, nulls })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ZooKeeper's `CreateMode.fromFlag` and `EphemeralType.validateTTL`, with
+    /// `extendedTypesEnabled`: a TTL mode needs a TTL of 1 to 2^40 - 1 ms, any other mode
+    /// none (ZooKeeper reads a create without one as TTL -1).
+    #[test]
+    fn create_flags_and_ttls_make_zookeepers_modes() {
+        let ttl = |ttl_ms| Some(CreateMode::PersistentWithTtl { ttl_ms });
+        let cases = [
+            (op::CREATE, 0, -1, Some(CreateMode::Persistent)),
+            (op::CREATE2, 3, -1, Some(CreateMode::EphemeralSequential)),
+            (op::CREATE_CONTAINER, 4, -1, Some(CreateMode::Container)),
+            // The container flag on a plain create is a persistent node in ZooKeeper too.
+            (op::CREATE2, 4, -1, Some(CreateMode::Persistent)),
+            (op::CREATE_TTL, 5, 1000, ttl(1000)),
+            (op::CREATE_TTL, 5, MAX_TTL_MS as i64, ttl(MAX_TTL_MS)),
+            (op::CREATE_TTL, 6, 1, Some(CreateMode::PersistentSequentialWithTtl { ttl_ms: 1 })),
+            (op::CREATE_TTL, 5, 0, None),
+            (op::CREATE_TTL, 5, MAX_TTL_MS as i64 + 1, None),
+            (op::CREATE_TTL, 0, 1000, None),
+            (op::CREATE_TTL, 0, -1, Some(CreateMode::Persistent)),
+            (op::CREATE2, 5, -1, None),
+            (op::CREATE_CONTAINER, 5, -1, None),
+            (op::CREATE, 7, -1, None),
+        ];
+        for (code, flags, ttl, mode) in cases {
+            assert_eq!(create_mode(code, flags, ttl), mode, "opcode {code}, flags {flags}, ttl {ttl}");
+        }
+    }
 }

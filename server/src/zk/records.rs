@@ -2,6 +2,7 @@
 //! opcodes, error codes, event types and states.
 
 use super::jute::{In, JuteError, Out};
+use crate::metrics::Failure;
 use ward_proto::{ErrorCode, EventKind, SessionId, Stat, WatchEvent};
 
 /// Opcodes (`ZooDefs.OpCode`).
@@ -89,6 +90,28 @@ pub fn code(e: ErrorCode) -> i32 {
         ErrorCode::ReplyTooLarge => err::MARSHALLING_ERROR,
         _ => err::SYSTEM_ERROR,
     }
+}
+
+/// ZooKeeper's error code as the request metrics name it (`None`: success). A connection
+/// loss is what Ward's `Unavailable` becomes on this port.
+pub fn failure(code: i32) -> Option<Failure> {
+    Some(match code {
+        err::OK => return None,
+        err::NO_NODE => Failure::NoNode,
+        err::NODE_EXISTS => Failure::NodeExists,
+        err::BAD_VERSION => Failure::BadVersion,
+        err::NOT_EMPTY => Failure::NotEmpty,
+        err::NO_CHILDREN_FOR_EPHEMERALS => Failure::NoChildrenForEphemerals,
+        err::SESSION_EXPIRED => Failure::SessionExpired,
+        err::BAD_ARGUMENTS => Failure::BadArguments,
+        err::UNIMPLEMENTED => Failure::Unimplemented,
+        err::CONNECTION_LOSS => Failure::Unavailable,
+        err::INVALID_ACL => Failure::InvalidAcl,
+        err::NO_WATCHER => Failure::NoWatcher,
+        err::RECONFIG_DISABLED => Failure::ReconfigDisabled,
+        err::SYSTEM_ERROR => Failure::SystemError,
+        _ => Failure::Other,
+    })
 }
 
 /// `Stat`, in jute field order.

@@ -4,8 +4,9 @@
 
 use super::jute::Out;
 use super::ops::Render;
-use super::records::{code, err, multi_header, notification, op, reply_header, stat, REPLY_HEADER_LEN};
+use super::records::{code, err, failure, multi_header, notification, op, reply_header, stat, REPLY_HEADER_LEN};
 use super::stats::ConnStats;
+use crate::metrics::{Failure, Listener};
 use crate::net::writer::Wire;
 use crate::watch::Outbound;
 use bytes::Bytes;
@@ -64,6 +65,7 @@ impl ZkWire {
 }
 
 impl Wire for ZkWire {
+    const LISTENER: Listener = Listener::ZooKeeper;
     type Tag = ZkTag;
     type Answer = ZkAnswer;
     type Msg = Bytes;
@@ -90,6 +92,19 @@ impl Wire for ZkWire {
 
     fn session_expired(&mut self) -> Option<Bytes> {
         None
+    }
+
+    fn read_failure(answer: &ZkAnswer) -> Option<Failure> {
+        failure(answer.err)
+    }
+
+    fn write_failure(tag: &ZkTag, result: &Result<Response, ErrorCode>) -> Option<Failure> {
+        match (&tag.render, Failure::of_write(result)) {
+            // The check that stands in for an op refused before the log (see `ops::multi`):
+            // the reply gives that op's own code.
+            (Render::Multi { prefail: Some((_, code)), .. }, Some(Failure::StaleFence)) => failure(*code),
+            (_, failed) => failed,
+        }
     }
 }
 

@@ -27,6 +27,8 @@ ensemble-name = "configured"
 peer-route = "1=127.0.0.1:7191"
 log-format = "json"
 metrics-max-locks = 1
+container-check-interval-ms = 100
+container-max-never-used-ms = 1
 
 [ensemble]
 1 = "127.0.0.1:7191"
@@ -51,6 +53,8 @@ const ENV: &[(&str, &str)] = &[
     ("WARD_PEER_ROUTE", "1=127.0.0.1:7191"),
     ("WARD_LOG_FORMAT", "json"),
     ("WARD_METRICS_MAX_LOCKS", "1"),
+    ("WARD_CONTAINER_CHECK_INTERVAL_MS", "100"),
+    ("WARD_CONTAINER_MAX_NEVER_USED_MS", "1"),
     ("WARD_SERVER", "127.0.0.1:1"),
     ("WARD_NOT_AN_OPTION", "anything"),
 ];
@@ -121,6 +125,13 @@ async fn check_every_option(server: &ServerProcess) {
     let (_, metrics) = ward_testkit::http::get(server.admin_addr(), "/metrics");
     let reported = metrics.lines().filter(|l| l.starts_with("ward_lock_holders{")).count();
     assert_eq!(reported, 1, "metrics-max-locks 1:\n{metrics}");
+    // container-check-interval-ms and container-max-never-used-ms: a container that never
+    // had a child goes within the deadline (at the defaults, 60 s and 5 min, it would not).
+    short.create("/never-used", b"", ward_client::CreateMode::Container).await.expect("create a container");
+    wait_until("the unused container is deleted", DEADLINE, || async {
+        matches!(short.exists("/never-used").await, Ok(None))
+    })
+    .await;
     // log-format json: every line on stderr is a JSON object.
     let log = server.log_tail();
     assert!(!log.is_empty(), "no log lines");

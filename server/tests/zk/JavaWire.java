@@ -2,7 +2,8 @@
 // a multi (the client's MultiResponse knows only create and create2, and drops the
 // connection on any other), null data in a multi, and 1,000 watches on 200-byte paths
 // re-armed after the server restarts (the client sends them in several SetWatches2 frames of
-// at most 128 KB). Run as a single source file: java -cp <jars> JavaWire.java ADDR MARKER
+// at most 128 KB). Against ZooKeeper itself, TTL nodes need zookeeper.extendedTypesEnabled.
+// Run as a single source file: java -cp <jars> JavaWire.java ADDR MARKER
 // After arming the watches it creates the file MARKER and waits for the connection to drop
 // and come back (the test restarts the server meanwhile). Prints one fact per line; exits
 // non-zero on anything unexpected.
@@ -62,7 +63,7 @@ public class JavaWire {
         ev.waitState("SyncConnected");
         zk.create("/jw", new byte[0], open, CreateMode.PERSISTENT);
 
-        // A plain create answers `create` (the path alone); a container create answers
+        // A plain create answers `create` (the path alone); a container or TTL create answers
         // `create2` (path and stat), as every create but the plain one does.
         byte[] d = "d".getBytes();
         List<OpResult> results = zk.multi(Arrays.asList(
@@ -70,6 +71,8 @@ public class JavaWire {
             Op.create("/jw/seq-", d, open, CreateMode.PERSISTENT_SEQUENTIAL),
             Op.create("/jw/eph", d, open, CreateMode.EPHEMERAL),
             Op.create("/jw/container", d, open, CreateMode.CONTAINER),
+            Op.create("/jw/ttl", d, open, CreateMode.PERSISTENT_WITH_TTL, 600000),
+            Op.create("/jw/ttl-seq-", d, open, CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL, 600000),
             Op.create("/jw/null", null, open, CreateMode.PERSISTENT),
             Op.create("/jw/empty", new byte[0], open, CreateMode.PERSISTENT),
             Op.setData("/jw/plain", null, -1)));

@@ -166,6 +166,13 @@ impl ServerProcess {
         }
     }
 
+    /// [`restart`](Self::restart) with `flags` added after those it ran with (a later flag
+    /// wins): the same server and data, a setting changed.
+    pub fn restart_with(&mut self, flags: &[&str]) {
+        self.options.flags.extend(flags.iter().map(|f| f.to_string()));
+        self.restart();
+    }
+
     /// Kills the server if it runs, then starts it on the same ports and data directory and
     /// SIGKILLs it again `after` its start, wherever its startup (log replay, torn-tail repair,
     /// election) or its first moments of serving have got to. Leaves it stopped.

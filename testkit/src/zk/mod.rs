@@ -2,10 +2,12 @@
 //! port: kazoo scripts ([`Kazoo`]) and ZooKeeper's own Java client and zkCli ([`ZkJava`]).
 //! Each is found (or provisioned) once per test process; where it cannot be had the test
 //! is skipped ([`crate::skip()`]). The scripts and their expected outputs belong to the tests
-//! and live with them; these types take the directory they are in.
+//! and live with them; these types take the directory they are in. [`raw`] is a bare client
+//! for tests at the byte level.
 
 mod java;
 mod kazoo;
+pub mod raw;
 
 pub use java::ZkJava;
 pub use kazoo::Kazoo;

@@ -99,6 +99,10 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
         )));
     }
     config.metrics_max_locks = s.metrics_max_locks.unwrap_or(config.metrics_max_locks);
+    config.container_check_interval = ms(s.container_check_interval_ms, config.container_check_interval);
+    if let Some(n) = s.container_max_never_used_ms {
+        config.container_max_never_used = Duration::from_millis(n.0);
+    }
     let mut raft = RaftOptions::default();
     if let Some(mb) = s.segment_mb {
         raft.segment_bytes = mb.0 << 20;

@@ -50,6 +50,14 @@ pub struct Settings {
     #[arg(long, value_name = "N", help_heading = "Sessions")]
     pub max_session_timeout_ms: Option<Bounded<1, MAX_MS>>,
 
+    /// How often the leader deletes unused containers and expired TTL nodes [default: 60000]
+    #[arg(long, value_name = "N", help_heading = "Containers and TTL nodes")]
+    pub container_check_interval_ms: Option<Bounded<1, MAX_MS>>,
+    /// How long a container that never had a child is kept; 0 keeps it for good
+    /// [default: 300000]
+    #[arg(long, value_name = "N", help_heading = "Containers and TTL nodes")]
+    pub container_max_never_used_ms: Option<Bounded<0, MAX>>,
+
     /// Run as a member of a replicated ensemble: every member's id and peer address (the
     /// same list on every member)
     #[arg(long, value_name = "1=ADDR,2=ADDR,...", help_heading = "Ensemble")]
@@ -108,6 +116,8 @@ impl Settings {
             snapshot_every: self.snapshot_every.or(lower.snapshot_every),
             min_session_timeout_ms: self.min_session_timeout_ms.or(lower.min_session_timeout_ms),
             max_session_timeout_ms: self.max_session_timeout_ms.or(lower.max_session_timeout_ms),
+            container_check_interval_ms: self.container_check_interval_ms.or(lower.container_check_interval_ms),
+            container_max_never_used_ms: self.container_max_never_used_ms.or(lower.container_max_never_used_ms),
             ensemble: self.ensemble.or(lower.ensemble),
             id: self.id.or(lower.id),
             peer_listen: self.peer_listen.or(lower.peer_listen),
@@ -158,6 +168,8 @@ mod tests {
                 | "snapshot-every"
                 | "min-session-timeout-ms"
                 | "max-session-timeout-ms"
+                | "container-check-interval-ms"
+                | "container-max-never-used-ms"
                 | "id"
                 | "dev-ensemble"
                 | "metrics-max-locks" => toml::Value::Integer(1),
@@ -170,7 +182,7 @@ mod tests {
             let parsed = parsed.unwrap_or_else(|e| panic!("key {key}: {e}"));
             assert_ne!(parsed, Settings::default(), "key {key} set nothing");
         }
-        assert_eq!(keys().len(), 18, "a new option: add it to docs/operations.md and here");
+        assert_eq!(keys().len(), 20, "a new option: add it to docs/operations.md and here");
     }
 
     #[test]
