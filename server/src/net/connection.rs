@@ -111,7 +111,7 @@ impl Wire for WardWire {
     }
 
     fn read_reply(&mut self, xid: u64, zxid: Zxid, result: Self::Answer) -> ServerMessage {
-        within_reply_limit(ServerMessage::Reply { xid, zxid, result }, MAX_REPLY_FRAME)
+        ServerMessage::Reply { xid, zxid, result }
     }
 
     fn write_reply(&mut self, xid: u64, zxid: Zxid, result: Result<Response, ErrorCode>) -> ServerMessage {
@@ -127,20 +127,19 @@ impl Wire for WardWire {
     }
 }
 
-/// A listing whose reply would exceed `limit` (the client's [`MAX_REPLY_FRAME`]) becomes
-/// `ReplyTooLarge`: the client would refuse the frame and drop the connection, and each retry
-/// would do the same. Only listings are measured; every other reply is bounded by what the
-/// server accepts (node data by `max_data_len`, which the config keeps well under the limit).
-pub fn within_reply_limit(msg: ServerMessage, limit: usize) -> ServerMessage {
-    let ServerMessage::Reply { xid, zxid, result: Ok(Response::Children { .. }) } = &msg else { return msg };
-    let (xid, zxid) = (*xid, *zxid);
-    match postcard::experimental::serialized_size(&msg) {
-        Ok(len) if len <= limit => msg,
-        len => {
-            tracing::warn!(xid, bytes = ?len.ok(), limit, "reply over the reply limit: answered with ReplyTooLarge");
-            ServerMessage::Reply { xid, zxid, result: Err(ErrorCode::ReplyTooLarge) }
-        }
-    }
+/// Room a reply frame takes around its response: the message and result tags, xid and zxid.
+const REPLY_ENVELOPE: usize = 32;
+
+/// The size of a reply that would exceed `limit` (the client's [`MAX_REPLY_FRAME`]): such a
+/// read is answered `ReplyTooLarge`, as the client would refuse the frame and drop the
+/// connection, and each retry would do the same. Only listings are measured; every other
+/// reply is bounded by what the server accepts (node data by `max_data_len`, which the
+/// config keeps under the limit).
+pub fn oversized(answer: &Result<Response, ErrorCode>, limit: usize) -> Option<usize> {
+    let Ok(response @ Response::Children { .. }) = answer else { return None };
+    let len =
+        postcard::experimental::serialized_size(response).map_or(usize::MAX, |n| n.saturating_add(REPLY_ENVELOPE));
+    (len > limit).then_some(len)
 }
 
 async fn read_loop(
@@ -213,6 +212,14 @@ fn read(ctx: &SessionConn, xid: u64, request: Request) -> Item<WardWire> {
     let (zxid, events_before, answer) = ctx.view(|local, state| {
         ReadCtx { local, conn: ctx.conn, session: ctx.session }.execute(state, request, &mut events)
     });
+    let answer = match oversized(&answer, MAX_REPLY_FRAME) {
+        Some(bytes) => {
+            tracing::warn!(peer = %ctx.peer, session = %ctx.session, xid, bytes, limit = MAX_REPLY_FRAME,
+                "reply over the reply limit: answered with ReplyTooLarge");
+            Err(ErrorCode::ReplyTooLarge)
+        }
+        None => answer,
+    };
     Item::Read { tag: xid, zxid, events_before, events, answer }
 }
 
@@ -249,22 +256,21 @@ mod tests {
         assert_eq!(small.capacity(), before);
     }
 
-    /// The reply limit (docs/protocol.md): a listing that would exceed it is answered with
-    /// `ReplyTooLarge`, one that fits goes out; other replies are not measured.
+    /// The reply limit (docs/protocol.md): a listing whose reply would exceed it is
+    /// answered with `ReplyTooLarge`, one that fits goes out; other replies are not measured.
     #[test]
-    fn a_listing_over_the_reply_limit_becomes_reply_too_large() {
+    fn a_listing_over_the_reply_limit_is_oversized() {
+        use postcard::experimental::serialized_size;
         let stat = ward_proto::Stat::default();
-        let listing = |n: usize| ServerMessage::Reply {
-            xid: 3,
-            zxid: 4,
-            result: Ok(Response::Children { children: (0..n).map(|i| format!("{i:0>10}")).collect(), stat }),
-        };
-        let limit = postcard::experimental::serialized_size(&listing(100)).expect("size");
-        assert_eq!(within_reply_limit(listing(100), limit), listing(100));
-        let over = within_reply_limit(listing(101), limit);
-        assert_eq!(over, ServerMessage::Reply { xid: 3, zxid: 4, result: Err(ErrorCode::ReplyTooLarge) });
-        let data =
-            ServerMessage::Reply { xid: 5, zxid: 4, result: Ok(Response::Data { data: vec![0; 2 * limit], stat }) };
-        assert_eq!(within_reply_limit(data.clone(), limit), data);
+        let children = |n: usize| Response::Children { children: (0..n).map(|i| format!("{i:0>10}")).collect(), stat };
+        let len = |n: usize| serialized_size(&children(n)).expect("size");
+        // The envelope covers the largest frame around a response.
+        let frame = ServerMessage::Reply { xid: u64::MAX, zxid: u64::MAX, result: Ok(children(100)) };
+        assert!(serialized_size(&frame).expect("size") <= len(100) + REPLY_ENVELOPE);
+        let limit = len(100) + REPLY_ENVELOPE;
+        assert_eq!(oversized(&Ok(children(100)), limit), None);
+        assert_eq!(oversized(&Ok(children(101)), limit), Some(len(101) + REPLY_ENVELOPE));
+        let data = Ok(Response::Data { data: vec![0; 2 * limit], stat });
+        assert_eq!(oversized(&data, limit), None);
     }
 }

@@ -102,7 +102,7 @@ async fn serve_conn(
     let timeout = server.core.read(|s| s.session(session).map_or(0, |r| r.timeout_ms));
     stats.timeout_ms.store(timeout, Ordering::Relaxed);
     let ctx = SessionConn::new(server, peer, conn, attached, outbox);
-    let wire = ZkWire { stats: stats.clone(), max_reply: MAX_REPLY };
+    let wire = ZkWire { stats: stats.clone() };
     ctx.run(out_rx, wire, writer, cancel, |seq, queue, cancel| read_loop(&ctx, &stats, reader, seq, queue, cancel))
         .await;
 }
@@ -250,6 +250,14 @@ async fn read_loop(
                 let mut events = Vec::new();
                 let (zxid, events_before, answer) =
                     ctx.view(|local, state| super::read::execute(ctx, local, state, op, &mut events));
+                let answer = match answer.oversized(MAX_REPLY) {
+                    Some(bytes) => {
+                        tracing::warn!(peer = %ctx.peer, session = %ctx.session, xid, bytes, limit = MAX_REPLY,
+                            "ZooKeeper reply over the reply limit: answered with MARSHALLINGERROR");
+                        ZkAnswer::fail(err::MARSHALLING_ERROR)
+                    }
+                    None => answer,
+                };
                 Item::Read { tag: ZkTag { xid, render: Render::None }, zxid, events_before, events, answer }
             }
             Action::Fail(code) => {

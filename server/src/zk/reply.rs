@@ -11,7 +11,7 @@ use crate::net::writer::Wire;
 use crate::watch::Outbound;
 use bytes::Bytes;
 use std::sync::Arc;
-use ward_proto::{ErrorCode, OpResult, Response, SessionId, Zxid};
+use ward_proto::{ErrorCode, OpResult, Response, Zxid};
 
 /// What the reader attaches to a request.
 pub struct ZkTag {
@@ -33,27 +33,23 @@ impl ZkAnswer {
     pub fn fail(err: i32) -> Self {
         ZkAnswer { err, body: Vec::new() }
     }
+
+    /// The reply's size if it would exceed `limit` ([`super::MAX_REPLY`]): such a read is
+    /// answered `MARSHALLINGERROR` instead. ZooKeeper has no code of its own for it; this one
+    /// makes clients raise rather than reconnect (and a retry would fail the same way). Only
+    /// reads are measured: a write's reply is bounded by its request.
+    pub fn oversized(&self, limit: usize) -> Option<usize> {
+        let len = REPLY_HEADER_LEN + self.body.len();
+        (self.err == err::OK && len > limit).then_some(len)
+    }
 }
 
 pub struct ZkWire {
     pub stats: Arc<ConnStats>,
-    /// The largest reply sent ([`super::MAX_REPLY`]).
-    pub max_reply: usize,
 }
 
 impl ZkWire {
     fn reply(&self, xid: i32, zxid: Zxid, answer: ZkAnswer) -> Bytes {
-        let len = REPLY_HEADER_LEN + answer.body.len();
-        let answer = if answer.err == err::OK && len > self.max_reply {
-            // The client could not take it (nor would it on any retry); ZooKeeper has no code
-            // of its own for this, and this one makes clients raise rather than reconnect.
-            let session = self.stats.session.load(std::sync::atomic::Ordering::Relaxed);
-            tracing::warn!(peer = %self.stats.peer, session = %SessionId(session), xid, bytes = len, limit = self.max_reply,
-                "ZooKeeper reply over the reply limit: answered with MARSHALLINGERROR");
-            ZkAnswer::fail(err::MARSHALLING_ERROR)
-        } else {
-            answer
-        };
         let mut out = Out::default();
         reply_header(&mut out, xid, super::records::zxid(zxid), answer.err);
         if answer.err == err::OK {
@@ -197,25 +193,16 @@ fn result_type(code: i32) -> i32 {
 mod tests {
     use super::*;
     use crate::zk::jute::In;
-    use crate::zk::stats::Shared;
     use ward_proto::Stat;
 
-    fn wire(max_reply: usize) -> ZkWire {
-        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 2181));
-        ZkWire { stats: Shared::new(addr).open(1, addr), max_reply }
-    }
-
-    /// The reply limit (docs/zookeeper-compat.md): a reply up to it goes out whole, one over
-    /// it becomes MARSHALLINGERROR with nothing after the header.
+    /// The reply limit (docs/zookeeper-compat.md): a read's reply up to it goes out whole,
+    /// one over it is answered MARSHALLINGERROR; an error is never over it.
     #[test]
-    fn a_reply_over_the_limit_becomes_marshalling_error() {
-        let mut w = wire(REPLY_HEADER_LEN + 100);
-        let fits = w.read_reply(ZkTag { xid: 7, render: Render::None }, 9, ZkAnswer::ok(vec![1; 100]));
-        assert_eq!(fits.len(), REPLY_HEADER_LEN + 100);
-        let over = w.read_reply(ZkTag { xid: 8, render: Render::None }, 9, ZkAnswer::ok(vec![1; 101]));
-        let mut r = In::new(&over);
-        assert_eq!((r.int(), r.long(), r.int()), (Ok(8), Ok(9), Ok(err::MARSHALLING_ERROR)));
-        assert_eq!(r.remaining(), 0);
+    fn a_reply_over_the_limit_is_oversized() {
+        let limit = REPLY_HEADER_LEN + 100;
+        assert_eq!(ZkAnswer::ok(vec![1; 100]).oversized(limit), None);
+        assert_eq!(ZkAnswer::ok(vec![1; 101]).oversized(limit), Some(limit + 1));
+        assert_eq!(ZkAnswer::fail(err::NO_NODE).oversized(0), None);
     }
 
     /// A `Stat`, in jute field order.
