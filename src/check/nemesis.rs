@@ -104,20 +104,28 @@ pub struct Planned {
     pub gap: Duration,
 }
 
-/// The seeded schedule: the same seed and kinds give the same sequence of plans.
+/// The seeded schedule: the same seed and kinds give the same sequence of plans. Kinds come
+/// in rounds, each a shuffle of all of them, so that even a short run sees every kind.
 pub struct Schedule {
     rng: Rng,
     kinds: Vec<FaultKind>,
+    round: Vec<FaultKind>,
 }
 
 impl Schedule {
     pub fn new(seed: u64, kinds: &[FaultKind]) -> Schedule {
         // Apart from the workers' streams, which use seed + process.
-        Schedule { rng: Rng::new(seed ^ 0x6e65_6d65_7369_7300), kinds: kinds.to_vec() }
+        Schedule { rng: Rng::new(seed ^ 0x6e65_6d65_7369_7300), kinds: kinds.to_vec(), round: Vec::new() }
     }
 
     pub fn next(&mut self) -> Option<Planned> {
-        let kind = *self.kinds.get(self.rng.below(self.kinds.len().max(1) as u64) as usize)?;
+        if self.round.is_empty() {
+            self.round = self.kinds.clone();
+            for i in (1..self.round.len()).rev() {
+                self.round.swap(i, self.rng.below(i as u64 + 1) as usize);
+            }
+        }
+        let kind = self.round.pop()?;
         let on_leader = self.rng.below(2) == 0;
         let position = self.rng.next_u64();
         let hold = Duration::from_millis(1000 + self.rng.below(2000));
@@ -156,4 +164,26 @@ pub async fn run(
         tokio::time::sleep(plan.gap).await;
     }
     Ok(faults)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_gives_one_schedule_and_every_round_has_every_kind() {
+        let kinds = [FaultKind::Kill, FaultKind::Pause, FaultKind::Partition];
+        let plans = |seed| {
+            let mut schedule = Schedule::new(seed, &kinds);
+            (0..6).map(|_| schedule.next().map(|p| (p.kind, p.on_leader, p.position, p.hold))).collect::<Vec<_>>()
+        };
+        assert_eq!(plans(1), plans(1));
+        assert_ne!(plans(1), plans(2));
+        for round in plans(1).chunks(3) {
+            for kind in kinds {
+                assert!(round.iter().any(|p| p.map(|p| p.0) == Some(kind)), "{round:?}");
+            }
+        }
+        assert!(Schedule::new(1, &[]).next().is_none());
+    }
 }

@@ -17,6 +17,9 @@ pub use locks::lock_safety;
 
 use super::report::{Finding, Verdict};
 
+#[cfg(test)]
+mod tests;
+
 /// At most this many findings of one kind are listed: the first few tell the story.
 const MAX_FINDINGS: usize = 10;
 
