@@ -117,8 +117,13 @@ impl Schedule {
         // Apart from the workers' streams, which use seed + process.
         Schedule { rng: Rng::new(seed ^ 0x6e65_6d65_7369_7300), kinds: kinds.to_vec(), round: Vec::new() }
     }
+}
 
-    pub fn next(&mut self) -> Option<Planned> {
+impl Iterator for Schedule {
+    type Item = Planned;
+
+    /// `None` only when no kind was chosen.
+    fn next(&mut self) -> Option<Planned> {
         if self.round.is_empty() {
             self.round = self.kinds.clone();
             for i in (1..self.round.len()).rev() {
@@ -144,7 +149,7 @@ pub async fn run(
     say: &(dyn Fn(&str) + Sync),
 ) -> Result<Vec<FaultEvent>, CheckError> {
     let mut faults = Vec::new();
-    while let Some(plan) = schedule.next() {
+    for plan in schedule.by_ref() {
         if Instant::now() + plan.hold + plan.gap > until {
             break;
         }
