@@ -30,7 +30,7 @@ pub struct Cli {
     pub session_timeout_ms: Option<u64>,
 
     /// Output format of the reading commands (ls, tree, get, stat, holders, members, stats,
-    /// watch, elect --observe)
+    /// watch, elect --observe, check)
     #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
     pub output: Format,
 
