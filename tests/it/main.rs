@@ -2,7 +2,7 @@
 //! client API, the `ward` CLI and raw sockets. Each test names the guarantee of
 //! docs/guarantees.md (G1..G20) it checks: the lock, election and recipe tests (t90..t98)
 //! G12 and docs/recipes.md, the cleanup of containers and TTL nodes (t99) G20, the ensemble
-//! tests (t100..t105) G13..G19.
+//! tests (t100..t105) G13..G19, and t106 runs `ward check`.
 //!
 //! One test binary, so the server is built and started from one place (`harness`, over
 //! `ward-testkit`).
@@ -15,6 +15,7 @@ mod t102_ensemble_locks;
 mod t103_linearizable;
 mod t104_membership;
 mod t105_session_moves;
+mod t106_ward_check;
 mod t10_crud;
 mod t20_sequential;
 mod t30_multi;

@@ -81,9 +81,9 @@ impl Segment {
     /// which opening the log removes.
     pub fn install(zeroed: &Path, dir: &Path, number: u64, first_rsn: u64) -> Result<Segment, FileError> {
         let file = OpenOptions::new().read(true).write(true).open(zeroed).map_err(io_err(zeroed, "open"))?;
-        file.write_all_at(&segment_header(number, first_rsn), 0).map_err(io_err(zeroed, "write"))?;
-        file.sync_data().map_err(io_err(zeroed, "fsync"))?;
         let size = file.metadata().map_err(io_err(zeroed, "stat"))?.len();
+        file.write_all_at(&segment_header(number, first_rsn, size), 0).map_err(io_err(zeroed, "write"))?;
+        file.sync_data().map_err(io_err(zeroed, "fsync"))?;
         let path = dir.join(file_name(number));
         fs::rename(zeroed, &path).map_err(io_err(&path, "rename"))?;
         sync_dir(dir)?;

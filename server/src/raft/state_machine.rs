@@ -7,7 +7,7 @@
 //! and the directory fsynced — openraft purges the log behind it only after that.
 
 use super::error::OpenError;
-use super::fsutil::{read_checked, remove_stale_tmp, write_checked};
+use super::fsutil::{read_versioned, remove_stale_tmp, write_checked};
 use super::log_store::Evictor;
 use super::types::{Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 use crate::command::Applied;
@@ -42,9 +42,7 @@ fn missing_maps(version: u8) -> usize {
 
 /// The file header of snapshot version `version`: `WARDSNP` and the version's digit.
 fn magic(version: u8) -> [u8; 8] {
-    let mut magic = *b"WARDSNP0";
-    magic[7] += version;
-    magic
+    super::fsutil::magic(b"WARDSNP", version)
 }
 
 /// The snapshot's content, as built (borrowing the live state under its read lock)...
@@ -111,6 +109,11 @@ impl StateMachineStore {
     /// Whether a snapshot was loaded (or taken).
     pub fn has_state(&self) -> bool {
         self.last_applied.is_some()
+    }
+
+    /// The last log id applied: on opening, the one the loaded snapshot covers.
+    pub fn applied(&self) -> Option<LogId> {
+        self.last_applied
     }
 
     /// From now on, entries this state machine applies leave `evictor`'s store's memory.
@@ -241,23 +244,10 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
     }
 }
 
-/// The snapshot file's version and payload, if there is one.
-fn read_snapshot_file(path: &Path) -> Result<Option<(u8, Vec<u8>)>, super::error::FileError> {
-    let mut first = None;
-    for version in (1..=SNAPSHOT_VERSION).rev() {
-        match read_checked(path, &magic(version)) {
-            Ok(found) => return Ok(found.map(|bytes| (version, bytes))),
-            // A header that is not the current version's may be an older one's; if none
-            // fits, the first error says what is wrong.
-            Err(e) => {
-                first.get_or_insert(e);
-            }
-        }
-    }
-    match first {
-        Some(e) => Err(e),
-        None => Ok(None),
-    }
+/// The snapshot file's version and payload, if there is one. A snapshot of a newer version
+/// is refused, naming its version.
+fn read_snapshot_file(path: &Path) -> Result<Option<(u8, Vec<u8>)>, OpenError> {
+    read_versioned(path, b"WARDSNP", SNAPSHOT_VERSION)
 }
 
 #[cfg(test)]

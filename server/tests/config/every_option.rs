@@ -19,6 +19,7 @@ data-dir = "data-from-config"
 in-memory = false
 segment-mb = 1
 snapshot-every = 3
+accept-data-loss = true
 min-session-timeout-ms = 5000
 max-session-timeout-ms = 7000
 id = 1
@@ -44,6 +45,7 @@ const ENV: &[(&str, &str)] = &[
     ("WARD_IN_MEMORY", "false"),
     ("WARD_SEGMENT_MB", "1"),
     ("WARD_SNAPSHOT_EVERY", "3"),
+    ("WARD_ACCEPT_DATA_LOSS", "true"),
     ("WARD_MIN_SESSION_TIMEOUT_MS", "5000"),
     ("WARD_MAX_SESSION_TIMEOUT_MS", "7000"),
     ("WARD_ENSEMBLE", "1=127.0.0.1:7191"),
@@ -111,6 +113,9 @@ async fn check_every_option(server: &ServerProcess) {
     let snapshot = data.join("snapshot");
     wait_until("snapshot-every 3: a snapshot after ten writes", DEADLINE, || async { snapshot.exists() }).await;
     assert_eq!(segment_sizes(&data.join("log")), vec![1 << 20], "segment-mb 1");
+    // accept-data-loss: said at start (what it does to a log with lost files: upgrade.rs).
+    let warned = || async { server.log_tail().contains("accept-data-loss is set") };
+    wait_until("accept-data-loss: said in the log at start", DEADLINE, warned).await;
     // ensemble, id, ensemble-name: the data directory belongs to member 1 of "configured".
     let member = std::fs::read(data.join("member")).expect("read the member file");
     let member = String::from_utf8_lossy(&member);
@@ -141,9 +146,11 @@ async fn check_every_option(server: &ServerProcess) {
     }
 }
 
+/// The sizes of the segment files (`*.wal`) in `log_dir`.
 fn segment_sizes(log_dir: &Path) -> Vec<u64> {
     let entries = std::fs::read_dir(log_dir).unwrap_or_else(|e| panic!("read {}: {e}", log_dir.display()));
-    entries.filter_map(Result::ok).filter_map(|e| e.metadata().ok()).map(|m| m.len()).collect()
+    let segments = entries.filter_map(Result::ok).filter(|e| e.path().extension().is_some_and(|x| x == "wal"));
+    segments.filter_map(|e| e.metadata().ok()).map(|m| m.len()).collect()
 }
 
 /// `join` (from the file) with `id` and `peer-listen`: a member waiting to be added starts,

@@ -42,6 +42,12 @@ pub struct Settings {
     /// Take a snapshot after N log entries, then purge the log [default: 5000]
     #[arg(long, value_name = "N", help_heading = "Storage")]
     pub snapshot_every: Option<Bounded<1, MAX>>,
+    /// Start even if log files are missing or cut short (a partial copy or restore), serving
+    /// what remains; without it such a start is refused, naming the file. Say it for one
+    /// start, after deciding the loss is acceptable
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          value_parser = BoolishValueParser::new(), help_heading = "Storage")]
+    pub accept_data_loss: Option<bool>,
 
     /// Shortest session timeout granted [default: 4000]
     #[arg(long, value_name = "N", help_heading = "Sessions")]
@@ -114,6 +120,7 @@ impl Settings {
             in_memory: self.in_memory.or(lower.in_memory),
             segment_mb: self.segment_mb.or(lower.segment_mb),
             snapshot_every: self.snapshot_every.or(lower.snapshot_every),
+            accept_data_loss: self.accept_data_loss.or(lower.accept_data_loss),
             min_session_timeout_ms: self.min_session_timeout_ms.or(lower.min_session_timeout_ms),
             max_session_timeout_ms: self.max_session_timeout_ms.or(lower.max_session_timeout_ms),
             container_check_interval_ms: self.container_check_interval_ms.or(lower.container_check_interval_ms),
@@ -163,7 +170,7 @@ mod tests {
     fn every_flag_is_a_toml_key() {
         for key in keys() {
             let value = match key.as_str() {
-                "in-memory" | "join" => toml::Value::Boolean(false),
+                "in-memory" | "join" | "accept-data-loss" => toml::Value::Boolean(false),
                 "segment-mb"
                 | "snapshot-every"
                 | "min-session-timeout-ms"
@@ -182,7 +189,7 @@ mod tests {
             let parsed = parsed.unwrap_or_else(|e| panic!("key {key}: {e}"));
             assert_ne!(parsed, Settings::default(), "key {key} set nothing");
         }
-        assert_eq!(keys().len(), 20, "a new option: add it to docs/operations.md and here");
+        assert_eq!(keys().len(), 21, "a new option: add it to docs/operations.md and here");
     }
 
     #[test]
