@@ -44,9 +44,9 @@ pub enum CommandOp {
     /// answers it from the session's last write instead of applying it twice (exactly once,
     /// Raft dissertation §6.3). Last, so that logs written before it decode unchanged.
     Resent(Box<CommandOp>),
-    /// The session attached to a connection of an ensemble member: writes that connection
-    /// sends carry this command's zxid as their epoch ([`CommandOp::Fenced`]). (Appended after
-    /// `Resent`, as is `Fenced`, so that older logs decode unchanged.)
+    /// An unconditional [`CommandOp::AttachIf`], as builds before it logged it: still
+    /// applied from older logs, never written now. (Appended after `Resent`, as is `Fenced`,
+    /// so that older logs decode unchanged.)
     Attach,
     /// A session's command sent through a connection of an ensemble member that attached at
     /// `epoch`: refused with `SessionMoved` once a later attachment of the session is in
@@ -66,6 +66,14 @@ pub enum CommandOp {
     /// for a lone op): their data, empty in `op`, is stored as null. (Appended after
     /// `DeleteIfUnused`, so that older logs decode unchanged.)
     NullData { nulls: Vec<u32>, op: Box<CommandOp> },
+    /// The session attached to a connection of an ensemble member: writes that connection
+    /// sends carry this command's zxid as their epoch ([`CommandOp::Fenced`]). Applied only
+    /// if the session's latest attachment is still `expected`, the one the member saw when
+    /// the handshake began, else refused with `SessionMoved`: a handshake the client gave up
+    /// (it timed out, and the client attached elsewhere) can reach the log late, and must not
+    /// take the session from the connection the client uses now. (Appended last, so that
+    /// older logs decode unchanged.)
+    AttachIf { expected: Zxid },
 }
 
 /// What applying a command produced. Serializable: it is the Raft response of a batch.

@@ -260,7 +260,7 @@ fn fenced_set(session: SessionId, epoch: Zxid, data: &[u8]) -> Command {
 
 /// G19: a session's write sent through a connection it has left never applies after what
 /// it sent through the connection it moved to. The old connection's write (fenced by the
-/// session's creation) and the move (an `Attach` logged, then a write fenced by it) reach
+/// session's creation) and the move (an `AttachIf` logged, then a write fenced by it) reach
 /// apply in either order; whatever loom picks, the old write applied before the move or was
 /// refused. Without the fence check in `StateMachine::apply_command`, loom finds the old
 /// write applied after the new one.
@@ -272,7 +272,7 @@ fn a_write_from_a_connection_the_session_left_never_applies_after_the_move() {
             let core = core.clone();
             thread::spawn(move || core.apply(&fenced_set(session, session.0, b"old")))
         };
-        let attach = core.apply(&command(session, CommandOp::Attach));
+        let attach = core.apply(&command(session, CommandOp::AttachIf { expected: session.0 }));
         assert_eq!(attach.outcome, Outcome::Attached);
         let new = core.apply(&fenced_set(session, attach.zxid, b"new"));
         let old = old.join().expect("old connection");

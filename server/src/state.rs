@@ -174,6 +174,13 @@ impl StateMachine {
                 self.attachments.insert(cmd.session, zxid);
                 Outcome::Attached
             }
+            CommandOp::AttachIf { expected } if self.attached_at(cmd.session) != *expected => {
+                Outcome::Reply(Err(ErrorCode::SessionMoved))
+            }
+            CommandOp::AttachIf { .. } => {
+                self.attachments.insert(cmd.session, zxid);
+                Outcome::Attached
+            }
             // Unwrapped at the top.
             CommandOp::Resent(_) | CommandOp::Fenced { .. } => Outcome::Reply(Err(ErrorCode::BadArguments)),
         };

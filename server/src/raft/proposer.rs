@@ -109,7 +109,11 @@ fn payload_size(op: &CommandOp) -> usize {
         CommandOp::Fenced { op, .. } => 8 + payload_size(op),
         CommandOp::DeleteIfUnused { path, .. } => 8 + path.len(),
         CommandOp::NullData { nulls, op } => 4 * nulls.len() + payload_size(op),
-        CommandOp::CreateSession { .. } | CommandOp::CloseSession | CommandOp::ExpireSession | CommandOp::Attach => 0,
+        CommandOp::CreateSession { .. }
+        | CommandOp::CloseSession
+        | CommandOp::ExpireSession
+        | CommandOp::Attach
+        | CommandOp::AttachIf { .. } => 0,
     }
 }
 
