@@ -14,6 +14,7 @@
 //!   memory of server processes; `server.rs`: the single `ward-server` this program starts.
 //! - `replicated.rs`: the `--ensemble` run; `ensemble.rs`: its member processes (ports,
 //!   kill -9, restart, leader); `failover.rs`: the leader kills and what they cost.
+//! - `tables.rs`: `--tables`, the session table in memory (no server).
 
 mod ensemble;
 mod failover;
@@ -24,6 +25,7 @@ mod report;
 mod server;
 mod stats;
 mod sys;
+mod tables;
 mod workloads;
 
 use report::{Results, WARD, ZK};
@@ -50,7 +52,8 @@ const USAGE: &str =
   --ward-pid PID, --zk-pid PID   server PIDs for memory figures (default: found by port)
   --ensemble N      start N ward-server members as a local ensemble instead (clients spread
                     over them); run workloads a,b,w,d,e10 (or --only) and time leader kills
-  --kills N         with --ensemble: leader kill -9s to time (default 5, 1 with --quick; 0: none)";
+  --kills N         with --ensemble: leader kill -9s to time (default 5, 1 with --quick; 0: none)
+  --tables          measure only the in-memory session table (std Mutex<HashMap> against DashMap)";
 
 /// Workloads that report the server's memory growth.
 const MEMORY_WORKLOADS: &[&str] = &["f", "g", "h"];
@@ -69,6 +72,7 @@ struct Args {
     zk_pid: Option<u32>,
     ensemble: Option<u64>,
     kills: Option<usize>,
+    tables: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -86,6 +90,7 @@ fn parse_args() -> Result<Args, String> {
         zk_pid: None,
         ensemble: None,
         kills: None,
+        tables: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -104,6 +109,7 @@ fn parse_args() -> Result<Args, String> {
             "--zk-pid" => a.zk_pid = Some(value()?.parse().map_err(|e| format!("--zk-pid: {e}"))?),
             "--ensemble" => a.ensemble = Some(value()?.parse().map_err(|e| format!("--ensemble: {e}"))?),
             "--kills" => a.kills = Some(value()?.parse().map_err(|e| format!("--kills: {e}"))?),
+            "--tables" => a.tables = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -148,6 +154,17 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if args.tables {
+        let mut results = Results::default();
+        tables::run(&mut results, args.quick);
+        return match output(&args, &results) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ward-bench: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if let Some(path) = &args.replot {
         let results = std::fs::read_to_string(path)
             .map_err(|e| e.to_string())

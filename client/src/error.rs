@@ -46,6 +46,9 @@ pub enum Error {
     /// `Op::CheckLast`: another contender waits in the lock queue.
     #[error("another contender waits in the lock queue")]
     LockContended,
+    /// The answer would exceed the reply limit (64 MiB): a listing of that many children.
+    #[error("the reply would exceed the server's reply limit")]
+    ReplyTooLarge,
     /// The client was closed.
     #[error("client closed")]
     Closed,
@@ -79,6 +82,7 @@ impl From<ErrorCode> for Error {
             ErrorCode::OutcomeUnknown => Error::ConnectionLoss,
             // Only a connection the session already left hears this; the client is elsewhere.
             ErrorCode::SessionMoved => Error::ConnectionLoss,
+            ErrorCode::ReplyTooLarge => Error::ReplyTooLarge,
             other => Error::Protocol(format!("unknown error code {other:?}")),
         }
     }

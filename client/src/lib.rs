@@ -53,6 +53,6 @@ pub use queue::Contender;
 pub use state::SessionState;
 pub use ward_proto::{
     CreateMode, ErrorCode, EventKind, LockKind, MemberInfo, MemberRole, Op, OpResult, ServerStats, SessionId, Stat,
-    WatchEvent,
+    WatchEvent, MAX_TTL_MS,
 };
 pub use watch::Watch;

@@ -255,16 +255,25 @@ impl Client {
         Ok(LockGuard::granted(self.inner.tx.clone(), dirs, tag, fences, Validity::now(&self.inner.session)))
     }
 
-    /// Creates every missing ancestor of `path` and `path` itself, as persistent nodes.
+    /// Creates every missing ancestor of `path` and `path` itself, as containers (as
+    /// Curator's recipes do): the server deletes a lock directory once its last contender
+    /// has left, and then the ancestors this made, as each loses its last child. An acquire
+    /// that finds its directory deleted meanwhile gets `NoNode` and comes back here.
     pub(crate) async fn create_parents(&self, path: &str) -> Result<()> {
-        let ends = path.match_indices('/').map(|(i, _)| i).filter(|&i| i > 0).chain([path.len()]);
-        for end in ends {
-            match self.create(&path[..end], b"", CreateMode::Persistent).await {
-                Ok(_) | Err(Error::NodeExists) => {}
-                Err(e) => return Err(e),
+        // An empty ancestor can be deleted between two of the creates: start again then.
+        const TRIES: usize = 10;
+        let ends: Vec<usize> = path.match_indices('/').map(|(i, _)| i).filter(|&i| i > 0).chain([path.len()]).collect();
+        'again: for _ in 0..TRIES {
+            for &end in &ends {
+                match self.create(&path[..end], b"", CreateMode::Container).await {
+                    Ok(_) | Err(Error::NodeExists) => {}
+                    Err(Error::NoNode) => continue 'again,
+                    Err(e) => return Err(e),
+                }
             }
+            return Ok(());
         }
-        Ok(())
+        Err(Error::NoNode)
     }
 
     /// Returns once the client is connected again, or fails if the session is over.

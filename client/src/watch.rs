@@ -41,6 +41,10 @@ impl Future for Watch {
     }
 }
 
+/// The bytes of paths in one `SetWatches` a reconnecting client sends (ZooKeeper's client's
+/// `SET_WATCHES_MAX_LENGTH`, 128 KiB), far under the server's request limit.
+pub(crate) const SET_WATCHES_BATCH: usize = 128 << 10;
+
 /// The application's armed watches. The server holds one watch per (kind, path) for this
 /// connection; here each may have several waiters.
 #[derive(Default)]
@@ -53,14 +57,32 @@ impl LocalWatches {
         self.by_key.entry((kind, path)).or_default().push(tx);
     }
 
-    /// What to re-arm on a new connection.
-    pub(crate) fn keys(&mut self) -> Vec<(WatchKind, String)> {
+    /// What to re-arm on a new connection, in batches for one `SetWatches` each: at most
+    /// `limit` bytes of paths a batch (a longer path goes alone). One request for them all
+    /// could outgrow the server's request limit (8,000 paths of 200 bytes are 1.6 MB), and
+    /// a refused frame would cost the connection, again on every reconnect. ZooKeeper's
+    /// client splits the same way, at [`SET_WATCHES_BATCH`].
+    pub(crate) fn batches(&mut self, limit: usize) -> Vec<Vec<(WatchKind, String)>> {
         // Waiters that dropped their `Watch` need not be re-armed.
         self.by_key.retain(|_, txs| {
             txs.retain(|tx| !tx.is_closed());
             !txs.is_empty()
         });
-        self.by_key.keys().cloned().collect()
+        let mut batches: Vec<Vec<(WatchKind, String)>> = Vec::new();
+        let mut used = 0;
+        for key in self.by_key.keys() {
+            // The kind and the path's length prefix take a few bytes more.
+            let len = key.1.len() + 8;
+            match batches.last_mut() {
+                Some(batch) if used + len <= limit => batch.push(key.clone()),
+                _ => {
+                    batches.push(vec![key.clone()]);
+                    used = 0;
+                }
+            }
+            used += len;
+        }
+        batches
     }
 
     /// Resolves every watch the event fires (ZooKeeper's fan-out: a delete fires data, exists
@@ -86,5 +108,35 @@ impl LocalWatches {
                 let _ = tx.send(Err(error.clone()));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rearming_is_split_into_batches_under_the_limit() {
+        let mut table = LocalWatches::default();
+        let mut waiters = Vec::new();
+        for i in 0..100 {
+            let (tx, watch) = Watch::new();
+            table.add(WatchKind::Data, format!("/{i:0>91}"), tx);
+            waiters.push(watch);
+        }
+        let (tx, watch) = Watch::new();
+        table.add(WatchKind::Child, format!("/{}", "x".repeat(2_000)), tx);
+        waiters.push(watch);
+        // 100 keys of 100 bytes (path and overhead), 1,000 bytes a batch, and the long one
+        // alone: 11 batches, or 12 where the long one splits a batch of short ones.
+        let batches = table.batches(1_000);
+        assert_eq!(batches.iter().map(Vec::len).sum::<usize>(), 101);
+        assert!((11..=12).contains(&batches.len()), "{} batches", batches.len());
+        for batch in &batches {
+            let bytes: usize = batch.iter().map(|(_, p)| p.len() + 8).sum();
+            assert!(bytes <= 1_000 || batch.len() == 1, "a batch of {} keys, {bytes} bytes", batch.len());
+        }
+        drop(waiters);
+        assert!(table.batches(1_000).is_empty(), "dropped watches are not re-armed");
     }
 }

@@ -59,4 +59,8 @@ pub enum ErrorCode {
     /// `SESSIONMOVED`.
     #[error("the session has moved to another connection")]
     SessionMoved,
+    /// The answer would exceed the reply limit (`MAX_REPLY_FRAME`, 64 MiB): a listing of
+    /// that many children. Nothing was sent but this error; asking again fails the same way.
+    #[error("the reply would exceed the reply limit")]
+    ReplyTooLarge,
 }

@@ -34,7 +34,7 @@ pub use handshake::{Hello, HelloPrefix, Welcome, MAGIC, PROTOCOL_VERSION};
 pub use ids::{SessionId, SessionSecret, Zxid};
 pub use lock::LockKind;
 pub use message::{ClientMessage, ServerMessage};
-pub use request::{CreateMode, Op, Request, WatchKind};
+pub use request::{CreateMode, Op, Request, WatchKind, MAX_TTL_MS};
 pub use response::{LockNode, LockState, MemberInfo, MemberRole, OpResult, Response, ServerStats, Stat};
 
 /// Largest node data accepted by default (ZooKeeper's `jute.maxbuffer` is also 1 MiB).

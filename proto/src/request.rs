@@ -13,14 +13,46 @@ pub enum CreateMode {
     /// The name gets a 10-digit suffix from the parent's counter.
     PersistentSequential,
     EphemeralSequential,
+    // The modes below were appended, so that the four above keep their encoding.
+    /// Deleted by the server once its last child is deleted (ZooKeeper's container). One
+    /// that never had a child is deleted too, after a grace the server sets
+    /// (docs/zookeeper-compat.md, "TTL and container nodes").
+    Container,
+    /// Deleted by the server once it has no children and has not been changed (created or
+    /// set) for `ttl_ms`, which must be 1 to [`MAX_TTL_MS`].
+    PersistentWithTtl {
+        ttl_ms: u64,
+    },
+    /// [`CreateMode::PersistentWithTtl`] with a sequential name.
+    PersistentSequentialWithTtl {
+        ttl_ms: u64,
+    },
 }
+
+/// The longest TTL a node may have: ZooKeeper's limit (2^40 - 1 ms, about 34 years), as it
+/// keeps the TTL in 40 bits.
+pub const MAX_TTL_MS: u64 = (1 << 40) - 1;
 
 impl CreateMode {
     pub fn is_ephemeral(self) -> bool {
         matches!(self, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
     }
     pub fn is_sequential(self) -> bool {
-        matches!(self, CreateMode::PersistentSequential | CreateMode::EphemeralSequential)
+        matches!(
+            self,
+            CreateMode::PersistentSequential
+                | CreateMode::EphemeralSequential
+                | CreateMode::PersistentSequentialWithTtl { .. }
+        )
+    }
+    /// The TTL of a TTL mode.
+    pub fn ttl_ms(self) -> Option<u64> {
+        match self {
+            CreateMode::PersistentWithTtl { ttl_ms } | CreateMode::PersistentSequentialWithTtl { ttl_ms } => {
+                Some(ttl_ms)
+            }
+            _ => None,
+        }
     }
 }
 
@@ -185,4 +217,30 @@ pub enum Op {
     CheckLast {
         path: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The modes were appended: the first four encode as they always did (a variant index,
+    /// then a TTL mode's ttl), so older clients and logged commands read the same.
+    #[test]
+    fn create_modes_keep_their_encoding() {
+        let cases = [
+            (CreateMode::Persistent, vec![0]),
+            (CreateMode::Ephemeral, vec![1]),
+            (CreateMode::PersistentSequential, vec![2]),
+            (CreateMode::EphemeralSequential, vec![3]),
+            (CreateMode::Container, vec![4]),
+            (CreateMode::PersistentWithTtl { ttl_ms: 300 }, vec![5, 0xac, 0x02]),
+            (CreateMode::PersistentSequentialWithTtl { ttl_ms: 1 }, vec![6, 1]),
+        ];
+        for (mode, bytes) in cases {
+            assert_eq!(postcard::to_allocvec(&mode).expect("encode"), bytes, "{mode:?}");
+            assert_eq!(postcard::from_bytes::<CreateMode>(&bytes).expect("decode"), mode);
+        }
+        assert!(CreateMode::PersistentSequentialWithTtl { ttl_ms: 1 }.is_sequential());
+        assert!(!CreateMode::Container.is_sequential() && !CreateMode::Container.is_ephemeral());
+    }
 }

@@ -44,9 +44,9 @@ pub enum CommandOp {
     /// answers it from the session's last write instead of applying it twice (exactly once,
     /// Raft dissertation §6.3). Last, so that logs written before it decode unchanged.
     Resent(Box<CommandOp>),
-    /// The session attached to a connection of an ensemble member: writes that connection
-    /// sends carry this command's zxid as their epoch ([`CommandOp::Fenced`]). (Appended after
-    /// `Resent`, as is `Fenced`, so that older logs decode unchanged.)
+    /// An unconditional [`CommandOp::AttachIf`], as builds before it logged it: still
+    /// applied from older logs, never written now. (Appended after `Resent`, as is `Fenced`,
+    /// so that older logs decode unchanged.)
     Attach,
     /// A session's command sent through a connection of an ensemble member that attached at
     /// `epoch`: refused with `SessionMoved` once a later attachment of the session is in
@@ -55,6 +55,25 @@ pub enum CommandOp {
     /// connection; applied then, it would reorder the session's writes, or bring back a lock
     /// attempt the client gave up. ZooKeeper refuses such a request the same way.
     Fenced { epoch: Zxid, op: Box<CommandOp> },
+    /// Deletes the container or TTL node at `path` if it is unused at this command's time
+    /// (`time_ms`), checked in log order: proposed by the leader's cleanup
+    /// ([`crate::cleanup`]) for a node it found unused, which may have been used since.
+    /// `never_used_ms`: how long a container that never had a child is kept (0: for good).
+    /// (Appended after `Fenced`, so that older logs decode unchanged.)
+    DeleteIfUnused { path: String, never_used_ms: u64 },
+    /// An `Op` or a `Multi` from a ZooKeeper client that sent null data (jute's length -1,
+    /// which Ward's own protocol cannot say) to the ops at `nulls` (indices into the multi, 0
+    /// for a lone op): their data, empty in `op`, is stored as null. (Appended after
+    /// `DeleteIfUnused`, so that older logs decode unchanged.)
+    NullData { nulls: Vec<u32>, op: Box<CommandOp> },
+    /// The session attached to a connection of an ensemble member: writes that connection
+    /// sends carry this command's zxid as their epoch ([`CommandOp::Fenced`]). Applied only
+    /// if the session's latest attachment is still `expected`, the one the member saw when
+    /// the handshake began, else refused with `SessionMoved`: a handshake the client gave up
+    /// (it timed out, and the client attached elsewhere) can reach the log late, and must not
+    /// take the session from the connection the client uses now. (Appended last, so that
+    /// older logs decode unchanged.)
+    AttachIf { expected: Zxid },
 }
 
 /// What applying a command produced. Serializable: it is the Raft response of a batch.

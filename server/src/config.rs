@@ -42,6 +42,14 @@ pub struct Config {
     /// `/metrics` reports the lock directories with the longest queues, at most this many,
     /// so that the number of series stays bounded however many locks there are.
     pub metrics_max_locks: usize,
+    /// How often the leader looks for containers and TTL nodes to delete (ZooKeeper's
+    /// `znode.container.checkIntervalMs`, 60 s). A node is deleted within about one
+    /// interval of becoming unused.
+    pub container_check_interval: Duration,
+    /// How long a container that never had a child is kept (ZooKeeper's
+    /// `znode.container.maxNeverUsedIntervalMs`, 5 minutes in its latest releases); zero
+    /// keeps it for good.
+    pub container_max_never_used: Duration,
 }
 
 impl Default for Config {
@@ -59,6 +67,8 @@ impl Default for Config {
             zookeeper: None,
             admin: None,
             metrics_max_locks: 100,
+            container_check_interval: Duration::from_secs(60),
+            container_max_never_used: Duration::from_secs(5 * 60),
         }
     }
 }
@@ -72,14 +82,18 @@ impl Config {
         if self.max_session_timeout > Duration::from_millis(u64::from(u32::MAX)) {
             return bad("max session timeout is too large");
         }
-        if self.max_data_len == 0 || self.max_data_len > 64 << 20 {
-            return bad("max data length must be between 1 byte and 64 MiB");
+        // A node must fit in a reply, which the client reads only up to its limit.
+        if self.max_data_len == 0 || self.max_data_len > ward_proto::MAX_REPLY_FRAME - ward_proto::FRAME_OVERHEAD {
+            return bad("max data length must be between 1 byte and 64 MiB less 64 KiB");
         }
         if self.expiry_tick.is_zero() || self.max_inflight_per_conn == 0 {
             return bad("expiry tick and in-flight limit must be positive");
         }
         if self.max_outbound_bytes < MIN_OUTBOUND_BYTES {
             return bad("max outbound bytes must be at least 64 KiB");
+        }
+        if self.container_check_interval.is_zero() {
+            return bad("the container check interval must be positive");
         }
         Ok(())
     }

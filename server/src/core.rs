@@ -3,6 +3,7 @@
 
 use crate::command::{Applied, Change, Command};
 use crate::local::Local;
+use crate::lock;
 use crate::outbox::Outbox;
 use crate::state::StateMachine;
 use crate::sync::RwLock;
@@ -45,7 +46,9 @@ impl Core {
     /// log order; nothing else mutates the tree.
     pub fn apply(&self, cmd: &Command) -> Applied {
         let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
+        let expiring_holds = lock::held_by_expiring(&state, cmd);
         let (applied, changes) = state.apply_command(cmd);
+        crate::metrics::locks::released_by_expiry(expiring_holds, cmd.time_ms);
         self.effects.applied(&state, &changes);
         drop(state);
         tracing::trace!(zxid = applied.zxid, session = %cmd.session, xid = cmd.xid, outcome = ?applied.outcome, "applied");

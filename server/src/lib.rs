@@ -16,7 +16,8 @@
 //! * [`peer`]: the link between ensemble members (framing, hello, pooled connections).
 //! * [`raft`]: the durable, replicated log: openraft over fsynced segments, snapshots, group
 //!   commit, forwarding to the leader, leader-only duties.
-//! * [`metrics`]: process-wide counters (log fsyncs, connections refused or overflowed),
+//! * [`metrics`]: requests per listener and operation, log fsyncs and batches, lock waits, connections
+//!   refused or overflowed,
 //!   open connections, Raft figures.
 //! * [`admin`]: the admin HTTP listener: Prometheus `/metrics`, `/healthz`, `/readyz`.
 //! * [`core`]: the state machine behind its lock, and the sink its effects go to.
@@ -28,11 +29,13 @@
 //! * [`outbox`]: each connection's counted queue of events, grants and closes, and its
 //!   bound on bytes queued for the client.
 //! * [`session`]: deadlines, connection ownership and the expiry sweep.
+//! * [`cleanup`]: the leader's deletion of unused containers and TTL nodes.
 //! * [`net`]: accept loop and connection limits, handshake, per-connection reader and writer.
 //! * [`zk`]: the optional ZooKeeper-protocol listener on the same core.
 //! * [`config`], [`error`].
 
 pub mod admin;
+pub mod cleanup;
 pub mod command;
 pub mod config;
 pub mod core;
@@ -107,6 +110,8 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
     config.validate()?;
+    // Before any expiry can be applied: the metrics count only those stamped after this.
+    metrics::locks::started_ms();
     let limits = Arc::new(net::limits::ConnLimits::new(config.max_connections, config.max_connections_per_ip));
     let server = Arc::new(Server {
         core,
@@ -125,6 +130,7 @@ pub async fn serve_with(
         server.config.expiry_tick,
         cancel.clone(),
     ));
+    tasks.spawn(cleanup::run(server.clone(), cancel.clone()));
     if let Ok(addr) = listener.local_addr() {
         let c = &server.config;
         tracing::info!(
@@ -161,6 +167,9 @@ pub(crate) fn now_ms() -> i64 {
 
 #[cfg(test)]
 mod state_tests;
+
+#[cfg(test)]
+mod cleanup_tests;
 
 // The loom models of the state connection tasks and apply share (`--cfg ward_loom`).
 #[cfg(all(test, ward_loom))]

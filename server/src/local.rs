@@ -59,6 +59,7 @@ impl Effects for Local {
             // (`LockWait`) when it reconnects.
             if self.sessions.send(grant.session, msg) {
                 self.lock_grants.fetch_add(1, Ordering::Relaxed);
+                crate::metrics::locks::granted(grant.asked_ms);
             }
         }
         for change in changes {

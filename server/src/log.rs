@@ -27,7 +27,8 @@ pub trait CommandLog: Send + Sync + 'static {
 
     /// Orders the expiry of a session, but only as the leader: never forwarded, so that a
     /// member that has lost (or never had) the lead cannot expire a session whose client the
-    /// leader still hears from.
+    /// leader still hears from. The cleanup of unused containers and TTL nodes
+    /// ([`crate::cleanup`]) proposes through here too: one member proposes, by one clock.
     fn propose_expiry(&self, cmd: Command) -> Pending {
         self.submit(cmd)
     }

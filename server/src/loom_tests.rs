@@ -260,7 +260,7 @@ fn fenced_set(session: SessionId, epoch: Zxid, data: &[u8]) -> Command {
 
 /// G19: a session's write sent through a connection it has left never applies after what
 /// it sent through the connection it moved to. The old connection's write (fenced by the
-/// session's creation) and the move (an `Attach` logged, then a write fenced by it) reach
+/// session's creation) and the move (an `AttachIf` logged, then a write fenced by it) reach
 /// apply in either order; whatever loom picks, the old write applied before the move or was
 /// refused. Without the fence check in `StateMachine::apply_command`, loom finds the old
 /// write applied after the new one.
@@ -272,7 +272,7 @@ fn a_write_from_a_connection_the_session_left_never_applies_after_the_move() {
             let core = core.clone();
             thread::spawn(move || core.apply(&fenced_set(session, session.0, b"old")))
         };
-        let attach = core.apply(&command(session, CommandOp::Attach));
+        let attach = core.apply(&command(session, CommandOp::AttachIf { expected: session.0 }));
         assert_eq!(attach.outcome, Outcome::Attached);
         let new = core.apply(&fenced_set(session, attach.zxid, b"new"));
         let old = old.join().expect("old connection");
@@ -282,7 +282,29 @@ fn a_write_from_a_connection_the_session_left_never_applies_after_the_move() {
             Outcome::Reply(Err(ErrorCode::SessionMoved)) => {}
             other => panic!("unexpected outcome of the old write: {other:?}"),
         }
-        let data = core.read(|s| s.tree().get("/n").map(|n| n.data.to_vec()));
+        let data = core.read(|s| s.tree().get("/n").map(|n| n.data().to_vec()));
         assert_eq!(data, Some(b"new".to_vec()), "the last write the client sent is the one that stays");
+    });
+}
+
+/// G19: two handshakes of one session (the one a client gave up and the one it uses now)
+/// race to log their attachments, each naming the attachment it saw. Whatever order loom
+/// picks, exactly one takes the session, and that connection's writes apply. With the
+/// expectation ignored (an unconditional attachment), loom finds both taking it, and the
+/// later one, possibly the abandoned handshake, leaving the client's connection refused.
+#[test]
+fn of_two_racing_attachments_of_a_session_exactly_one_takes_it() {
+    loom::model(|| {
+        let (core, _local, session) = core_with_node();
+        let abandoned = {
+            let core = core.clone();
+            thread::spawn(move || core.apply(&command(session, CommandOp::AttachIf { expected: session.0 })))
+        };
+        let current = core.apply(&command(session, CommandOp::AttachIf { expected: session.0 }));
+        let abandoned = abandoned.join().expect("abandoned handshake");
+        let won: Vec<_> = [&current, &abandoned].into_iter().filter(|a| a.outcome == Outcome::Attached).collect();
+        assert_eq!(won.len(), 1, "exactly one attachment takes the session: {current:?}, {abandoned:?}");
+        let written = core.apply(&fenced_set(session, won[0].zxid, b"w"));
+        assert!(matches!(written.outcome, Outcome::Reply(Ok(_))), "the winner's writes apply: {written:?}");
     });
 }

@@ -1,8 +1,9 @@
-//! Prep: the pure checks a write passes before it is logged (path syntax, sizes, modes).
+//! Prep: the pure checks a write passes before it is logged (path syntax, sizes, modes, a
+//! TTL's range).
 //! Checks that depend on the tree (exists, versions) happen in apply, in log order.
 
 use crate::command::CommandOp;
-use ward_proto::{path, ErrorCode, LockKind, Op, Request};
+use ward_proto::{path, ErrorCode, LockKind, Op, Request, MAX_TTL_MS};
 
 /// Turns a write request into the command op to log, or refuses it.
 pub fn prep(request: Request, max_data: usize) -> Result<CommandOp, ErrorCode> {
@@ -62,6 +63,10 @@ fn check_op(op: Op, max_data: usize) -> Result<Op, ErrorCode> {
         | Op::CheckLast { path } => path::validate(path),
     };
     path_ok.map_err(|_| ErrorCode::BadArguments)?;
+    let bad_ttl = |ttl| ttl == 0 || ttl > MAX_TTL_MS;
+    if matches!(&op, Op::Create { mode, .. } if mode.ttl_ms().is_some_and(bad_ttl)) {
+        return Err(ErrorCode::BadArguments);
+    }
     if op_data_len(&op) > max_data {
         return Err(ErrorCode::BadArguments);
     }

@@ -29,7 +29,7 @@ impl Reader<'_> {
                 valid(&path)?;
                 let node = state.tree().get(&path).ok_or(ErrorCode::NoNode)?;
                 self.arm(watch, WatchKind::Data, &path);
-                Ok(Response::Data { data: node.data.to_vec(), stat: node.stat() })
+                Ok(Response::Data { data: node.data().to_vec(), stat: node.stat() })
             }
             Request::Exists { path, watch } => {
                 valid(&path)?;

@@ -86,7 +86,10 @@ impl StateMachine {
             }
             return self.apply_command(&Command { op: (**op).clone(), ..cmd.clone() });
         }
-        let client_write = matches!(cmd.op, CommandOp::Op(_) | CommandOp::Multi(_) | CommandOp::Resent(_));
+        let client_write = matches!(
+            cmd.op,
+            CommandOp::Op(_) | CommandOp::Multi(_) | CommandOp::Resent(_) | CommandOp::NullData { .. }
+        );
         let last = self.last_writes.get(&cmd.session).filter(|_| client_write && cmd.xid != 0);
         if let Some(last) = last {
             if cmd.xid == last.xid {
@@ -138,14 +141,20 @@ impl StateMachine {
             CommandOp::CloseSession | CommandOp::ExpireSession => {
                 Outcome::Reply(self.end_session(zxid, cmd.time_ms, cmd.session, &mut changes))
             }
-            _ if !self.sessions.contains_key(&cmd.session) => Outcome::Reply(Err(ErrorCode::SessionExpired)),
-            CommandOp::Op(op) => {
+            // The server's own: no session.
+            CommandOp::DeleteIfUnused { path, never_used_ms } => {
                 let mut journal = Journal::off();
                 let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes: &mut changes, journal: &mut journal };
-                let result = self.apply_op(&mut ctx, cmd.session, op.clone());
-                Outcome::Reply(result.and_then(single_response))
+                Outcome::Reply(self.tree.delete_if_unused(&mut ctx, path, *never_used_ms).map(|()| Response::Deleted))
             }
-            CommandOp::Multi(ops) => Outcome::Reply(Ok(self.apply_multi(zxid, cmd, ops, &mut changes))),
+            _ if !self.sessions.contains_key(&cmd.session) => Outcome::Reply(Err(ErrorCode::SessionExpired)),
+            CommandOp::Op(op) => Outcome::Reply(self.apply_single(zxid, cmd, op, false, &mut changes)),
+            CommandOp::Multi(ops) => Outcome::Reply(Ok(self.apply_multi(zxid, cmd, ops, &[], &mut changes))),
+            CommandOp::NullData { nulls, op } => match &**op {
+                CommandOp::Op(op) => Outcome::Reply(self.apply_single(zxid, cmd, op, nulls.contains(&0), &mut changes)),
+                CommandOp::Multi(ops) => Outcome::Reply(Ok(self.apply_multi(zxid, cmd, ops, nulls, &mut changes))),
+                _ => Outcome::Reply(Err(ErrorCode::BadArguments)),
+            },
             CommandOp::LockAcquire { dirs, tag, kind, data } => {
                 let mut journal = Journal::on();
                 let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes: &mut changes, journal: &mut journal };
@@ -165,20 +174,50 @@ impl StateMachine {
                 self.attachments.insert(cmd.session, zxid);
                 Outcome::Attached
             }
+            CommandOp::AttachIf { expected } if self.attached_at(cmd.session) != *expected => {
+                Outcome::Reply(Err(ErrorCode::SessionMoved))
+            }
+            CommandOp::AttachIf { .. } => {
+                self.attachments.insert(cmd.session, zxid);
+                Outcome::Attached
+            }
             // Unwrapped at the top.
             CommandOp::Resent(_) | CommandOp::Fenced { .. } => Outcome::Reply(Err(ErrorCode::BadArguments)),
         };
         (outcome, changes)
     }
 
-    fn apply_op(&mut self, ctx: &mut Ctx<'_>, session: SessionId, op: Op) -> Result<OpResult, ErrorCode> {
+    fn apply_single(
+        &mut self,
+        zxid: Zxid,
+        cmd: &Command,
+        op: &Op,
+        null: bool,
+        changes: &mut Vec<Change>,
+    ) -> Result<Response, ErrorCode> {
+        let mut journal = Journal::off();
+        let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes, journal: &mut journal };
+        self.apply_op(&mut ctx, cmd.session, op.clone(), null).and_then(single_response)
+    }
+
+    /// Applies one op; `null`: the data it writes is null ([`CommandOp::NullData`]).
+    fn apply_op(&mut self, ctx: &mut Ctx<'_>, session: SessionId, op: Op, null: bool) -> Result<OpResult, ErrorCode> {
         match op {
             Op::Create { path, data, mode } => {
                 let (path, stat) = self.tree.create(ctx, &path, data, mode, session)?;
+                if null {
+                    self.tree.null_data(&path);
+                }
                 Ok(OpResult::Created { path, stat })
             }
             Op::Delete { path, version } => self.tree.delete(ctx, &path, version).map(|()| OpResult::Deleted),
-            Op::SetData { path, data, version } => self.tree.set_data(ctx, &path, data, version).map(OpResult::DataSet),
+            Op::SetData { path, data, version } => {
+                let stat = self.tree.set_data(ctx, &path, data, version)?;
+                if null {
+                    self.tree.null_data(&path);
+                }
+                Ok(OpResult::DataSet(stat))
+            }
             Op::Check { path, version } => self.tree.check(&path, version).map(|()| OpResult::Checked),
             Op::CheckFence { path, token } => check_fence(&self.tree, &path, token).map(|()| OpResult::Checked),
             Op::CheckLast { path } => check_last(&self.tree, &path).map(|()| OpResult::Checked),
@@ -187,14 +226,23 @@ impl StateMachine {
 
     /// All ops or none: on the first failure every earlier op is undone, its changes are
     /// dropped (so no watch fires), and each op reports why it did not happen.
-    fn apply_multi(&mut self, zxid: Zxid, cmd: &Command, ops: &[Op], changes: &mut Vec<Change>) -> Response {
+    /// `nulls`: the ops whose data is null ([`CommandOp::NullData`]).
+    fn apply_multi(
+        &mut self,
+        zxid: Zxid,
+        cmd: &Command,
+        ops: &[Op],
+        nulls: &[u32],
+        changes: &mut Vec<Change>,
+    ) -> Response {
         let mut journal = Journal::on();
         let mut results = Vec::with_capacity(ops.len());
         let mut failed = None;
         {
             let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes, journal: &mut journal };
             for (index, op) in ops.iter().enumerate() {
-                match self.apply_op(&mut ctx, cmd.session, op.clone()) {
+                let null = u32::try_from(index).is_ok_and(|i| nulls.contains(&i));
+                match self.apply_op(&mut ctx, cmd.session, op.clone(), null) {
                     Ok(result) => results.push(result),
                     Err(code) => {
                         failed = Some((index, code));

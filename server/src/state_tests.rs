@@ -238,7 +238,7 @@ fn a_command_from_a_connection_the_session_left_is_refused_after_a_later_attachm
     let (applied, _) = apply(&mut h, fenced(s.0, "/first"));
     assert!(matches!(applied.outcome, Outcome::Reply(Ok(Response::Created { .. }))), "{applied:?}");
 
-    let (attach, _) = apply(&mut h, CommandOp::Attach);
+    let (attach, _) = apply(&mut h, CommandOp::AttachIf { expected: s.0 });
     assert_eq!(attach.outcome, Outcome::Attached);
     assert_eq!(h.sm.attached_at(s), attach.zxid);
     let before = h.sm.last_zxid();
@@ -265,6 +265,59 @@ fn a_command_from_a_connection_the_session_left_is_refused_after_a_later_attachm
     h.run(s, CommandOp::CloseSession);
     let (ended, _) = apply(&mut h, fenced(attach.zxid, "/after"));
     assert_eq!(ended.outcome, Outcome::Reply(Err(ErrorCode::SessionExpired)));
-    let (attach_ended, _) = apply(&mut h, CommandOp::Attach);
+    let (attach_ended, _) = apply(&mut h, CommandOp::AttachIf { expected: attach.zxid });
     assert_eq!(attach_ended.outcome, Outcome::Reply(Err(ErrorCode::SessionExpired)));
+}
+
+/// Null data (docs/zookeeper-compat.md): a create or set a ZooKeeper client sent with null
+/// data stores null, an empty one stays empty, and a failed multi puts back what was there.
+#[test]
+fn null_data_is_kept_apart_from_empty_data_and_rolled_back_with_its_multi() {
+    let mut h = Harness::new();
+    let s = h.session();
+    let create = |path: &str| Op::Create { path: path.into(), data: Vec::new(), mode: CreateMode::Persistent };
+    let set = |path: &str| Op::SetData { path: path.into(), data: Vec::new(), version: None };
+    let nulls = |nulls: Vec<u32>, op: CommandOp| CommandOp::NullData { nulls, op: Box::new(op) };
+    let null = |h: &Harness, path: &str| h.sm.tree().get(path).map(|n| n.is_null());
+
+    h.run(s, nulls(vec![0], CommandOp::Op(create("/n"))));
+    h.run(s, CommandOp::Op(create("/e")));
+    assert_eq!((null(&h, "/n"), null(&h, "/e")), (Some(true), Some(false)));
+    assert_eq!(h.sm.tree().get("/n").map(|n| n.stat().data_length), Some(0));
+
+    h.op(s, Op::SetData { path: "/n".into(), data: b"x".to_vec(), version: None }).unwrap();
+    assert_eq!(null(&h, "/n"), Some(false));
+    h.run(s, nulls(vec![0], CommandOp::Op(set("/n"))));
+    assert_eq!(null(&h, "/n"), Some(true));
+
+    // Ops 0 and 2 null; the multi applies.
+    h.run(s, nulls(vec![0, 2], CommandOp::Multi(vec![create("/m"), create("/m2"), set("/e")])));
+    assert_eq!((null(&h, "/m"), null(&h, "/m2"), null(&h, "/e")), (Some(true), Some(false), Some(true)));
+
+    // A multi that fails after nulling /m2's data leaves it as it was.
+    h.run(s, nulls(vec![0], CommandOp::Multi(vec![set("/m2"), create("/missing/x")])));
+    assert_eq!(null(&h, "/m2"), Some(false));
+}
+
+/// G19: an attachment logged by a handshake the client gave up (it reached the log after the
+/// client attached elsewhere) does not take the session from the connection in use: it names
+/// the attachment it saw, and is refused once that is no longer the latest.
+#[test]
+fn a_late_attachment_from_an_abandoned_handshake_is_refused() {
+    let mut h = Harness::new();
+    let s = h.session();
+    let apply = |h: &mut Harness, op| h.sm.apply_command(&Command { time_ms: 1, session: s, xid: 0, op });
+    // Two members both saw the session's creation as its attachment; the one the client now
+    // uses logs its attachment first.
+    let (current, _) = apply(&mut h, CommandOp::AttachIf { expected: s.0 });
+    assert_eq!(current.outcome, Outcome::Attached);
+    let (late, _) = apply(&mut h, CommandOp::AttachIf { expected: s.0 });
+    assert_eq!(late.outcome, Outcome::Reply(Err(ErrorCode::SessionMoved)));
+    assert_eq!(h.sm.attached_at(s), current.zxid, "the connection in use keeps the session");
+    let write = CommandOp::Fenced {
+        epoch: current.zxid,
+        op: Box::new(CommandOp::Op(Op::Create { path: "/w".into(), data: vec![], mode: CreateMode::Persistent })),
+    };
+    let (written, _) = apply(&mut h, write);
+    assert!(matches!(written.outcome, Outcome::Reply(Ok(Response::Created { .. }))), "{written:?}");
 }

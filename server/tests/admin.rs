@@ -1,11 +1,16 @@
 //! The admin HTTP listener of a real `ward-server` process (docs/operations.md "Metrics"):
-//! per-lock figures in `/metrics`, `/healthz` and `/readyz`, and bad requests that are
-//! refused without harming the server.
+//! per-lock figures, request, log and lock-handoff figures in `/metrics`, `/healthz` and
+//! `/readyz`, and bad requests that are refused without harming the server.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use ward_testkit::{bounded, connect, wait_for, wait_until, within, Ensemble, ServerProcess, DEADLINE};
+use ward_client::CreateMode;
+use ward_testkit::zk::raw::{create, four_letters, path_watch, Raw};
+use ward_testkit::{
+    bounded, connect, connect_with, wait_for, wait_until, within, Ensemble, Proxy, ServerProcess, DEADLINE,
+};
 
 /// Sends `request` as it is and returns the status code and the body of the answer (the
 /// server closes after `Connection: close`).
@@ -30,6 +35,146 @@ async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
 /// The value of the series `series` (name and labels exactly as printed), if present.
 fn value(metrics: &str, series: &str) -> Option<f64> {
     metrics.lines().find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+/// The value of a counter or histogram count that only appears once it is not zero.
+fn count(metrics: &str, series: &str) -> f64 {
+    value(metrics, series).unwrap_or(0.0)
+}
+
+/// The sum of every series whose name and first labels start with `prefix`.
+fn sum(metrics: &str, prefix: &str) -> f64 {
+    let values = metrics.lines().filter(|line| line.starts_with(prefix));
+    values.filter_map(|line| line.rsplit_once(' ')?.1.parse::<f64>().ok()).sum()
+}
+
+async fn scrape(admin: SocketAddr) -> String {
+    let (status, metrics) = get(admin, "/metrics").await;
+    assert_eq!(status, 200, "{metrics}");
+    metrics
+}
+
+/// How far `series` moved from `before` to `after`.
+fn moved(before: &str, after: &str, series: &str) -> f64 {
+    count(after, series) - count(before, series)
+}
+
+// Request figures (docs/operations.md "Metrics"): every create and get through either
+// listener counts once in its operation's counter and latency histogram, a failure also
+// under its code; a durable server's writes show fsyncs and append batches; bytes move on
+// both listeners; ZooKeeper's `mntr` reports the same request count as /metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_requests_errors_bytes_and_fsyncs() {
+    bounded(async {
+        let server = ServerProcess::builder().admin().zookeeper().start();
+        let admin = server.admin_addr();
+        let client = connect(&server.addr_str()).await;
+        let before = scrape(admin).await;
+        for i in 0..5 {
+            client.create(&format!("/r{i}"), b"x", CreateMode::Persistent).await.expect("create");
+        }
+        let again = client.create("/r0", b"", CreateMode::Persistent).await;
+        assert!(matches!(again, Err(ward_client::Error::NodeExists)), "{again:?}");
+        for _ in 0..3 {
+            client.get_data("/r1").await.expect("get");
+        }
+        assert!(client.get_data("/missing").await.is_err(), "no such node");
+
+        let zk = server.zk_addr_str();
+        let (mut raw, _) = Raw::connect(&zk, 0, &[0; 16]).await;
+        let created = raw.request(1, &create("/z")).await;
+        assert_eq!(raw.header().await, (created, 0));
+        for path in ["/z", "/z", "/nowhere"] {
+            let xid = raw.request(4, &path_watch(path, false)).await;
+            assert_eq!(raw.header().await.0, xid);
+        }
+        let after = scrape(admin).await;
+
+        let ward = |name: &str, op: &str| format!(r#"{name}{{listener="ward",op="{op}"}}"#);
+        let zookeeper = |name: &str, op: &str| format!(r#"{name}{{listener="zookeeper",op="{op}"}}"#);
+        for (series, by) in [
+            (ward("ward_requests_total", "create"), 6.0),
+            (ward("ward_request_duration_seconds_count", "create"), 6.0),
+            (ward("ward_requests_total", "get"), 4.0),
+            (ward("ward_request_duration_seconds_count", "get"), 4.0),
+            (zookeeper("ward_requests_total", "create"), 1.0),
+            (zookeeper("ward_request_duration_seconds_count", "create"), 1.0),
+            (zookeeper("ward_request_duration_seconds_count", "get"), 3.0),
+            (r#"ward_request_errors_total{listener="ward",op="create",code="node_exists"}"#.into(), 1.0),
+            (r#"ward_request_errors_total{listener="ward",op="get",code="no_node"}"#.into(), 1.0),
+            (r#"ward_request_errors_total{listener="zookeeper",op="get",code="no_node"}"#.into(), 1.0),
+        ] {
+            assert_eq!(moved(&before, &after, &series), by, "{series}\n{after}");
+        }
+        let inf = r#"ward_request_duration_seconds_bucket{le="+Inf",listener="ward",op="create"}"#;
+        assert_eq!(count(&after, inf), count(&after, &ward("ward_request_duration_seconds_count", "create")));
+        for series in
+            ["ward_log_fsync_duration_seconds_count", "ward_log_append_commands_count", "ward_log_fsyncs_total"]
+        {
+            assert!(moved(&before, &after, series) > 0.0, "a durable write is fsynced: {series}\n{after}");
+        }
+        assert_eq!(count(&after, "ward_log_fsync_duration_seconds_count"), count(&after, "ward_log_fsyncs_total"));
+        for listener in ["ward", "zookeeper"] {
+            for series in ["ward_received_bytes_total", "ward_sent_bytes_total"] {
+                let series = format!(r#"{series}{{listener="{listener}"}}"#);
+                assert!(moved(&before, &after, &series) > 0.0, "{series}\n{after}");
+            }
+        }
+
+        // The ZooKeeper session sends nothing more: mntr and /metrics see the same requests.
+        let mntr = four_letters(&zk, b"mntr").await;
+        let metrics = scrape(admin).await;
+        let received = mntr.lines().find_map(|l| l.strip_prefix("zk_packets_received\t")?.parse::<f64>().ok());
+        assert_eq!(received, Some(sum(&metrics, r#"ward_requests_total{listener="zookeeper""#)), "{mntr}\n{metrics}");
+    })
+    .await
+}
+
+// Lock handoffs (docs/operations.md "Metrics"): a waiter granted after a holder unlocks
+// counts one wait and no involuntary release; a waiter granted because the holder's session
+// expired (its connection went silent) counts one wait and one involuntary release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_lock_waits_and_involuntary_releases() {
+    bounded(async {
+        let server = ServerProcess::builder().admin().flags(&["--min-session-timeout-ms", "1000"]).start();
+        let (addr, admin) = (server.addr_str(), server.admin_addr());
+        let waits = "ward_lock_wait_seconds_count";
+        let involuntary = "ward_lock_involuntary_releases_total";
+        let waiting_on = |lock: &'static str| async move {
+            wait_until("the waiter queues", DEADLINE, || async {
+                value(&scrape(admin).await, &format!(r#"ward_lock_waiters{{lock="{lock}"}}"#)) == Some(1.0)
+            })
+            .await
+        };
+
+        let before = scrape(admin).await;
+        let holder = connect(&addr).await;
+        let held = holder.lock("/voluntary").await.expect("lock");
+        let waiter = connect(&addr).await;
+        let waiting = tokio::spawn(async move { waiter.lock("/voluntary").await.map(drop) });
+        waiting_on("/voluntary").await;
+        held.unlock().await.expect("unlock");
+        within("the waiter's grant", DEADLINE, waiting).await.expect("waiter task").expect("granted");
+        let after = scrape(admin).await;
+        assert_eq!(moved(&before, &after, waits), 1.0, "{after}");
+        assert_eq!(moved(&before, &after, "ward_lock_grants_total"), 1.0, "{after}");
+        assert_eq!(moved(&before, &after, involuntary), 0.0, "an unlock is voluntary: {after}");
+
+        let proxy = Proxy::start(server.addr()).await;
+        let doomed = connect_with(&proxy.addr_str(), Duration::from_secs(1)).await;
+        let _held = doomed.lock("/involuntary").await.expect("lock");
+        let waiter = connect(&addr).await;
+        let waiting = tokio::spawn(async move { waiter.lock("/involuntary").await.map(drop) });
+        waiting_on("/involuntary").await;
+        // The holder's connection goes silent: no heartbeat reaches the server, which expires
+        // the session and hands the lock on.
+        proxy.partition();
+        within("the grant after the expiry", DEADLINE, waiting).await.expect("waiter task").expect("granted");
+        let last = scrape(admin).await;
+        assert_eq!(moved(&after, &last, involuntary), 1.0, "{last}");
+        assert_eq!(moved(&after, &last, waits), 1.0, "{last}");
+    })
+    .await
 }
 
 // Per-lock figures (docs/operations.md "Metrics"): a lock held by one client with five
@@ -95,11 +240,7 @@ async fn health_readiness_and_bad_requests() {
         assert!(metrics.contains("ward_znodes"), "{metrics}");
         assert_eq!(get(admin, "/healthz").await.0, 200, "still serving");
         // A client is served as before.
-        connect(&server.addr_str())
-            .await
-            .create("/after", b"", ward_client::CreateMode::Persistent)
-            .await
-            .expect("create");
+        connect(&server.addr_str()).await.create("/after", b"", CreateMode::Persistent).await.expect("create");
     })
     .await
 }

@@ -14,7 +14,7 @@ use ward_server::raft::record::{self, RecordRef, Slot};
 use ward_server::raft::state_machine::StateMachineStore;
 use ward_server::raft::types::{StorageError, TypeConfig};
 use ward_server::raft::wal::Wal;
-use ward_server::raft::{self as durable, FileError, OpenError, RaftOptions};
+use ward_server::raft::{self as durable, FileError, OnLoss, OpenError, RaftOptions};
 use ward_testkit::TempDir;
 
 struct Builder;
@@ -51,13 +51,16 @@ fn entry(index: u64, fill: u8) -> Entry<TypeConfig> {
     }
 }
 
-/// Writes `n` one-entry records into a fresh log in `dir`.
+/// Writes `n` one-entry records into a fresh log in `dir`, and stops as a crash would: the
+/// log's extent file says only what opening it recorded, so the last records may be torn.
 fn write_log(dir: &Path, n: u64, segment_bytes: u64) {
     let (mut wal, replayed) = Wal::open(dir, segment_bytes).expect("open");
     assert!(replayed.is_empty());
     for i in 1..=n {
         wal.append(&RecordRef::Entries(&[entry(i, i as u8)])).expect("append");
     }
+    // No clean close: that would record every record as durable (a later tear is then loss).
+    std::mem::forget(wal);
 }
 
 fn segments(dir: &Path) -> Vec<PathBuf> {
@@ -82,7 +85,7 @@ fn record_spans(image: &[u8], first_rsn: u64) -> Vec<(usize, usize)> {
     spans
 }
 
-fn indexes(dir: &Path) -> Result<Vec<u64>, FileError> {
+fn indexes(dir: &Path) -> Result<Vec<u64>, OpenError> {
     let (_, replayed) = Wal::open(dir, 4096)?;
     Ok(entry_indexes(replayed))
 }
@@ -97,8 +100,10 @@ fn entry_indexes(replayed: Vec<ward_server::raft::wal::Replayed>) -> Vec<u64> {
         .collect()
 }
 
+/// Copies the log: its segments and its extent file.
 fn copy_dir(from: &Path, to: &Path) {
-    for file in segments(from) {
+    for item in std::fs::read_dir(from).expect("list") {
+        let file = item.expect("entry").path();
         std::fs::copy(&file, to.join(file.file_name().expect("name"))).expect("copy");
     }
 }
@@ -157,7 +162,7 @@ fn applied_entries_are_read_back_from_disk_after_leaving_memory() {
 }
 
 #[test]
-fn cutting_the_log_inside_its_last_two_records_keeps_exactly_the_complete_prefix() {
+fn a_segment_cut_inside_its_last_two_records_is_refused_and_accepted_keeps_exactly_the_complete_prefix() {
     let original = TempDir::new("cut-orig");
     write_log(original.path(), 6, 4096);
     let files = segments(original.path());
@@ -178,7 +183,17 @@ fn cutting_the_log_inside_its_last_two_records_keeps_exactly_the_complete_prefix
         drop(file);
         // A record survives when its payload is whole (its zero padding may be cut).
         let complete = spans.iter().filter(|(_, end)| *end <= cut).count() as u64;
-        let (mut wal, replayed) = Wal::open(dir.path(), 4096).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        // A segment never shrinks by itself: a cut file is refused, naming it, unless the
+        // loss is accepted.
+        match Wal::open(dir.path(), 4096) {
+            Err(OpenError::DataLoss { path, reason }) => {
+                assert_eq!(path, dir.path().join(name), "cut at {cut}: {reason}");
+                assert!(reason.contains(&format!("is {cut} bytes, but was created with 4096")), "{reason}");
+            }
+            other => panic!("cut at {cut}: expected DataLoss, got {:?}", other.map(|_| ())),
+        }
+        let (mut wal, replayed) =
+            Wal::open_with(dir.path(), 4096, OnLoss::Accept).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
         assert_eq!(entry_indexes(replayed), (1..=complete).collect::<Vec<_>>(), "cut at {cut}");
         // The repaired log takes new records after the prefix, and keeps them.
         wal.append(&RecordRef::Entries(&[entry(complete + 1, 0xEE)])).expect("append after repair");
@@ -201,6 +216,7 @@ fn a_partly_written_last_record_in_a_preallocated_file_is_dropped() {
         // Only the head of the record reached the disk, or only its tail.
         for keep_head in [true, false] {
             let dir = TempDir::new("torn");
+            copy_dir(original.path(), dir.path());
             let mut bytes = image.clone();
             let lost = if keep_head { split..end } else { start..split };
             bytes[lost].fill(0);
@@ -232,7 +248,7 @@ fn a_flipped_byte_in_an_earlier_record_refuses_to_open_naming_file_and_offset() 
         bytes[at] ^= 0x5A;
         std::fs::write(dir.path().join(&name), &bytes).expect("write");
         match Wal::open(dir.path(), 4096) {
-            Err(FileError::Damaged { path, offset, reason }) => {
+            Err(OpenError::File(FileError::Damaged { path, offset, reason })) => {
                 assert_eq!(path, dir.path().join(&name), "flip at {at}");
                 assert_eq!(offset, blamed as u64, "flip at {at}: {reason}");
                 let message = FileError::Damaged { path, offset, reason }.to_string();
@@ -261,7 +277,7 @@ fn damage_at_the_end_of_a_full_segment_refuses_to_open() {
     bytes[at + record::RECORD_HEADER] ^= 1;
     std::fs::write(&files[0], &bytes).expect("write");
     match Wal::open(original.path(), 4096) {
-        Err(FileError::Damaged { path, offset, .. }) => {
+        Err(OpenError::File(FileError::Damaged { path, offset, .. })) => {
             assert_eq!(path, files[0]);
             assert_eq!(offset, at as u64);
         }
@@ -289,7 +305,7 @@ fn digest(core: &Core) -> Vec<u8> {
             for child in node.children.iter() {
                 stack.push(ward_proto::path::join(&path, child));
             }
-            nodes.push((path, node.data.to_vec(), node.stat()));
+            nodes.push((path, node.data().to_vec(), node.stat()));
         }
         nodes.sort_by(|a, b| a.0.cmp(&b.0));
         let sessions: Vec<(SessionId, u32)> = s.sessions().map(|(id, r)| (id, r.timeout_ms)).collect();
@@ -411,8 +427,10 @@ fn concurrent_submits_share_entries_and_apply_in_submission_order() {
     });
 }
 
+/// The segment is the record's size rounded up to whole 4 KiB pages (the header counts
+/// pages), so the next small record fits after it.
 #[test]
-fn a_record_larger_than_a_segment_gets_a_segment_of_its_own() {
+fn a_record_larger_than_a_segment_gets_a_larger_segment() {
     let dir = TempDir::new("big");
     {
         let (mut wal, _) = Wal::open(dir.path(), 4096).expect("open");
@@ -424,6 +442,7 @@ fn a_record_larger_than_a_segment_gets_a_segment_of_its_own() {
         wal.append(&RecordRef::Entries(&[big])).expect("big");
         wal.append(&RecordRef::Entries(&[entry(3, 3)])).expect("small after big");
     }
-    assert_eq!(segments(dir.path()).len(), 3);
+    let sizes: Vec<u64> = segments(dir.path()).iter().map(|p| std::fs::metadata(p).expect("stat").len()).collect();
+    assert_eq!(sizes, [4096, 12288], "segment sizes");
     assert_eq!(indexes(dir.path()).expect("reopen"), vec![1, 2, 3]);
 }

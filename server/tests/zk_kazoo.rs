@@ -14,3 +14,26 @@ fn every_kazoo_op_answers_as_zookeeper_does() {
     let got = kazoo.run(SCRIPTS, "ops.py", &[&ward.zk_addr_str()]);
     assert_eq!(got, expected(SCRIPTS, "ops.expected"), "ops.py output differs from ops.expected");
 }
+
+/// Null data (docs/zookeeper-compat.md, "Null and empty data"): kazoo's own
+/// test_create_null_data and test_set_null_data, and their empty-string twins, pass; a node
+/// created or set with null data reads back as null, one with empty data as empty.
+#[test]
+fn kazoo_null_data_tests_pass_and_empty_data_stays_empty() {
+    let Some(kazoo) = Kazoo::find() else { return };
+    let ward = ServerProcess::builder().zookeeper().in_memory().start();
+    let got = kazoo.run(SCRIPTS, "null_data.py", &[&ward.zk_addr_str()]);
+    assert_eq!(got, expected(SCRIPTS, "null_data.expected"), "null_data.py output differs from null_data.expected");
+}
+
+/// Null data is durable (docs/zookeeper-compat.md, "Null and empty data"): after a restart,
+/// which replays the log, a null node still reads null and an empty one empty.
+#[test]
+fn null_data_stays_null_across_a_restart() {
+    let Some(kazoo) = Kazoo::find() else { return };
+    let mut ward = ServerProcess::builder().zookeeper().start();
+    kazoo.run(SCRIPTS, "null_restart.py", &[&ward.zk_addr_str(), "write"]);
+    ward.restart();
+    let got = kazoo.run(SCRIPTS, "null_restart.py", &[&ward.zk_addr_str(), "read"]);
+    assert_eq!(got, "/r-null None\n/r-empty b''\n/r-set None\n");
+}

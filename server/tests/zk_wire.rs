@@ -2,21 +2,10 @@
 //! before any reply that shows its change, never before the reply that armed its watch),
 //! expired-session handshakes, and bad input dropped without disturbing other clients.
 
-use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use ward_testkit::zk::raw::{create, path_watch, set_data, Raw};
+use ward_testkit::zk::raw::{create, four_letters, path_watch, set_data, Raw, LIMIT};
 use ward_testkit::ServerProcess;
-
-const LIMIT: Duration = Duration::from_secs(30);
-
-async fn four_letters(addr: &str, word: &[u8]) -> String {
-    let mut s = TcpStream::connect(addr).await.expect("connect");
-    s.write_all(word).await.expect("write");
-    let mut out = String::new();
-    tokio::time::timeout(LIMIT, s.read_to_string(&mut out)).await.expect("answer in time").expect("read");
-    out
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_letter_words_answer_in_zookeepers_format() {

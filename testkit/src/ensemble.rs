@@ -4,13 +4,15 @@
 //! processes: partitions, one-way partitions and bridges. Members are real processes with
 //! both listeners, killed, paused and restarted through [`ServerProcess`].
 
+use crate::error::HarnessError;
 use crate::proxy::Proxy;
 use crate::rng::{seed, Rng};
 use crate::server::ServerProcess;
-use crate::wait::{wait_for, DEADLINE};
+use crate::wait::DEADLINE;
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener};
-use std::time::Duration;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 use ward_client::{Client, MemberRole};
 
 pub struct Ensemble {
@@ -21,9 +23,21 @@ pub struct Ensemble {
 
 /// A free port on 127.0.0.1 now. Another process could take it before the member binds it;
 /// on a test machine that is rare, and the member's start then fails loudly.
-fn free_port() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a probe port");
-    listener.local_addr().expect("probe address")
+fn free_port() -> Result<SocketAddr, HarnessError> {
+    let failed = |e| HarnessError::io("probe for a free port on 127.0.0.1", e);
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(failed)
+}
+
+/// How [`Ensemble::launch`] starts an ensemble.
+#[derive(Clone, Debug)]
+pub struct EnsembleOptions {
+    pub members: u64,
+    /// Added to every member's command line.
+    pub flags: Vec<String>,
+    /// Picks the start order.
+    pub seed: u64,
+    /// `None`: the test build's `ward-server` ([`crate::locate::server_binary`]).
+    pub binary: Option<PathBuf>,
 }
 
 impl Ensemble {
@@ -33,31 +47,41 @@ impl Ensemble {
     pub async fn start(n: u64, flags: &[&str]) -> Ensemble {
         let seed = seed();
         eprintln!("ensemble of {n}: start order from WARD_TEST_SEED={seed}");
-        // A peer port is chosen free before its member binds it (every member must know all
-        // of them up front), so another process can take it meanwhile: start over then.
-        for attempt in 1.. {
-            match Ensemble::try_start(n, flags, seed).await {
-                Ok(ensemble) => return ensemble,
-                Err(why) if attempt < 3 && why.contains("Address already in use") => {
-                    eprintln!("ensemble start {attempt} lost a port race; starting over: {why}");
-                }
-                Err(why) => panic!("ensemble of {n} did not start: {why}"),
-            }
-        }
-        unreachable!("the loop returns or panics")
+        let flags = flags.iter().map(|f| f.to_string()).collect();
+        let options = EnsembleOptions { members: n, flags, seed, binary: None };
+        Ensemble::launch(&options).await.unwrap_or_else(|why| panic!("ensemble of {n} did not start: {why}"))
     }
 
-    async fn try_start(n: u64, flags: &[&str], seed: u64) -> Result<Ensemble, String> {
-        let peer_addrs: BTreeMap<u64, SocketAddr> = (1..=n).map(|id| (id, free_port())).collect();
+    /// Like [`start`](Self::start), `Err` instead of a panic, and silent.
+    pub async fn launch(options: &EnsembleOptions) -> Result<Ensemble, HarnessError> {
+        // A peer port is chosen free before its member binds it (every member must know all
+        // of them up front), so another process can take it meanwhile: start over then.
+        let mut attempt = 1;
+        loop {
+            match Ensemble::try_start(options).await {
+                Err(HarnessError::Start(why)) if attempt < 3 && why.contains("Address already in use") => {
+                    attempt += 1;
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    async fn try_start(options: &EnsembleOptions) -> Result<Ensemble, HarnessError> {
+        let n = options.members;
+        let mut peer_addrs = BTreeMap::new();
+        for id in 1..=n {
+            peer_addrs.insert(id, free_port()?);
+        }
         let list = peer_addrs.iter().map(|(id, a)| format!("{id}={a}")).collect::<Vec<_>>().join(",");
         let mut links = BTreeMap::new();
         for from in 1..=n {
             for (&to, &addr) in peer_addrs.iter().filter(|(to, _)| **to != from) {
-                links.insert((from, to), Proxy::start(addr).await);
+                links.insert((from, to), Proxy::try_start(addr).await?);
             }
         }
         let mut order: Vec<u64> = (1..=n).collect();
-        let mut rng = Rng::new(seed);
+        let mut rng = Rng::new(options.seed);
         for i in (1..order.len()).rev() {
             order.swap(i, rng.below(i as u64 + 1) as usize);
         }
@@ -79,10 +103,13 @@ impl Ensemble {
                 "--peer-route".into(),
                 routes,
             ];
-            args.extend(flags.iter().map(|f| f.to_string()));
+            args.extend(options.flags.iter().cloned());
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let server = ServerProcess::builder().zookeeper().admin().flags(&args).try_start()?;
-            members.insert(id, server);
+            let mut builder = ServerProcess::builder().zookeeper().admin().flags(&args);
+            if let Some(binary) = &options.binary {
+                builder = builder.binary(binary.clone());
+            }
+            members.insert(id, builder.launch()?);
         }
         Ok(Ensemble { members, links })
     }
@@ -123,6 +150,11 @@ impl Ensemble {
     /// The leader, once the members agree on one that answers (bounded by [`DEADLINE`]).
     /// Asks through members in `among` only (pass `&[]` for all).
     pub async fn leader(&self, among: &[u64]) -> u64 {
+        self.try_leader(among, DEADLINE).await.unwrap_or_else(|e| panic!("timed out waiting until a leader: {e}"))
+    }
+
+    /// Like [`leader`](Self::leader), bounded by `limit`, `Err` instead of a panic.
+    pub async fn try_leader(&self, among: &[u64], limit: Duration) -> Result<u64, HarnessError> {
         let addrs: Vec<String> = self
             .ids()
             .into_iter()
@@ -130,22 +162,15 @@ impl Ensemble {
             .map(|id| self.addr(id))
             .collect();
         let addrs = addrs.join(",");
-        wait_for("a leader", DEADLINE, || {
-            let addrs = addrs.clone();
-            async move {
-                let client = Client::builder(&addrs)
-                    .connect_timeout(Duration::from_secs(2))
-                    .session_timeout(Duration::from_secs(4))
-                    .connect()
-                    .await
-                    .ok()?;
-                // Bounded per attempt: a member may be waiting on a leader that is cut off.
-                let members = tokio::time::timeout(Duration::from_secs(3), client.members()).await.ok()?.ok();
-                let _ = client.close().await;
-                members?.into_iter().find(|m| m.role == MemberRole::Leader).map(|m| m.id)
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            let asked = tokio::time::timeout(limit.saturating_sub(start.elapsed()), ask_leader(&addrs)).await;
+            if let Ok(Some(leader)) = asked {
+                return Ok(leader);
             }
-        })
-        .await
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Err(HarnessError::NoLeader(limit))
     }
 
     /// Silently drops every peer message to and from `id` (its clients still reach it).
@@ -180,4 +205,18 @@ impl Ensemble {
             proxy.unblock();
         }
     }
+}
+
+/// The leader as a member of `addrs` reports it, if one answers.
+async fn ask_leader(addrs: &str) -> Option<u64> {
+    let client = Client::builder(addrs)
+        .connect_timeout(Duration::from_secs(2))
+        .session_timeout(Duration::from_secs(4))
+        .connect()
+        .await
+        .ok()?;
+    // Bounded per attempt: a member may be waiting on a leader that is cut off.
+    let members = tokio::time::timeout(Duration::from_secs(3), client.members()).await.ok()?.ok();
+    let _ = client.close().await;
+    members?.into_iter().find(|m| m.role == MemberRole::Leader).map(|m| m.id)
 }

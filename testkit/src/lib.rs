@@ -4,6 +4,9 @@
 //!
 //! Everything here fails the calling test by panicking with a message, and cleans up after
 //! itself in `Drop`: every process started here is killed, every directory made is removed.
+//! The pieces a program outside `cargo test` drives (`ward check` starts an ensemble and
+//! inflicts faults on it) also come in a fallible form (`try_*`, [`Ensemble::launch`],
+//! [`locate::server_binary_beside`]) that returns a [`HarnessError`] instead.
 //!
 //! # Layout
 //!
@@ -12,6 +15,7 @@
 //!   crash during startup, pause and resume. Built with [`ServerBuilder`].
 //! - [`ensemble`]: [`Ensemble`], several members whose peer links each run through a proxy,
 //!   so a test can partition any member or any one direction.
+//! - [`error`]: [`HarnessError`], what the fallible forms return.
 //! - [`http`]: a plain HTTP GET for the admin listener.
 //! - [`locate`]: where the test's build lives, and the `ward-server` binary in it.
 //! - [`proxy`]: [`Proxy`], a TCP proxy between clients and a server that cuts, blocks,
@@ -30,6 +34,7 @@
 
 pub mod client;
 pub mod ensemble;
+pub mod error;
 pub mod http;
 pub mod locate;
 pub mod proxy;
@@ -43,7 +48,8 @@ pub mod wait;
 pub mod zk;
 
 pub use client::{connect, connect_with, wait_state};
-pub use ensemble::Ensemble;
+pub use ensemble::{Ensemble, EnsembleOptions};
+pub use error::HarnessError;
 pub use proxy::Proxy;
 pub use rng::{seed, Rng};
 pub use server::{ServerBuilder, ServerProcess};

@@ -1,11 +1,14 @@
 //! Where the running test's build lives (`<target>/<profile>/deps/<test exe>`), and the
-//! `ward-server` and `ward-contender` binaries in it.
+//! `ward-server` and `ward-contender` binaries in it; and, for a program run outside
+//! `cargo test`, the `ward-server` installed beside it ([`server_binary_beside`]).
 
 use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
+
+use crate::error::HarnessError;
 
 /// `<target>/<profile>`: the directory the running test binary was built into.
 pub fn profile_dir() -> PathBuf {
@@ -93,5 +96,35 @@ fn build(profile_dir: &Path, package: &str, bin: &str, path: &Path) {
         Ok((status, err)) if !path.exists() => panic!("{what} failed ({status}):\n{err}"),
         Err(e) if !path.exists() => panic!("cannot run {what}: {e}"),
         _ => eprintln!("warning: {what} failed; using the existing {}", path.display()),
+    }
+}
+
+/// The `ward-server` binary for a program that is not a test (`ward check`): `$WARD_SERVER_BIN`,
+/// else the one in the running executable's own directory (`cargo install` puts both there;
+/// so does `cargo build`, in `target/<profile>`), else in the cargo target directory
+/// (`$CARGO_TARGET_DIR` or `./target`, release before debug). Builds nothing.
+pub fn server_binary_beside() -> Result<PathBuf, HarnessError> {
+    if let Some(bin) = std::env::var_os("WARD_SERVER_BIN") {
+        let bin = PathBuf::from(bin);
+        return match bin.is_file() {
+            true => Ok(bin),
+            false => Err(HarnessError::ServerBinaryNotFound { looked: vec![bin] }),
+        };
+    }
+    let name = format!("ward-server{}", std::env::consts::EXE_SUFFIX);
+    let mut dirs = Vec::new();
+    if let Some(dir) = std::env::current_exe().ok().and_then(|exe| exe.parent().map(Path::to_path_buf)) {
+        // A test binary lives one level further down, in `deps/`.
+        if dir.file_name().is_some_and(|n| n == "deps") {
+            dirs.extend(dir.parent().map(Path::to_path_buf));
+        }
+        dirs.push(dir);
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
+    dirs.extend(["release", "debug"].map(|profile| target.join(profile)));
+    let looked: Vec<PathBuf> = dirs.into_iter().map(|dir| dir.join(&name)).collect();
+    match looked.iter().find(|path| path.is_file()) {
+        Some(found) => Ok(found.clone()),
+        None => Err(HarnessError::ServerBinaryNotFound { looked }),
     }
 }

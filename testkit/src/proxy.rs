@@ -18,6 +18,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinHandle};
 
+use crate::error::HarnessError;
+
 struct Link {
     task: AbortHandle,
     /// Set: bytes from the server are read and dropped.
@@ -48,14 +50,20 @@ pub struct Proxy {
 impl Proxy {
     /// Listens on 127.0.0.1:0 and forwards every connection to `upstream`.
     pub async fn start(upstream: SocketAddr) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy listener");
-        let addr = listener.local_addr().expect("proxy address");
+        Proxy::try_start(upstream).await.unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Like [`start`](Self::start), `Err` if it cannot listen.
+    pub async fn try_start(upstream: SocketAddr) -> Result<Proxy, HarnessError> {
+        let failed = |e| HarnessError::io("bind a proxy listener on 127.0.0.1", e);
+        let listener = TcpListener::bind("127.0.0.1:0").await.map_err(failed)?;
+        let addr = listener.local_addr().map_err(failed)?;
         let links = Arc::new(Mutex::new(Links::default()));
         let accepted = Arc::new(AtomicUsize::new(0));
         let held = Arc::new(watch::Sender::new(false));
         let acceptor =
             tokio::spawn(accept_loop(listener, upstream, Arc::clone(&links), Arc::clone(&accepted), Arc::clone(&held)));
-        Proxy { addr, links, accepted, held, acceptor }
+        Ok(Proxy { addr, links, accepted, held, acceptor })
     }
 
     pub fn addr(&self) -> SocketAddr {

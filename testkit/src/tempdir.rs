@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::error::HarnessError;
+
 /// A directory of its own for one test object (a server's data, a record file). The name
 /// holds the process id and a counter, so tests running at once never share one.
 #[derive(Debug)]
@@ -14,12 +16,17 @@ pub struct TempDir {
 impl TempDir {
     /// Makes `<temp>/ward-test-WHAT-PID-N`, empty.
     pub fn new(what: &str) -> TempDir {
+        TempDir::try_new(what).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Like [`new`](Self::new), `Err` if the directory cannot be made.
+    pub fn try_new(what: &str) -> Result<TempDir, HarnessError> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("ward-test-{what}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
-        TempDir { path: Some(dir) }
+        std::fs::create_dir_all(&dir).map_err(|e| HarnessError::io(format!("create {}", dir.display()), e))?;
+        Ok(TempDir { path: Some(dir) })
     }
 
     pub fn path(&self) -> &Path {

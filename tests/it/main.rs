@@ -1,7 +1,8 @@
 //! Integration tests of Ward: real `ward-server` processes driven through the public
 //! client API, the `ward` CLI and raw sockets. Each test names the guarantee of
-//! docs/guarantees.md (G1..G18) it checks: the lock, election and recipe tests (t90..t98)
-//! G12 and docs/recipes.md, the ensemble tests (t100..t104) G13..G18.
+//! docs/guarantees.md (G1..G20) it checks: the lock, election and recipe tests (t90..t98)
+//! G12 and docs/recipes.md, the cleanup of containers and TTL nodes (t99) G20, the ensemble
+//! tests (t100..t105) G13..G19, and t106 runs `ward check`.
 //!
 //! One test binary, so the server is built and started from one place (`harness`, over
 //! `ward-testkit`).
@@ -14,6 +15,7 @@ mod t102_ensemble_locks;
 mod t103_linearizable;
 mod t104_membership;
 mod t105_session_moves;
+mod t106_ward_check;
 mod t10_crud;
 mod t20_sequential;
 mod t30_multi;
@@ -32,3 +34,4 @@ mod t95_rwlock;
 mod t96_semaphore_multi;
 mod t97_owner_context;
 mod t98_recipe_cli;
+mod t99_cleanup;

@@ -2,7 +2,7 @@
 
 use crate::harness::*;
 use std::time::Duration;
-use ward_client::{Client, CreateMode, Error, EventKind, SessionState};
+use ward_client::{Client, CreateMode, Error, EventKind, Op, SessionState};
 
 const SHORT_FLAGS: [&str; 4] = ["--min-session-timeout-ms", "500", "--max-session-timeout-ms", "40000"];
 
@@ -126,6 +126,42 @@ async fn watch_survives_a_reconnect() {
         // The event names the change that fired it, not whatever zxid is latest.
         assert_eq!(data_event.zxid, set.mzxid, "zxid of the re-armed data watch's event");
         assert_eq!(created_event.zxid, made.czxid, "zxid of the re-armed exists watch's event");
+    })
+    .await
+}
+
+// G7 + G6: 8,000 watches on 200-byte paths (1.6 MB of paths, more than one request may
+// carry) are all re-armed after the server restarts: the client splits its SetWatches, and
+// every watch fires for a change made after the reconnect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousands_of_long_watch_paths_are_rearmed_after_a_restart() {
+    const WATCHES: usize = 8_000;
+    bounded(async {
+        let mut server = ServerProcess::start();
+        let c = connect_with(&server.addr_str(), Duration::from_secs(30)).await;
+        let dir = format!("/{}", "d".repeat(180));
+        c.create(&dir, b"", CreateMode::Persistent).await.expect("create the directory");
+        let paths: Vec<String> = (0..WATCHES).map(|i| format!("{dir}/{i:0>19}")).collect();
+        assert_eq!(paths[0].len(), 201);
+        let ops = |make: fn(&str) -> Op| move |chunk: &[String]| chunk.iter().map(|p| make(p)).collect::<Vec<_>>();
+        let create = ops(|p| Op::Create { path: p.into(), data: b"0".to_vec(), mode: CreateMode::Persistent });
+        let set = ops(|p| Op::SetData { path: p.into(), data: b"1".to_vec(), version: None });
+        for chunk in paths.chunks(1_000) {
+            c.multi(create(chunk)).await.expect("create the watched nodes");
+        }
+        let mut watches = Vec::with_capacity(WATCHES);
+        for path in &paths {
+            watches.push(c.get_data_watch(path).await.expect("arm a data watch").2);
+        }
+        server.restart_now();
+        until_connected(&c).await;
+        for chunk in paths.chunks(1_000) {
+            c.multi(set(chunk)).await.expect("change the watched nodes");
+        }
+        for (path, watch) in paths.iter().zip(watches) {
+            let event = fired(watch).await;
+            assert_eq!((event.kind, &event.path), (EventKind::NodeDataChanged, path));
+        }
     })
     .await
 }

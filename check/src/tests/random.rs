@@ -42,10 +42,10 @@ struct Planned {
     effect: Option<Option<Node>>,
 }
 
-fn generate(seed: u64) -> Vec<Planned> {
+fn generate(seed: u64, ops: usize) -> Vec<Planned> {
     let mut rng = Rng(seed);
     let mut states: Vec<Option<Node>> = vec![None; KEYS];
-    (0..OPS)
+    (0..ops)
         .map(|i| {
             let k = rng.below(KEYS as u64) as usize;
             let state = &states[k];
@@ -89,7 +89,7 @@ fn record(plan: &[Planned]) -> History {
 /// was sent and W before the read was. Values are unique, so no order can bring X's state
 /// back after W. Returns the read's index.
 fn make_a_read_stale(plan: &mut [Planned]) -> usize {
-    for r in OPS / 2..OPS {
+    for r in plan.len() / 2..plan.len() {
         if plan[r].op != Op::Read || plan[r].completion.is_none() {
             continue;
         }
@@ -111,7 +111,7 @@ fn make_a_read_stale(plan: &mut [Planned]) -> usize {
 
 #[test]
 fn large_linearizable_history_passes() {
-    let plan = generate(7);
+    let plan = generate(7, OPS);
     let history = record(&plan);
     let start = Instant::now();
     let report = check(&history, BUDGET);
@@ -124,7 +124,7 @@ fn large_linearizable_history_passes() {
 
 #[test]
 fn large_history_with_one_stale_read_is_rejected() {
-    let mut plan = generate(7);
+    let mut plan = generate(7, OPS);
     let stale = make_a_read_stale(&mut plan);
     let history = record(&plan);
     let start = Instant::now();
@@ -136,4 +136,22 @@ fn large_history_with_one_stale_read_is_rejected() {
     // The explanation points at the culprit.
     assert_eq!(violations[0].blocked.map(|id| id.index()), Some(stale), "{report}");
     assert!(report.keys.iter().all(|k| k.key == plan[stale].key || k.verdict == crate::Verdict::Linearizable));
+}
+
+/// The speed figure: a valid history of 10,000 operations (over 4 keys, 8 processes, up to
+/// 15 overlapping operations per key, some of unknown outcome) is checked, and the rate is
+/// printed (`cargo test -p ward-check --release ten_thousand -- --nocapture`). No timing is
+/// asserted; the step count is, as a machine-independent bound on the work.
+#[test]
+fn ten_thousand_operations_checked_with_their_speed_printed() {
+    const N: usize = 10_000;
+    let history = record(&generate(11, N));
+    let start = Instant::now();
+    let report = check(&history, BUDGET);
+    let elapsed = start.elapsed();
+    let steps: u64 = report.keys.iter().map(|k| k.steps).sum();
+    let rate = N as f64 / elapsed.as_secs_f64().max(1e-9);
+    println!("{N} operations checked in {elapsed:?}: {rate:.0} operations/s, {steps} search steps");
+    assert!(report.is_linearizable(), "{report}");
+    assert!(steps < 100 * N as u64, "{steps} steps");
 }

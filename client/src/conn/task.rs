@@ -9,7 +9,7 @@ use super::Cmd;
 use crate::error::Error;
 use crate::state::{SessionCell, SessionState};
 use crate::sync::Arc;
-use crate::watch::LocalWatches;
+use crate::watch::{LocalWatches, SET_WATCHES_BATCH};
 use futures_util::{SinkExt, StreamExt};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -81,9 +81,8 @@ impl Task {
 
     async fn serve(&mut self, conn: Connection) -> End {
         let Connection { mut reader, mut writer, .. } = conn;
-        let keys = self.watches.keys();
-        if !keys.is_empty() {
-            let request = Request::SetWatches { last_zxid: self.last_zxid, watches: keys };
+        for watches in self.watches.batches(SET_WATCHES_BATCH) {
+            let request = Request::SetWatches { last_zxid: self.last_zxid, watches };
             if let Err(e) = self.feed(&mut writer, request, Waiter::Internal).await {
                 return End::Lost(e.to_string());
             }

@@ -1,12 +1,13 @@
 //! The server's figures as Prometheus text (OpenMetrics), built afresh for every scrape.
 //!
 //! Every figure is read at scrape time from where it already lives (the state machine, the
-//! watch registry, the process counters, the log's Raft metrics), into a registry made for
-//! this one answer: nothing is kept between scrapes, and a lock directory that is gone no
-//! longer appears. Names start with `ward_`; counters end in `_total`, durations in
+//! watch registry, the request, log and lock-handoff metrics, the log's Raft metrics), into
+//! a registry made for this one answer: nothing is kept between scrapes, and a lock
+//! directory that is gone no longer appears. Names start with `ward_`; counters end in `_total`, durations in
 //! `_seconds`. docs/operations.md lists them.
 
 use super::locks::{self, LockSurvey};
+use super::traffic;
 use crate::Server;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::ConstCounter;
@@ -56,6 +57,9 @@ pub fn render(server: &Server) -> Result<String, std::fmt::Error> {
         connections.get_or_create(&vec![("listener", listener.to_string())]).set(count);
     }
     registry.register("connections", "Client connections open, per listener", connections);
+    traffic::register_requests(&mut registry);
+    traffic::register_log(&mut registry);
+    traffic::register_lock_handoffs(&mut registry);
     register_raft(&mut registry, server);
     register_locks(&mut registry, &survey, crate::now_ms());
     let mut text = String::new();

@@ -16,10 +16,12 @@
 //! * [`routes`]: a request to its response.
 //! * [`exposition`]: the figures as Prometheus (OpenMetrics) text.
 //! * [`locks`]: per-lock figures surveyed from the tree, bounded in number.
+//! * [`traffic`]: requests, bytes, log fsyncs and lock handoffs from [`crate::metrics`].
 
 pub mod exposition;
 pub mod locks;
 pub mod routes;
+pub mod traffic;
 
 use crate::Server;
 use hyper::server::conn::http1;

@@ -49,10 +49,10 @@ impl StateMachine {
     /// empty directory's data; every later acquire must ask for the same number.
     fn check_semaphore(&mut self, ctx: &mut Ctx<'_>, dir: &str, permits: u32) -> Result<(), ErrorCode> {
         let node = self.tree.get(dir).ok_or(ErrorCode::NoNode)?;
-        match lock::parse_semaphore_header(&node.data) {
+        match lock::parse_semaphore_header(node.data()) {
             Some(fixed) if fixed == permits => Ok(()),
             Some(_) => Err(ErrorCode::PermitsMismatch),
-            None if node.data.is_empty() && lock::queue(node.children.iter()).is_empty() => {
+            None if node.data().is_empty() && lock::queue(node.children.iter()).is_empty() => {
                 self.tree.set_data(ctx, dir, lock::semaphore_header(permits), None).map(|_| ())
             }
             None => Err(ErrorCode::PermitsMismatch),

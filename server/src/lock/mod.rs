@@ -10,7 +10,7 @@
 
 mod apply;
 
-use crate::command::Change;
+use crate::command::{Change, Command, CommandOp};
 use crate::state::StateMachine;
 use crate::tree::DataTree;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -18,7 +18,7 @@ use ward_proto::{lock, path, SessionId, Zxid};
 
 /// The permits of a directory's semaphore (1 if it is not a semaphore).
 pub(crate) fn permits(tree: &DataTree, dir: &str) -> u32 {
-    tree.get(dir).and_then(|n| lock::parse_semaphore_header(&n.data)).unwrap_or(1)
+    tree.get(dir).and_then(|n| lock::parse_semaphore_header(n.data())).unwrap_or(1)
 }
 
 /// The names in `dir`'s queue that hold.
@@ -52,12 +52,24 @@ pub fn group_of<'a>(state: &'a StateMachine, path: &str) -> Option<&'a Vec<Strin
     state.lock_groups.get(&(session, tag))
 }
 
+/// The locks held by the session `cmd` expires, if it is an expiry: applying it releases
+/// them against their holder's will. 0 for any other command.
+pub fn held_by_expiring(state: &StateMachine, cmd: &Command) -> usize {
+    if !matches!(cmd.op, CommandOp::ExpireSession) {
+        return 0;
+    }
+    let contenders = state.tree.ephemerals(cmd.session).filter(|p| lock::sequence(path::name(p)).is_some());
+    contenders.filter(|p| attempt_holds(state, p)).count()
+}
+
 /// A lock attempt that became held in this apply, and must be told.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Grant {
     pub session: SessionId,
     pub path: String,
     pub token: Zxid,
+    /// When the attempt's contender was created (ms since the epoch): it waited since.
+    pub asked_ms: i64,
 }
 
 /// Ward attempts that became held through the deletes in `changes`.
@@ -97,8 +109,8 @@ pub fn grants(state: &StateMachine, changes: &[Change]) -> Vec<Grant> {
             if !attempt_holds(state, &path) || !told.insert((session, tag)) {
                 continue;
             }
-            let token = tree.get(&path).map_or(0, |n| n.mzxid);
-            grants.push(Grant { session, path, token });
+            let (token, asked_ms) = tree.get(&path).map_or((0, 0), |n| (n.mzxid, n.ctime));
+            grants.push(Grant { session, path, token, asked_ms });
         }
     }
     grants

@@ -9,9 +9,11 @@
 //! at least those before the read's reply, so an event for any change the read can see goes
 //! out first (G6). The machinery is in `order.rs`, shared with the ZooKeeper listener.
 
+use super::counted::Counted;
 use super::handshake;
 use super::order::{Sequencer, SessionConn};
 use super::writer::{Item, ItemTx, Shrink, Wire};
+use crate::metrics::{Failure, Listener, Op, Stamp};
 use crate::outbox::Outbox;
 use crate::read::Reader as ReadCtx;
 use crate::watch::{ConnId, Outbound};
@@ -24,7 +26,9 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
-use ward_proto::{ClientMessage, CodecError, ErrorCode, FrameCodec, Request, Response, ServerMessage, Zxid};
+use ward_proto::{
+    ClientMessage, CodecError, ErrorCode, FrameCodec, Request, Response, ServerMessage, Zxid, MAX_REPLY_FRAME,
+};
 
 /// Initial read and write buffer of a connection.
 pub(crate) const FIRST_BUFFER: usize = 256;
@@ -54,14 +58,15 @@ impl<T, E> Shrink for FramedWrite<T, E> {
     }
 }
 
-pub type Reader = FramedRead<OwnedReadHalf, FrameCodec<ClientMessage, ServerMessage>>;
-pub type Writer = FramedWrite<OwnedWriteHalf, FrameCodec<ClientMessage, ServerMessage>>;
+pub type Reader = FramedRead<Counted<OwnedReadHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
+pub type Writer = FramedWrite<Counted<OwnedWriteHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
 
 pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, conn: ConnId, cancel: CancellationToken) {
     if let Err(error) = stream.set_nodelay(true) {
         tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
     }
     let (r, w) = stream.into_split();
+    let (r, w) = (Counted::new(r), Counted::new(w));
     let max = server.config.max_frame_len();
     // Small first buffers: most connections carry small frames, and tokio-util's 8 KiB
     // defaults were most of a session's memory. They grow when a large frame comes.
@@ -92,6 +97,7 @@ pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, con
 pub struct WardWire;
 
 impl Wire for WardWire {
+    const LISTENER: Listener = Listener::Ward;
     type Tag = u64;
     type Answer = Result<Response, ErrorCode>;
     type Msg = ServerMessage;
@@ -126,6 +132,25 @@ impl Wire for WardWire {
         };
         (std::mem::size_of::<Self::Answer>() + heap) as u64
     }
+
+    fn read_failure(answer: &Self::Answer) -> Option<Failure> {
+        answer.as_ref().err().map(|code| Failure::from(*code))
+    }
+}
+
+/// Room a reply frame takes around its response: the message and result tags, xid and zxid.
+const REPLY_ENVELOPE: usize = 32;
+
+/// The size of a reply that would exceed `limit` (the client's [`MAX_REPLY_FRAME`]): such a
+/// read is answered `ReplyTooLarge`, as the client would refuse the frame and drop the
+/// connection, and each retry would do the same. Only listings are measured; every other
+/// reply is bounded by what the server accepts (node data by `max_data_len`, which the
+/// config keeps under the limit).
+pub fn oversized(answer: &Result<Response, ErrorCode>, limit: usize) -> Option<usize> {
+    let Ok(response @ Response::Children { .. }) = answer else { return None };
+    let len =
+        postcard::experimental::serialized_size(response).map_or(usize::MAX, |n| n.saturating_add(REPLY_ENVELOPE));
+    (len > limit).then_some(len)
 }
 
 async fn read_loop(
@@ -151,6 +176,7 @@ async fn read_loop(
             }
             Some(Err(error)) => return drop_peer(ctx, &error.to_string()),
         };
+        let stamp = Stamp::now(Op::of(&request));
         ctx.server.local.sessions.touch(ctx.session);
         let closes_session = matches!(request, Request::CloseSession);
         let item = if request.is_write() {
@@ -175,14 +201,14 @@ async fn read_loop(
             if let Some(answer) = prepared {
                 let (zxid, events_before, answer) = ctx.view(|_, _| answer);
                 let item = Item::Read { tag: xid, zxid, events_before, events: Vec::new(), answer };
-                if ctx.queue(&queue, item).await.is_err() {
+                if ctx.queue(&queue, stamp, item).await.is_err() {
                     return;
                 }
                 continue;
             }
             read(ctx, xid, request)
         };
-        if ctx.queue(&queue, item).await.is_err() || closes_session {
+        if ctx.queue(&queue, stamp, item).await.is_err() || closes_session {
             return;
         }
     }
@@ -197,6 +223,14 @@ fn read(ctx: &SessionConn, xid: u64, request: Request) -> Item<WardWire> {
     let (zxid, events_before, answer) = ctx.view(|local, state| {
         ReadCtx { local, conn: ctx.conn, session: ctx.session }.execute(state, request, &mut events)
     });
+    let answer = match oversized(&answer, MAX_REPLY_FRAME) {
+        Some(bytes) => {
+            tracing::warn!(peer = %ctx.peer, session = %ctx.session, xid, bytes, limit = MAX_REPLY_FRAME,
+                "reply over the reply limit: answered with ReplyTooLarge");
+            Err(ErrorCode::ReplyTooLarge)
+        }
+        None => answer,
+    };
     Item::Read { tag: xid, zxid, events_before, events, answer }
 }
 
@@ -231,5 +265,23 @@ mod tests {
         let before = small.capacity();
         shrink_if_idle(&mut small);
         assert_eq!(small.capacity(), before);
+    }
+
+    /// The reply limit (docs/protocol.md): a listing whose reply would exceed it is
+    /// answered with `ReplyTooLarge`, one that fits goes out; other replies are not measured.
+    #[test]
+    fn a_listing_over_the_reply_limit_is_oversized() {
+        use postcard::experimental::serialized_size;
+        let stat = ward_proto::Stat::default();
+        let children = |n: usize| Response::Children { children: (0..n).map(|i| format!("{i:0>10}")).collect(), stat };
+        let len = |n: usize| serialized_size(&children(n)).expect("size");
+        // The envelope covers the largest frame around a response.
+        let frame = ServerMessage::Reply { xid: u64::MAX, zxid: u64::MAX, result: Ok(children(100)) };
+        assert!(serialized_size(&frame).expect("size") <= len(100) + REPLY_ENVELOPE);
+        let limit = len(100) + REPLY_ENVELOPE;
+        assert_eq!(oversized(&Ok(children(100)), limit), None);
+        assert_eq!(oversized(&Ok(children(101)), limit), Some(len(101) + REPLY_ENVELOPE));
+        let data = Ok(Response::Data { data: vec![0; 2 * limit], stat });
+        assert_eq!(oversized(&data, limit), None);
     }
 }

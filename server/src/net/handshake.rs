@@ -93,12 +93,13 @@ pub(crate) async fn resume(
     tx: &OutboundTx,
 ) -> Result<(Welcome, Zxid), (ErrorCode, String)> {
     refuse_out_of_contact(server)?;
-    let (known, last_zxid) =
-        server.core.read(|s| (s.session(session).map(|r| (r.secret == secret, r.timeout_ms)), s.last_zxid()));
+    let (known, last_zxid, attached_at) = server.core.read(|s| {
+        (s.session(session).map(|r| (r.secret == secret, r.timeout_ms)), s.last_zxid(), s.attached_at(session))
+    });
     match known {
         Some((true, timeout_ms)) if server.local.sessions.attach(session, conn, tx.clone()) => {
             server.log.confirm_contact().await.map_err(|r| (ErrorCode::Unavailable, r.to_string()))?;
-            let epoch = if server.log.replicated() { log_attachment(server, session).await? } else { 0 };
+            let epoch = if server.log.replicated() { log_attachment(server, session, attached_at).await? } else { 0 };
             let welcome = Welcome { version: PROTOCOL_VERSION, session_id: session, secret, timeout_ms, resumed: true };
             Ok((welcome, epoch))
         }
@@ -114,12 +115,19 @@ pub(crate) async fn resume(
     }
 }
 
-/// Logs that `session` attached here; returns the zxid of that entry.
-async fn log_attachment(server: &Server, session: SessionId) -> Result<Zxid, (ErrorCode, String)> {
-    let cmd = Command { time_ms: now_ms(), session, xid: 0, op: CommandOp::Attach };
+/// Logs that `session` attached here, unless it attached anywhere since `seen` (its
+/// attachment when this handshake looked); returns the zxid of that entry.
+async fn log_attachment(server: &Server, session: SessionId, seen: Zxid) -> Result<Zxid, (ErrorCode, String)> {
+    let cmd = Command { time_ms: now_ms(), session, xid: 0, op: CommandOp::AttachIf { expected: seen } };
     match server.log.submit(cmd).await {
         Ok(applied) => match applied.outcome {
             Outcome::Attached => Ok(applied.zxid),
+            // Another handshake attached it first, or this member had not yet applied the
+            // latest attachment: the client tries again, and finds it applied.
+            Outcome::Reply(Err(ErrorCode::SessionMoved)) => Err((
+                ErrorCode::Unavailable,
+                format!("session {session} attached elsewhere while this handshake ran; try again"),
+            )),
             _ => Err((ErrorCode::SessionExpired, format!("session {session} ended while it attached"))),
         },
         Err(rejected) => Err((ErrorCode::Unavailable, format!("could not log the session's attachment: {rejected}"))),

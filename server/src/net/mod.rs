@@ -2,6 +2,7 @@
 //! writer.
 
 pub mod connection;
+pub mod counted;
 pub mod handshake;
 pub mod limits;
 pub mod listener;

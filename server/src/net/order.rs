@@ -5,10 +5,11 @@
 
 use super::handshake::Attached;
 use super::queue;
-use super::writer::{Item, ItemTx, Shrink, Wire, WriterLoop};
+use super::writer::{Item, ItemTx, Queued, Shrink, Wire, WriterLoop};
 use crate::command::{Command, CommandOp};
 use crate::local::Local;
 use crate::log::{MemberChange, Pending, Rejected};
+use crate::metrics::Stamp;
 use crate::outbox::{OutboundTx, OutboxRx};
 use crate::prep::prep;
 use crate::state::StateMachine;
@@ -142,6 +143,17 @@ impl SessionConn {
 
     /// Preps and submits a write of this session, unless the connection no longer owns it.
     pub fn submit(&self, xid: u64, request: Request) -> Result<Pending, ErrorCode> {
+        self.submit_with(xid, request, |op| op)
+    }
+
+    /// [`submit`](Self::submit), with `wrap` adding to the prepared op what only the
+    /// connection's protocol can say (ZooKeeper's null data).
+    pub fn submit_with(
+        &self,
+        xid: u64,
+        request: Request,
+        wrap: impl FnOnce(CommandOp) -> CommandOp,
+    ) -> Result<Pending, ErrorCode> {
         if !self.server.local.sessions.is_owner(self.session, self.conn) {
             // A late frame on this connection must not be ordered after what a newer one
             // sends. If the session still lives (it moved, or this member gave its clients up),
@@ -154,7 +166,7 @@ impl SessionConn {
             };
             return Err(code);
         }
-        let mut op = prep(request, self.server.config.max_data_len)?;
+        let mut op = wrap(prep(request, self.server.config.max_data_len)?);
         if self.epoch != 0 {
             op = CommandOp::Fenced { epoch: self.epoch, op: Box::new(op) };
         }
@@ -194,12 +206,12 @@ impl SessionConn {
     /// the connection's outbound bound until written; at the bound this then waits before
     /// the reader reads another request (back-pressure, `crate::outbox`). Err: the writer is
     /// gone.
-    pub async fn queue<W: Wire>(&self, queue: &ItemTx<W>, item: Item<W>) -> Result<(), queue::Closed> {
+    pub async fn queue<W: Wire>(&self, queue: &ItemTx<W>, stamp: Stamp, item: Item<W>) -> Result<(), queue::Closed> {
         if let Item::Read { events, answer, .. } = &item {
             let events: u64 = events.iter().map(crate::outbox::event_weight).sum();
             self.outbox.charge(W::answer_weight(answer) + events);
         }
-        queue.send(Box::new(item)).await?;
+        queue.send(Box::new(Queued { stamp, item })).await?;
         self.outbox.room().await;
         Ok(())
     }

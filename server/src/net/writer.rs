@@ -9,6 +9,7 @@ use super::order::{AppliedTx, Fences};
 use super::queue;
 use crate::command::Outcome;
 use crate::log::Pending;
+use crate::metrics::{Failure, Listener, ListenerFigures, Stamp};
 use crate::outbox::OutboxRx;
 use crate::watch::{CloseReason, Outbound};
 use crate::Server;
@@ -16,12 +17,15 @@ use futures_util::{Sink, SinkExt};
 use std::collections::VecDeque;
 use std::fmt::Display;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, Response, SessionId, WatchEvent, Zxid};
 
 /// How one protocol encodes what the writer sends.
 pub trait Wire: Send {
+    /// The listener whose request metrics this protocol's replies count in.
+    const LISTENER: Listener;
     /// What the reader attaches to each request so its reply can be encoded (Ward: the xid;
     /// ZooKeeper: the xid and the opcode).
     type Tag: Send;
@@ -39,6 +43,18 @@ pub trait Wire: Send {
     /// About the memory a read's answer holds until it is written: it counts against the
     /// connection's bound on outbound bytes (`crate::outbox`).
     fn answer_weight(answer: &Self::Answer) -> u64;
+    /// How a read's answer failed, if it did (for the request metrics).
+    fn read_failure(answer: &Self::Answer) -> Option<Failure>;
+    /// How a write's result failed, if it did, as its reply will say.
+    fn write_failure(_tag: &Self::Tag, result: &Result<Response, ErrorCode>) -> Option<Failure> {
+        Failure::of_write(result)
+    }
+}
+
+/// An item with its stamp: what the request was and when its frame was decoded.
+pub struct Queued<W: Wire> {
+    pub stamp: Stamp,
+    pub item: Item<W>,
 }
 
 /// A request on its way to a reply, in arrival order.
@@ -59,7 +75,7 @@ pub trait Shrink {
 
 /// The reader's end of the queue of items. Boxed, so a queue that has grown for a burst of
 /// requests keeps pointers' worth of capacity afterwards, not items' worth.
-pub type ItemTx<W> = queue::Sender<Box<Item<W>>>;
+pub type ItemTx<W> = queue::Sender<Box<Queued<W>>>;
 
 enum Step {
     Continue,
@@ -74,7 +90,7 @@ pub struct WriterLoop<W: Wire, S> {
     pub session: SessionId,
     pub wire: W,
     pub writer: S,
-    pub queue: queue::Receiver<Box<Item<W>>>,
+    pub queue: queue::Receiver<Box<Queued<W>>>,
     pub out: OutboxRx,
     /// Messages taken from `out` so far; compared with the outbox's count of those queued.
     pub taken: u64,
@@ -127,7 +143,7 @@ where
                 item = self.queue.recv() => match item {
                     // Boxed here and below: the futures awaited in this loop would otherwise
                     // be most of every connection's task, idle or not (ward-bench f).
-                    Some(item) => Box::pin(self.complete(*item, applied)).await,
+                    Some(queued) => Box::pin(self.complete(*queued, &applied)).await,
                     None => Step::Stop,
                 },
             };
@@ -163,15 +179,17 @@ where
             tracing::debug!(peer = %self.peer, session = %self.session, "out of contact: closing at once");
             return Step::Stop;
         }
-        while let Ok(item) = self.queue.try_recv() {
-            if let Step::Stop = self.complete(*item, applied).await {
+        while let Ok(queued) = self.queue.try_recv() {
+            if let Step::Stop = self.complete(*queued, applied).await {
                 return Step::Stop;
             }
         }
         tracing::debug!(peer = %self.peer, session = %self.session, ?reason, "server closes connection");
         if reason == CloseReason::SessionEnded {
             if let Some(msg) = self.wire.session_expired() {
-                let _ = self.feed(msg).await;
+                if let Step::Continue = self.feed(msg).await {
+                    self.figures().pushed.fetch_add(1, Ordering::Relaxed);
+                }
             }
         }
         Step::Stop
@@ -211,14 +229,22 @@ where
             None => Step::Continue,
         };
         self.out.release(weight);
+        if let Step::Continue = step {
+            self.figures().pushed.fetch_add(1, Ordering::Relaxed);
+        }
         step
     }
 
+    fn figures(&self) -> &ListenerFigures {
+        W::LISTENER.figures()
+    }
+
     /// Completes the item at the head of the queue: the messages that must precede its
-    /// reply, then the reply.
-    async fn complete(&mut self, item: Item<W>, applied: &AppliedTx) -> Step {
+    /// reply, then the reply; counts the reply in the request metrics once it is queued.
+    async fn complete(&mut self, queued: Queued<W>, applied: &AppliedTx) -> Step {
+        let Queued { stamp, item } = queued;
         let mut close = None;
-        let (msg, closes_session) = match item {
+        let (msg, failure, closes_session) = match item {
             Item::Read { tag, zxid, events_before, events, answer } => {
                 // Held messages come first: they are older than any still in `out`.
                 while self.taken - (self.held.len() as u64) < events_before {
@@ -246,11 +272,13 @@ where
                     }
                 }
                 let weight = W::answer_weight(&answer);
+                let failure = W::read_failure(&answer);
                 let reply = self.wire.read_reply(tag, zxid, answer);
                 if let Step::Stop = self.feed(reply).await {
                     return Step::Stop;
                 }
                 self.out.release(weight);
+                self.figures().answered(stamp, failure);
                 self.fences.pop();
                 if let Step::Stop = self.release_held().await {
                     return Step::Stop;
@@ -289,10 +317,13 @@ where
                             Outcome::Reply(result) => result,
                             Outcome::SessionCreated(_) | Outcome::Attached => Err(ErrorCode::BadArguments),
                         };
-                        (self.wire.write_reply(tag, applied.zxid, result), closes_session)
+                        let failure = W::write_failure(&tag, &result);
+                        (self.wire.write_reply(tag, applied.zxid, result), failure, closes_session)
                     }
                     Err(rejected) => match rejected.as_reply() {
-                        Some(code) => (self.wire.write_reply(tag, self.last_zxid(), Err(code)), false),
+                        Some(code) => {
+                            (self.wire.write_reply(tag, self.last_zxid(), Err(code)), Some(code.into()), false)
+                        }
                         None => {
                             // Neither success nor failure may be claimed: the client must
                             // see a lost connection (and resume, or learn its session ended).
@@ -304,12 +335,13 @@ where
             }
             Item::Refused { tag, number, code } => {
                 applied.set(number);
-                (self.wire.write_reply(tag, self.last_zxid(), Err(code)), false)
+                (self.wire.write_reply(tag, self.last_zxid(), Err(code)), Some(code.into()), false)
             }
         };
         if let Step::Stop = self.feed(msg).await {
             return Step::Stop;
         }
+        self.figures().answered(stamp, failure);
         match close {
             // Our own CloseSession ends the session too; its reply already says so.
             Some(_) | None if closes_session => Step::Stop,

@@ -40,6 +40,31 @@ pub enum OpenError {
     /// Another process has the data directory open.
     #[error("{} is in use by another ward-server (its LOCK file is locked)", .0.display())]
     InUse(PathBuf),
+    /// A file of the data directory is in a format this version does not know: a newer
+    /// version wrote it. Nothing was changed.
+    #[error(
+        "{} was written by format version {found}; this ward-server reads up to {supported}: \
+         upgrade ward-server (going back to an older version is not supported)",
+        path.display()
+    )]
+    NewerFormat { path: PathBuf, found: u8, supported: u8 },
+    /// Part of the log that was durable is gone: a segment file deleted or cut short (a
+    /// partial copy or restore). Refused unless the operator accepts the loss.
+    #[error(
+        "{}: {reason}; refusing to start, as writes that were acknowledged would be lost \
+         without a word. Restore the data directory from a backup (an ensemble member: or \
+         from another member), or start once with --accept-data-loss to serve what remains",
+        path.display()
+    )]
+    DataLoss { path: PathBuf, reason: String },
+    /// Files are missing such that what remains cannot be served at all (the snapshot the
+    /// log was purged behind, say): accepting a loss does not help.
+    #[error(
+        "{}: {reason}; what remains cannot be served. Restore the data directory (or this \
+         file) from a backup, or move the directory away to start with an empty one",
+        path.display()
+    )]
+    Unservable { path: PathBuf, reason: String },
 }
 
 impl From<openraft::ConfigError> for OpenError {
@@ -49,6 +74,14 @@ impl From<openraft::ConfigError> for OpenError {
 }
 
 impl OpenError {
+    /// Refuses a file of format `found` when this version reads only up to `supported`.
+    pub fn check_version(path: &std::path::Path, found: u8, supported: u8) -> Result<(), OpenError> {
+        match found > supported {
+            true => Err(OpenError::NewerFormat { path: path.to_path_buf(), found, supported }),
+            false => Ok(()),
+        }
+    }
+
     /// An openraft error met while `during`.
     pub fn raft(during: &'static str) -> impl FnOnce(Box<dyn std::error::Error + Send + Sync>) -> OpenError {
         move |source| OpenError::Raft { during, source }

@@ -4,14 +4,14 @@
 //!
 //! ```text
 //! offset  size  field
-//!      0     8  magic (which kind of file, and its format version)
+//!      0     8  magic: the kind of file (7 letters) and its format version (a digit)
 //!      8     8  payload length, u64 little-endian
 //!     16     4  CRC-32 of the payload, u32 little-endian
 //!     20     4  zero (reserved)
 //!     24     n  payload (postcard)
 //! ```
 
-use super::error::FileError;
+use super::error::{FileError, OpenError};
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
@@ -41,29 +41,47 @@ pub fn write_checked(path: &Path, magic: &[u8; 8], payload: &[u8]) -> Result<(),
     sync_dir(parent(path))
 }
 
-/// The payload of a file written by [`write_checked`]; `None` if there is no such file.
-pub fn read_checked(path: &Path, magic: &[u8; 8]) -> Result<Option<Vec<u8>>, FileError> {
+/// The version and payload of a file written by [`write_checked`] with a magic of `kind`
+/// ([`magic`]); `None` if there is no such file. A version above `supported` is refused
+/// before anything else of the file is read: a newer version may have changed all of it.
+pub fn read_versioned(path: &Path, kind: &[u8; 7], supported: u8) -> Result<Option<(u8, Vec<u8>)>, OpenError> {
     let bytes = match fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(FileError::Io { path: path.to_path_buf(), op: "read", source }),
+        Err(source) => return Err(FileError::Io { path: path.to_path_buf(), op: "read", source }.into()),
     };
     let damaged =
         |offset: u64, reason: &str| FileError::Damaged { path: path.to_path_buf(), offset, reason: reason.to_string() };
-    if bytes.len() < HEADER || &bytes[..8] != magic {
-        return Err(damaged(0, "bad header (not a file of this kind or version)"));
-    }
+    let Some(version) = version_of(kind, &bytes).filter(|_| bytes.len() >= HEADER) else {
+        return Err(damaged(0, "bad header (not a file of this kind)").into());
+    };
+    OpenError::check_version(path, version, supported)?;
     let len = u64::from_le_bytes(array(&bytes[8..16]));
     if len != (bytes.len() - HEADER) as u64 {
-        return Err(damaged(8, "length field does not match the file size"));
+        return Err(damaged(8, "length field does not match the file size").into());
     }
     if crc32fast::hash(&bytes[HEADER..]) != u32::from_le_bytes(array(&bytes[16..20])) {
-        return Err(damaged(HEADER as u64, "checksum mismatch"));
+        return Err(damaged(HEADER as u64, "checksum mismatch").into());
     }
     // In place rather than copied: the payload may be a whole snapshot.
     let mut payload = bytes;
     payload.drain(..HEADER);
-    Ok(Some(payload))
+    Ok(Some((version, payload)))
+}
+
+/// The magic of format `version` (1 to 9) of a kind of file: the kind's seven letters and
+/// the version's digit, as in `WARDSNP3`.
+pub fn magic(kind: &[u8; 7], version: u8) -> [u8; 8] {
+    let mut magic = [b'0' + version; 8];
+    magic[..7].copy_from_slice(kind);
+    magic
+}
+
+/// The format version in the magic `bytes` start with, if it is one of `kind`.
+pub fn version_of(kind: &[u8; 7], bytes: &[u8]) -> Option<u8> {
+    let magic = bytes.get(..8)?;
+    let digit = magic[7];
+    (magic[..7] == kind[..] && (b'1'..=b'9').contains(&digit)).then(|| digit - b'0')
 }
 
 /// Makes renames, creations and deletions inside `dir` durable.
@@ -106,4 +124,19 @@ pub fn array<const N: usize>(bytes: &[u8]) -> [u8; N] {
     let mut out = [0; N];
     out.copy_from_slice(&bytes[..N]);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_magic_is_a_kind_and_a_version_digit() {
+        assert_eq!(&magic(b"WARDSNP", 3), b"WARDSNP3");
+        assert_eq!(version_of(b"WARDSNP", b"WARDSNP3 and more"), Some(3));
+        assert_eq!(version_of(b"WARDSNP", b"WARDSNP0"), None, "versions start at 1");
+        assert_eq!(version_of(b"WARDSNP", b"WARDSNPx"), None);
+        assert_eq!(version_of(b"WARDSNP", b"WARDVOT1"), None);
+        assert_eq!(version_of(b"WARDSNP", b"WARD"), None);
+    }
 }

@@ -16,14 +16,16 @@ use std::path::Path;
 pub const SINGLE: &str = "ward";
 
 const FILE: &str = "member";
-const MAGIC: &[u8; 8] = b"WARDMEM1";
+/// The magic is `WARDMEM` and the format version.
+const KIND: &[u8; 7] = b"WARDMEM";
+const VERSION: u8 = 1;
 
 /// Checks that `dir` belongs to member `id` of ensemble `name`, recording it if the file is
 /// missing.
 pub fn check_or_record(dir: &Path, id: NodeId, name: &str, fresh: bool) -> Result<(), OpenError> {
     let path = dir.join(FILE);
-    match super::fsutil::read_checked(&path, MAGIC)? {
-        Some(bytes) => {
+    match super::fsutil::read_versioned(&path, KIND, VERSION)? {
+        Some((_, bytes)) => {
             let text = String::from_utf8_lossy(&bytes);
             let (found_id, found_name) = parse(&text).ok_or_else(|| FileError::Damaged {
                 path: path.clone(),
@@ -48,7 +50,7 @@ pub fn check_or_record(dir: &Path, id: NodeId, name: &str, fresh: bool) -> Resul
                 )));
             }
             let text = format!("id={id}\nensemble={name}\n");
-            super::fsutil::write_checked(&path, MAGIC, text.as_bytes())?;
+            super::fsutil::write_checked(&path, &super::fsutil::magic(KIND, VERSION), text.as_bytes())?;
             Ok(())
         }
     }

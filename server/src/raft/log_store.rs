@@ -10,20 +10,22 @@
 //! (`raft/readback.rs`).
 
 use super::error::{FileError, OpenError};
-use super::fsutil::{read_checked, remove_stale_tmp, write_checked};
+use super::fsutil::{magic, read_versioned, remove_stale_tmp, write_checked};
 use super::readback;
 use super::record::{Record, RecordRef};
 use super::types::{Entry, LogId, LogState, StorageError, TypeConfig, Vote};
-use super::wal::{Replayed, Wal};
+use super::wal::{OnLoss, Replayed, Wal};
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{AnyError, RaftLogReader, StorageIOError};
 use std::collections::BTreeMap;
 use std::fmt::Debug;
-use std::ops::{Bound, RangeBounds};
+use std::ops::{Bound, Range, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-const VOTE_MAGIC: &[u8; 8] = b"WARDVOT1";
+/// The vote file's magic is `WARDVOT` and its format version.
+const VOTE_KIND: &[u8; 7] = b"WARDVOT";
+const VOTE_VERSION: u8 = 1;
 
 /// What readers share with the writer.
 #[derive(Default)]
@@ -86,19 +88,25 @@ impl Evictor {
 }
 
 impl LogStore {
-    /// Opens the log in `dir/log` and the vote in `dir/vote`.
+    /// Opens the log in `dir/log` and the vote in `dir/vote`; refuses a log that lost
+    /// durable data.
     pub fn open(dir: &Path, segment_bytes: u64) -> Result<LogStore, OpenError> {
+        LogStore::open_with(dir, segment_bytes, OnLoss::Refuse)
+    }
+
+    /// [`LogStore::open`], with what to do about lost data.
+    pub fn open_with(dir: &Path, segment_bytes: u64, on_loss: OnLoss) -> Result<LogStore, OpenError> {
         let vote_path = dir.join("vote");
         remove_stale_tmp(&vote_path)?;
-        let vote = match read_checked(&vote_path, VOTE_MAGIC)? {
-            Some(bytes) => Some(
+        let vote = match read_versioned(&vote_path, VOTE_KIND, VOTE_VERSION)? {
+            Some((_, bytes)) => Some(
                 postcard::from_bytes(&bytes)
                     .map_err(|source| OpenError::Decode { what: vote_path.display().to_string(), source })?,
             ),
             None => None,
         };
         let log_dir = dir.join("log");
-        let (wal, replayed) = Wal::open(&log_dir, segment_bytes)?;
+        let (wal, replayed) = Wal::open_with(&log_dir, segment_bytes, on_loss)?;
         let mut cache = Cache::default();
         let mut segment_max = BTreeMap::new();
         for Replayed { segment, record } in replayed {
@@ -120,6 +128,27 @@ impl LogStore {
             "log opened"
         );
         Ok(LogStore { wal, log_dir, cache: Arc::new(RwLock::new(cache)), vote_path, vote, segment_max })
+    }
+
+    /// The entries missing at the front of the log, if any: those after the last purge (or
+    /// from index 0) and before the first entry there is. Only lost segment files leave
+    /// such a gap.
+    pub fn missing_front(&self) -> Option<Range<u64>> {
+        let cache = read(&self.cache);
+        let from = cache.last_purged.map_or(0, |p| p.index + 1);
+        let to = *cache.entries.first_key_value()?.0;
+        (from < to).then_some(from..to)
+    }
+
+    /// The last log id purged, and the first one there is.
+    pub fn bounds(&self) -> (Option<LogId>, Option<LogId>) {
+        let cache = read(&self.cache);
+        (cache.last_purged, cache.entries.first_key_value().map(|(_, e)| e.log_id))
+    }
+
+    /// The oldest segment's number.
+    pub fn oldest_segment(&self) -> u64 {
+        self.wal.oldest_segment()
     }
 
     /// The handle through which the state machine drops applied entries from memory.
@@ -255,7 +284,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {
         let bytes = postcard::to_allocvec(vote).map_err(|e| StorageIOError::write_vote(AnyError::new(&e)))?;
-        write_checked(&self.vote_path, VOTE_MAGIC, &bytes).map_err(|e| {
+        write_checked(&self.vote_path, &magic(VOTE_KIND, VOTE_VERSION), &bytes).map_err(|e| {
             tracing::error!(error = %e, "saving the vote failed");
             StorageIOError::write_vote(AnyError::new(&e))
         })?;
@@ -280,6 +309,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // The write includes the fdatasync: the callback below is the acknowledgement.
         match self.write_record(&RecordRef::Entries(&entries)) {
             Ok(segment) => {
+                crate::metrics::log::appended(entries.len(), commands(&entries));
                 self.segment_max.insert(segment, last);
                 write(&self.cache).entries.extend(entries.into_iter().map(|e| (e.log_id.index, e)));
                 callback.log_io_completed(Ok(()));
@@ -307,4 +337,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         }
         Ok(())
     }
+}
+
+/// The commands in `entries` (a normal entry carries a batch of them).
+fn commands(entries: &[Entry]) -> usize {
+    entries.iter().map(|e| if let openraft::EntryPayload::Normal(batch) = &e.payload { batch.len() } else { 0 }).sum()
 }

@@ -14,7 +14,8 @@
 //!
 //! # Modules
 //! * [`types`]: the openraft type configuration (an entry is a batch of commands).
-//! * [`record`], [`segment`], [`wal`]: the record format, one segment's I/O, the segment set.
+//! * [`record`], [`segment`], [`wal`]: the record format, one segment's I/O, the segment set;
+//!   [`extent`]: how far the log had reached, so that lost segments are noticed.
 //! * [`log_store`]: openraft's `RaftLogStorage` over the WAL, and the vote; it keeps only
 //!   unapplied entries in memory, and `readback` reads applied ones from the segments.
 //! * [`state_machine`]: openraft's `RaftStateMachine` over [`Core`], and snapshots.
@@ -29,7 +30,9 @@
 //! * [`identity`]: which member a data directory belongs to.
 
 pub mod contact;
+mod continuity;
 pub mod error;
+pub mod extent;
 pub mod fsutil;
 pub mod identity;
 pub mod leadership;
@@ -49,6 +52,7 @@ pub mod wal;
 
 pub use error::{FileError, OpenError};
 pub use proposer::BatchLimits;
+pub use wal::OnLoss;
 
 use crate::command::Command;
 use crate::core::Core;
@@ -105,6 +109,8 @@ pub struct RaftOptions {
     pub batch: BatchLimits,
     /// How long replaying the log at startup may take.
     pub replay_timeout: Duration,
+    /// What to do when files of the log are found missing or cut (docs/storage.md).
+    pub on_loss: OnLoss,
 }
 
 impl Default for RaftOptions {
@@ -115,6 +121,7 @@ impl Default for RaftOptions {
             keep_after_snapshot: 1000,
             batch: BatchLimits::default(),
             replay_timeout: Duration::from_secs(600),
+            on_loss: OnLoss::Refuse,
         }
     }
 }
@@ -245,6 +252,8 @@ pub async fn open_member(
     options: RaftOptions,
     ensemble: Option<EnsembleOptions>,
 ) -> Result<RaftLog, OpenError> {
+    // Commands replayed from the log are stamped before this: not news to the metrics.
+    crate::metrics::locks::started_ms();
     std::fs::create_dir_all(data_dir).map_err(|source| FileError::Io {
         path: data_dir.into(),
         op: "create",
@@ -252,7 +261,9 @@ pub async fn open_member(
     })?;
     let dir_lock = lock_dir(data_dir)?;
     let mut sm = StateMachineStore::open(data_dir, core.clone())?;
-    let store = LogStore::open(data_dir, options.segment_bytes)?;
+    continuity::before_log_opens(data_dir, sm.applied(), options.on_loss)?;
+    let mut store = LogStore::open_with(data_dir, options.segment_bytes, options.on_loss)?;
+    continuity::check(data_dir, &mut store, sm.applied(), options.on_loss).await?;
     // An ensemble keeps a tail of applied entries for followers a little behind (bounded:
     // an entry is a batch of at most ~1 MiB, usually far less).
     let keep = if ensemble.is_some() { ENSEMBLE_KEEP_APPLIED } else { 0 };
@@ -274,8 +285,12 @@ pub async fn open_member(
             // openraft times an append out after one heartbeat interval: it must cover a
             // follower's fsync on a loaded machine.
             heartbeat_interval: 250,
-            election_timeout_min: 1000,
-            election_timeout_max: 2000,
+            // A follower that has heard from its leader calls an election only once
+            // openraft's leader lease (`election_timeout_max`) and then a random timeout
+            // between these have passed in silence: 1.5–2 s (plus up to one tick, 375 ms),
+            // six heartbeats at least. This is most of what a leader kill costs.
+            election_timeout_min: 500,
+            election_timeout_max: 1000,
             install_snapshot_timeout: 10_000,
             snapshot_max_chunk_size: 1 << 20,
             // Each entry is a batch of up to ~1 MiB.

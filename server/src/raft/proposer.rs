@@ -107,7 +107,13 @@ fn payload_size(op: &CommandOp) -> usize {
         CommandOp::LockRelease { dirs, .. } => dirs.iter().map(String::len).sum(),
         CommandOp::Resent(inner) => payload_size(inner),
         CommandOp::Fenced { op, .. } => 8 + payload_size(op),
-        CommandOp::CreateSession { .. } | CommandOp::CloseSession | CommandOp::ExpireSession | CommandOp::Attach => 0,
+        CommandOp::DeleteIfUnused { path, .. } => 8 + path.len(),
+        CommandOp::NullData { nulls, op } => 4 * nulls.len() + payload_size(op),
+        CommandOp::CreateSession { .. }
+        | CommandOp::CloseSession
+        | CommandOp::ExpireSession
+        | CommandOp::Attach
+        | CommandOp::AttachIf { .. } => 0,
     }
 }
 

@@ -29,9 +29,11 @@ pub fn read_entries(dir: &Path, from: u64, to: u64) -> Result<Vec<Entry>, FileEr
             Err(FileError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
         };
-        let Some((_, mut rsn)) = parse_segment_header(&image) else {
+        // Opening the log checked the versions of the segments; a newer one now is damage.
+        let Ok(header) = parse_segment_header(&image) else {
             return Err(FileError::Damaged { path, offset: 0, reason: "bad segment header".into() });
         };
+        let mut rsn = header.first_rsn;
         let mut pos = SEGMENT_HEADER;
         loop {
             let (payload, next) = match read_at(&image, pos, rsn) {

@@ -7,22 +7,29 @@
 //! ```text
 //! segment header (32 bytes)                 record (8-byte aligned)
 //! offset size field                         offset size field
-//!      0    8 magic "WARDWAL1"                   0    4 payload length L (u32 LE), > 0
+//!      0    8 magic "WARDWAL2"                   0    4 payload length L (u32 LE), > 0
 //!      8    8 segment number (u64 LE)            4    4 CRC-32 of bytes 0..4, 8..16 and the payload
 //!     16    8 RSN of its first record            8    8 RSN: record serial number (u64 LE),
-//!     24    4 zero                                      +1 per record across all segments
+//!     24    4 file size in 4 KiB pages                  +1 per record across all segments
 //!     28    4 CRC-32 of bytes 0..28             16    L payload: postcard(Record)
 //!                                             16+L    0-7 zero padding to a multiple of 8
 //! ```
 //!
 //! A zero length field ends the records of a segment: segments are pre-zeroed.
+//!
+//! The magic's digit is the format version. Version 1 had zero in place of the size; it is
+//! read as it was written (its size is unknown). A version above [`VERSION`] is refused.
 
-use super::fsutil::array;
+use super::fsutil::{array, magic, version_of};
 use super::types::{Entry, LogId};
 use serde::{Deserialize, Serialize};
 
-pub const MAGIC: &[u8; 8] = b"WARDWAL1";
+/// The segment format written: 2 records the file's size, so that a cut file is noticed.
+pub const VERSION: u8 = 2;
+const KIND: &[u8; 7] = b"WARDWAL";
 pub const SEGMENT_HEADER: usize = 32;
+/// Segment sizes are whole pages of this many bytes (the header counts pages).
+pub const PAGE: u64 = 4096;
 pub const RECORD_HEADER: usize = 16;
 /// Larger payloads are refused: the length must fit in the header, and a length this large
 /// read from a damaged header must not look plausible.
@@ -48,24 +55,60 @@ pub enum RecordRef<'a> {
     Purge { upto: LogId },
 }
 
-pub fn segment_header(segment: u64, first_rsn: u64) -> [u8; SEGMENT_HEADER] {
+/// What a segment's header says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentHeader {
+    pub version: u8,
+    pub number: u64,
+    /// The serial number of its first record.
+    pub first_rsn: u64,
+    /// The size the file was created with; `None` for version 1, which did not record it.
+    pub size: Option<u64>,
+}
+
+/// Why a segment header is not one this version reads.
+#[derive(Debug, PartialEq, Eq)]
+pub enum BadHeader {
+    /// Not a segment header, or a damaged one.
+    Damaged,
+    /// A segment of a later format version.
+    Newer(u8),
+}
+
+/// The header of segment `number` of `size` bytes (a multiple of [`PAGE`]), in the current
+/// format.
+pub fn segment_header(number: u64, first_rsn: u64, size: u64) -> [u8; SEGMENT_HEADER] {
     let mut h = [0; SEGMENT_HEADER];
-    h[..8].copy_from_slice(MAGIC);
-    h[8..16].copy_from_slice(&segment.to_le_bytes());
+    h[..8].copy_from_slice(&magic(KIND, VERSION));
+    h[8..16].copy_from_slice(&number.to_le_bytes());
     h[16..24].copy_from_slice(&first_rsn.to_le_bytes());
+    // 0 (unknown) for a size past 16 TiB.
+    let pages = u32::try_from(size / PAGE).unwrap_or(0);
+    h[24..28].copy_from_slice(&pages.to_le_bytes());
     let crc = crc32fast::hash(&h[..28]);
     h[28..].copy_from_slice(&crc.to_le_bytes());
     h
 }
 
-/// `(segment number, first RSN)` of a valid header.
-pub fn parse_segment_header(bytes: &[u8]) -> Option<(u64, u64)> {
-    let h = bytes.get(..SEGMENT_HEADER)?;
-    let crc = u32::from_le_bytes(array(&h[28..]));
-    if &h[..8] != MAGIC || crc32fast::hash(&h[..28]) != crc {
-        return None;
+/// Parses a segment header. The version comes first: a later version may have changed
+/// everything after the magic, the checksum included.
+pub fn parse_segment_header(bytes: &[u8]) -> Result<SegmentHeader, BadHeader> {
+    let h = bytes.get(..SEGMENT_HEADER).ok_or(BadHeader::Damaged)?;
+    let version = version_of(KIND, h).ok_or(BadHeader::Damaged)?;
+    if version > VERSION {
+        return Err(BadHeader::Newer(version));
     }
-    Some((u64::from_le_bytes(array(&h[8..16])), u64::from_le_bytes(array(&h[16..24]))))
+    let crc = u32::from_le_bytes(array(&h[28..]));
+    if crc32fast::hash(&h[..28]) != crc {
+        return Err(BadHeader::Damaged);
+    }
+    let pages = u64::from(u32::from_le_bytes(array(&h[24..28])));
+    Ok(SegmentHeader {
+        version,
+        number: u64::from_le_bytes(array(&h[8..16])),
+        first_rsn: u64::from_le_bytes(array(&h[16..24])),
+        size: (version >= 2 && pages > 0).then_some(pages * PAGE),
+    })
 }
 
 /// Bytes a record with an `len`-byte payload takes on disk.
@@ -156,4 +199,37 @@ pub fn intact_record_after(image: &[u8], offset: usize, rsn: u64) -> Option<usiz
         at += 8;
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A header as format 1 wrote it: `WARDWAL1`, and zero where format 2 keeps the size.
+    fn v1_header(number: u64, first_rsn: u64) -> [u8; SEGMENT_HEADER] {
+        let mut h = [0; SEGMENT_HEADER];
+        h[..8].copy_from_slice(b"WARDWAL1");
+        h[8..16].copy_from_slice(&number.to_le_bytes());
+        h[16..24].copy_from_slice(&first_rsn.to_le_bytes());
+        let crc = crc32fast::hash(&h[..28]);
+        h[28..].copy_from_slice(&crc.to_le_bytes());
+        h
+    }
+
+    #[test]
+    fn every_released_header_version_parses_and_a_newer_one_is_named() {
+        let v1 = parse_segment_header(&v1_header(3, 40));
+        assert_eq!(v1, Ok(SegmentHeader { version: 1, number: 3, first_rsn: 40, size: None }));
+        let v2 = parse_segment_header(&segment_header(3, 40, 64 << 20));
+        assert_eq!(v2, Ok(SegmentHeader { version: 2, number: 3, first_rsn: 40, size: Some(64 << 20) }));
+        // A later version is named before its checksum is looked at: its layout may differ.
+        let mut v3 = segment_header(3, 40, 4096);
+        v3[7] = b'3';
+        assert_eq!(parse_segment_header(&v3), Err(BadHeader::Newer(3)));
+        for at in [0, 7, 8, 24, 31] {
+            let mut damaged = segment_header(3, 40, 4096);
+            damaged[at] ^= 0x40;
+            assert_eq!(parse_segment_header(&damaged), Err(BadHeader::Damaged), "flip at {at}");
+        }
+    }
 }

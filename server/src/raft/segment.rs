@@ -81,9 +81,9 @@ impl Segment {
     /// which opening the log removes.
     pub fn install(zeroed: &Path, dir: &Path, number: u64, first_rsn: u64) -> Result<Segment, FileError> {
         let file = OpenOptions::new().read(true).write(true).open(zeroed).map_err(io_err(zeroed, "open"))?;
-        file.write_all_at(&segment_header(number, first_rsn), 0).map_err(io_err(zeroed, "write"))?;
-        file.sync_data().map_err(io_err(zeroed, "fsync"))?;
         let size = file.metadata().map_err(io_err(zeroed, "stat"))?.len();
+        file.write_all_at(&segment_header(number, first_rsn, size), 0).map_err(io_err(zeroed, "write"))?;
+        file.sync_data().map_err(io_err(zeroed, "fsync"))?;
         let path = dir.join(file_name(number));
         fs::rename(zeroed, &path).map_err(io_err(&path, "rename"))?;
         sync_dir(dir)?;
@@ -123,8 +123,9 @@ impl Segment {
     /// this returns may anything that depends on them be acknowledged.
     pub fn append(&mut self, bytes: &[u8]) -> Result<(), FileError> {
         self.file.write_all_at(bytes, self.write_pos).map_err(io_err(&self.path, "write"))?;
+        let started = std::time::Instant::now();
         self.file.sync_data().map_err(io_err(&self.path, "fdatasync"))?;
-        crate::metrics::count_log_fsync();
+        crate::metrics::log::fsynced(started.elapsed());
         self.write_pos += bytes.len() as u64;
         Ok(())
     }

@@ -7,7 +7,7 @@
 //! and the directory fsynced — openraft purges the log behind it only after that.
 
 use super::error::OpenError;
-use super::fsutil::{read_checked, remove_stale_tmp, write_checked};
+use super::fsutil::{read_versioned, remove_stale_tmp, write_checked};
 use super::log_store::Evictor;
 use super::types::{Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 use crate::command::Applied;
@@ -20,17 +20,29 @@ use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The current snapshot version. Each version after the first appended one map to the end
-/// of the state machine, which ends the body: 2 each session's last write
-/// ([`crate::state::LastWrite`]), 3 each session's latest attachment. Older versions are
-/// still read ([`decode`]).
-const SNAPSHOT_VERSION: u8 = 3;
+/// The current snapshot version. Versions 2 and 3 each appended one map to the end of the
+/// state machine, which ends the body: 2 each session's last write
+/// ([`crate::state::LastWrite`]), 3 each session's latest attachment. Version 4 added no
+/// bytes: a node's owner word may now mark a container or a TTL node
+/// ([`crate::tree::NodeKind`]), which an older server would take for an ephemeral's owner,
+/// so it must refuse such a body. Version 5 added no bytes either: a node with null data
+/// (only ZooKeeper clients write it) has owner tag 2 or 3 where an `Option` has 0 or 1
+/// (`tree::znode`'s `Owner`); a node with data is written as before. Older versions are still
+/// read ([`decode`]).
+const SNAPSHOT_VERSION: u8 = 5;
+
+/// The maps a body of `version` lacks at its end (versions 2 and 3 each appended one).
+fn missing_maps(version: u8) -> usize {
+    match version {
+        0 | 1 => 2,
+        2 => 1,
+        _ => 0,
+    }
+}
 
 /// The file header of snapshot version `version`: `WARDSNP` and the version's digit.
 fn magic(version: u8) -> [u8; 8] {
-    let mut magic = *b"WARDSNP0";
-    magic[7] += version;
-    magic
+    super::fsutil::magic(b"WARDSNP", version)
 }
 
 /// The snapshot's content, as built (borrowing the live state under its read lock)...
@@ -51,7 +63,7 @@ struct Body {
 /// is the current one without the maps later versions appended, and an empty map is one
 /// zero byte in postcard: so it decodes as the current version once those bytes are added.
 fn decode(version: u8, bytes: &[u8]) -> Result<Body, postcard::Error> {
-    let missing = usize::from(SNAPSHOT_VERSION.saturating_sub(version));
+    let missing = missing_maps(version);
     if missing == 0 {
         return postcard::from_bytes::<Body>(bytes);
     }
@@ -97,6 +109,11 @@ impl StateMachineStore {
     /// Whether a snapshot was loaded (or taken).
     pub fn has_state(&self) -> bool {
         self.last_applied.is_some()
+    }
+
+    /// The last log id applied: on opening, the one the loaded snapshot covers.
+    pub fn applied(&self) -> Option<LogId> {
+        self.last_applied
     }
 
     /// From now on, entries this state machine applies leave `evictor`'s store's memory.
@@ -227,23 +244,10 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
     }
 }
 
-/// The snapshot file's version and payload, if there is one.
-fn read_snapshot_file(path: &Path) -> Result<Option<(u8, Vec<u8>)>, super::error::FileError> {
-    let mut first = None;
-    for version in (1..=SNAPSHOT_VERSION).rev() {
-        match read_checked(path, &magic(version)) {
-            Ok(found) => return Ok(found.map(|bytes| (version, bytes))),
-            // A header that is not the current version's may be an older one's; if none
-            // fits, the first error says what is wrong.
-            Err(e) => {
-                first.get_or_insert(e);
-            }
-        }
-    }
-    match first {
-        Some(e) => Err(e),
-        None => Ok(None),
-    }
+/// The snapshot file's version and payload, if there is one. A snapshot of a newer version
+/// is refused, naming its version.
+fn read_snapshot_file(path: &Path) -> Result<Option<(u8, Vec<u8>)>, OpenError> {
+    read_versioned(path, b"WARDSNP", SNAPSHOT_VERSION)
 }
 
 #[cfg(test)]
@@ -268,7 +272,8 @@ mod tests {
 
     /// A data directory written by an older version still loads: version 2 only appended
     /// the per-session last writes and version 3 the attachments, an empty map of which is
-    /// one zero byte at the end of the body.
+    /// one zero byte at the end of the body; a version 3 body is a version 4 one without
+    /// containers or TTL nodes.
     #[test]
     fn version_1_and_2_snapshots_still_decode() {
         let meta = SnapshotMeta::default();
@@ -276,7 +281,7 @@ mod tests {
         assert_eq!(v2.pop(), Some(0), "the empty map of attachments ends a version 3 body");
         let body = decode(2, &v2).expect("decode version 2");
         assert_eq!(body.state.last_zxid(), 2);
-        assert_eq!(body.state.tree().get("/a").map(|n| n.data.to_vec()), Some(b"x".to_vec()));
+        assert_eq!(body.state.tree().get("/a").map(|n| n.data().to_vec()), Some(b"x".to_vec()));
         assert!(body.state.session(SessionId(1)).is_some());
         let resent = command(3, 1, 7, CommandOp::Op(Op::Delete { path: "/a".into(), version: None }));
         let mut decoded = body.state;
@@ -288,6 +293,46 @@ mod tests {
         assert_eq!(body.state.last_zxid(), 2);
         assert!(body.state.session(SessionId(1)).is_some());
         assert!(decode(2, &v1).is_err(), "a version 1 body is not a version 2 one");
-        assert_eq!(magic(SNAPSHOT_VERSION), *b"WARDSNP3");
+
+        let v3 = postcard::to_allocvec(&BodyRef { meta: &meta, state: &state(7) }).expect("encode");
+        let body = decode(3, &v3).expect("decode version 3");
+        assert_eq!(body.state.tree().get("/a").map(|n| n.data().to_vec()), Some(b"x".to_vec()));
+        assert_eq!(body.state.attached_at(SessionId(1)), 1);
+        let v4 = postcard::to_allocvec(&BodyRef { meta: &meta, state: &state(7) }).expect("encode");
+        assert_eq!(decode(4, &v4).expect("decode version 4").state.last_zxid(), 2);
+        assert_eq!(magic(SNAPSHOT_VERSION), *b"WARDSNP5");
+    }
+
+    /// Containers and TTL nodes keep their kind through a snapshot, and the cleanup's index
+    /// of them, which no snapshot holds, is rebuilt when one is read.
+    #[test]
+    fn a_snapshot_keeps_containers_and_ttl_nodes() {
+        let mut state = state(0);
+        for (path, mode) in [("/c", CreateMode::Container), ("/t", CreateMode::PersistentWithTtl { ttl_ms: 50 })] {
+            let create = Op::Create { path: path.into(), data: Vec::new(), mode };
+            state.apply_command(&command(3, 1, 0, CommandOp::Op(create)));
+        }
+        let bytes = postcard::to_allocvec(&BodyRef { meta: &SnapshotMeta::default(), state: &state }).expect("encode");
+        let tree = decode(SNAPSHOT_VERSION, &bytes).expect("decode").state.tree;
+        assert_eq!(tree.get("/c").map(|n| n.kind()), Some(crate::tree::NodeKind::Container));
+        assert_eq!(tree.get("/t").map(|n| n.kind()), Some(crate::tree::NodeKind::Ttl(50)));
+        assert_eq!(tree.swept_len(), 2, "the index is rebuilt");
+        assert_eq!(tree.unused_nodes(1_000, 0, 10), ["/t"], "the TTL node is due; the container never had a child");
+    }
+
+    /// Null data survives a snapshot: the node is written with the owner tag that marks it
+    /// (see `tree::znode`), and read back null, not empty.
+    #[test]
+    fn null_data_survives_a_snapshot() {
+        let mut state = state(0);
+        let create = Op::Create { path: "/n".into(), data: Vec::new(), mode: CreateMode::Ephemeral };
+        let null = CommandOp::NullData { nulls: vec![0], op: Box::new(CommandOp::Op(create)) };
+        state.apply_command(&command(3, 1, 0, null));
+        let meta = SnapshotMeta::default();
+        let bytes = postcard::to_allocvec(&BodyRef { meta: &meta, state: &state }).expect("encode");
+        let body = decode(SNAPSHOT_VERSION, &bytes).expect("decode");
+        let node = |path: &str| body.state.tree().get(path).map(|n| (n.is_null(), n.ephemeral_owner()));
+        assert_eq!(node("/n"), Some((true, Some(SessionId(1)))));
+        assert_eq!(node("/a"), Some((false, Some(SessionId(1)))));
     }
 }

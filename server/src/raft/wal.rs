@@ -1,9 +1,12 @@
 //! The write-ahead log: an ordered set of segment files holding [`Record`]s. Opening it
-//! checks every record, cuts a torn tail and refuses damage anywhere else.
+//! checks every record, cuts a torn tail and refuses damage anywhere else, and refuses a log
+//! that has fewer segments or records than it had durably reached ([`extent`]).
 
-use super::error::FileError;
+use super::error::{FileError, OpenError};
+use super::extent::{self, Extent};
 use super::fsutil::sync_dir;
-use super::record::{self, intact_record_after, parse_segment_header, read_at, Record, RecordRef, Slot};
+use super::record::{self, intact_record_after, parse_segment_header, read_at, BadHeader, Record, RecordRef};
+use super::record::{SegmentHeader, Slot, PAGE};
 use super::segment::{self, prepare_zeroed, Segment};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -32,58 +35,120 @@ pub struct Wal {
     buf: Vec<u8>,
 }
 
+/// What opening does with a log that lost durable data (a deleted or cut segment file).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnLoss {
+    /// Refuse to open, naming the file ([`OpenError::DataLoss`]).
+    #[default]
+    Refuse,
+    /// Open with what remains (the operator said so: `--accept-data-loss`).
+    Accept,
+}
+
+impl OnLoss {
+    /// `loss` as this policy has it: an error, or a warning and on.
+    pub fn handle(self, loss: OpenError) -> Result<(), OpenError> {
+        match self {
+            OnLoss::Refuse => Err(loss),
+            OnLoss::Accept => {
+                tracing::warn!(%loss, "accepting the loss (accept-data-loss): serving what remains");
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The newest segment found on opening, before it is reopened for appending.
+struct Newest {
+    number: u64,
+    path: PathBuf,
+    image: Vec<u8>,
+    /// The end of its intact records.
+    end: usize,
+    header: SegmentHeader,
+}
+
 impl Wal {
-    /// Opens (or creates) the log in `dir` and returns every intact record in order.
-    pub fn open(dir: &Path, segment_bytes: u64) -> Result<(Wal, Vec<Replayed>), FileError> {
+    /// Opens (or creates) the log in `dir` and returns every intact record in order; refuses
+    /// a log that lost durable data.
+    pub fn open(dir: &Path, segment_bytes: u64) -> Result<(Wal, Vec<Replayed>), OpenError> {
+        Wal::open_with(dir, segment_bytes, OnLoss::Refuse)
+    }
+
+    /// [`Wal::open`], with what to do about lost data.
+    pub fn open_with(dir: &Path, segment_bytes: u64, on_loss: OnLoss) -> Result<(Wal, Vec<Replayed>), OpenError> {
         fs::create_dir_all(dir).map_err(|source| FileError::Io { path: dir.into(), op: "create", source })?;
         let (numbers, stale) = segment::list(dir)?;
         for path in stale {
             let _ = fs::remove_file(path);
         }
-        let segment_bytes = segment_bytes.max(4096);
+        let segment_bytes = segment_bytes.max(PAGE).next_multiple_of(PAGE);
+        let recorded = extent::read(dir)?;
         let mut replayed = Vec::new();
         let mut closed = Vec::new();
         let mut next_rsn = 1;
-        let mut active = None;
+        let mut newest = None;
+        let mut keeps_extent = false;
         let mut prev: Option<(PathBuf, u64)> = None;
         for (i, &number) in numbers.iter().enumerate() {
             let path = dir.join(segment::file_name(number));
             let image = segment::read_image(&path)?;
             let last = i + 1 == numbers.len();
             let damaged = |offset: u64, reason: String| FileError::Damaged { path: path.clone(), offset, reason };
-            let Some((header_number, first_rsn)) = parse_segment_header(&image) else {
-                return Err(damaged(0, "bad segment header".into()));
+            let header = match parse_segment_header(&image) {
+                Ok(header) => header,
+                Err(BadHeader::Newer(found)) => {
+                    return Err(OpenError::NewerFormat { path, found, supported: record::VERSION })
+                }
+                Err(BadHeader::Damaged) => return Err(damaged(0, "bad segment header".into()).into()),
             };
-            if header_number != number {
-                return Err(damaged(8, format!("header says segment {header_number}")));
+            keeps_extent |= header.version >= 2;
+            if header.number != number {
+                return Err(damaged(8, format!("header says segment {}", header.number)).into());
             }
             if let Some((prev_path, prev_end)) = &prev {
-                if first_rsn != next_rsn {
+                if header.first_rsn != next_rsn {
                     return Err(FileError::Damaged {
                         path: prev_path.clone(),
                         offset: *prev_end,
                         reason: format!(
-                            "the records end here before #{next_rsn}, but the next file {} starts at #{first_rsn}",
-                            path.display()
+                            "the records end here before #{next_rsn}, but the next file {} starts at #{}",
+                            path.display(),
+                            header.first_rsn
                         ),
-                    });
+                    }
+                    .into());
                 }
             }
-            let (end, rsn) = scan(&image, first_rsn, last, &path, number, &mut replayed)?;
+            let (end, rsn) = scan(&image, header.first_rsn, last, &path, number, &mut replayed)?;
             next_rsn = rsn;
-            if last {
-                active = Some(Segment::reopen(&path, number, &image, end as u64, segment_bytes)?);
-            } else {
-                closed.push((number, path.clone()));
+            prev = Some((path.clone(), end as u64));
+            match last {
+                true => newest = Some(Newest { number, path, image, end, header }),
+                false => closed.push((number, path)),
             }
-            prev = Some((path, end as u64));
         }
-        let active = match active {
-            Some(segment) => segment,
+        let found = extent::Found {
+            newest: newest.as_ref().map(|n| n.number),
+            next_rsn,
+            keeps_extent,
+            cut: newest.as_ref().and_then(|n| {
+                let len = n.image.len() as u64;
+                n.header.size.filter(|size| len < *size).map(|size| (len, size))
+            }),
+        };
+        if let Some(loss) = extent::missing(dir, recorded, &found) {
+            on_loss.handle(loss)?;
+        }
+        let active = match newest {
+            Some(n) => {
+                let size = n.header.size.unwrap_or(segment_bytes);
+                Segment::reopen(&n.path, n.number, &n.image, n.end as u64, size)?
+            }
             None => {
                 let tmp = dir.join("first.wal.tmp");
                 prepare_zeroed(&tmp, segment_bytes)?;
-                Segment::install(&tmp, dir, 1, 1)?
+                Segment::install(&tmp, dir, 1, next_rsn)?
             }
         };
         let wal = Wal {
@@ -96,7 +161,14 @@ impl Wal {
             spare: None,
             buf: Vec::new(),
         };
+        // From here on, what was found is what the next start must find at least.
+        extent::record(dir, wal.extent())?;
         Ok((wal, replayed))
+    }
+
+    /// How far the log has reached: every record so far is durable.
+    fn extent(&self) -> Extent {
+        Extent { segment: self.active.number, next_rsn: self.next_rsn }
     }
 
     /// Appends one record and returns once it is on disk, with the segment that holds it.
@@ -133,7 +205,7 @@ impl Wal {
 
     fn roll(&mut self, len: usize) -> Result<(), FileError> {
         let number = self.active.number + 1;
-        let size = self.segment_bytes.max((record::SEGMENT_HEADER + len) as u64);
+        let size = self.segment_bytes.max(((record::SEGMENT_HEADER + len) as u64).next_multiple_of(PAGE));
         // An oversized segment leaves the spare for the next roll.
         let spare = match size == self.segment_bytes {
             true => self.spare.take().and_then(|handle| handle.join().ok()).and_then(Result::ok),
@@ -150,7 +222,9 @@ impl Wal {
         let next = Segment::install(&zeroed, &self.dir, number, self.next_rsn)?;
         let full = std::mem::replace(&mut self.active, next);
         self.closed.push((full.number, full.path));
-        Ok(())
+        // Once per segment, not per append: from now on a start without this segment
+        // is refused.
+        extent::record(&self.dir, self.extent())
     }
 
     fn start_spare(&mut self) {
@@ -172,6 +246,11 @@ impl Wal {
         self.closed.iter().map(|(n, _)| *n)
     }
 
+    /// The oldest segment's number.
+    pub fn oldest_segment(&self) -> u64 {
+        self.closed.first().map_or(self.active.number, |(n, _)| *n)
+    }
+
     /// Deletes the full segments numbered up to `last`.
     pub fn remove_through(&mut self, last: u64) -> Result<(), FileError> {
         let (gone, keep): (Vec<_>, Vec<_>) = self.closed.drain(..).partition(|(n, _)| *n <= last);
@@ -184,6 +263,20 @@ impl Wal {
             tracing::debug!(path = %path.display(), "removed a log segment behind a snapshot");
         }
         sync_dir(&self.dir)
+    }
+}
+
+impl Drop for Wal {
+    /// A clean close records that every record written is durable, so that the next start
+    /// notices the loss of any of them (after a crash, only of those written before the
+    /// last open or new segment).
+    fn drop(&mut self) {
+        if self.failed {
+            return;
+        }
+        if let Err(error) = extent::record(&self.dir, self.extent()) {
+            tracing::warn!(%error, "cannot record the log's extent at close");
+        }
     }
 }
 

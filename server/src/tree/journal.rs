@@ -27,7 +27,7 @@ pub(crate) enum Undo {
     Removed(String, Znode),
     DataSet {
         path: String,
-        data: Box<[u8]>,
+        data: Option<Box<[u8]>>,
         mzxid: Zxid,
         mtime: i64,
         version: i32,
@@ -80,11 +80,9 @@ impl DataTree {
                 }
             }
             Undo::Inserted(path) => {
-                self.nodes.remove(path.as_str());
+                self.remove_node(&path);
             }
-            Undo::Removed(path, node) => {
-                self.nodes.insert(path.into_boxed_str(), node);
-            }
+            Undo::Removed(path, node) => self.insert_node(&path, node),
             Undo::DataSet { path, data, mzxid, mtime, version } => {
                 if let Some(n) = self.nodes.get_mut(path.as_str()) {
                     (n.data, n.mzxid, n.mtime, n.version) = (data, mzxid, mtime, version);

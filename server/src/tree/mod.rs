@@ -2,13 +2,14 @@
 //! notifications; mutations report [`Change`](crate::command::Change)s for the watch registry to act on.
 
 mod children;
+pub(crate) mod cleanup;
 mod journal;
 pub(crate) mod ops;
 mod znode;
 
 pub use children::Children;
 pub(crate) use journal::Journal;
-pub use znode::Znode;
+pub use znode::{NodeKind, Znode};
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
@@ -16,19 +17,39 @@ use ward_proto::SessionId;
 
 /// The tree. Only the state machine's apply mutates it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(from = "Stored")]
 pub struct DataTree {
     /// Keyed by boxed paths: 16 bytes a slot instead of 24, in a table that has spare slots.
     nodes: HashMap<Box<str>, Znode>,
     /// Paths of each session's ephemeral nodes, so ending a session is proportional to
     /// what it owns rather than to the size of the tree.
     ephemerals: HashMap<SessionId, BTreeSet<Box<str>>>,
+    /// Paths of the containers and TTL nodes, so the cleanup looks at those alone rather
+    /// than at the whole tree. Derived from the nodes: not in a snapshot, rebuilt when one
+    /// is read ([`Stored`]).
+    #[serde(skip)]
+    swept: BTreeSet<Box<str>>,
+}
+
+/// The tree as a snapshot holds it: what [`DataTree`] serializes, field for field.
+#[derive(Deserialize)]
+struct Stored {
+    nodes: HashMap<Box<str>, Znode>,
+    ephemerals: HashMap<SessionId, BTreeSet<Box<str>>>,
+}
+
+impl From<Stored> for DataTree {
+    fn from(stored: Stored) -> DataTree {
+        let swept = stored.nodes.iter().filter(|(_, node)| node.kind().is_swept()).map(|(p, _)| p.clone()).collect();
+        DataTree { nodes: stored.nodes, ephemerals: stored.ephemerals, swept }
+    }
 }
 
 impl Default for DataTree {
     fn default() -> Self {
         let mut nodes = HashMap::new();
-        nodes.insert("/".into(), Znode::new(Vec::new(), 0, 0, None));
-        DataTree { nodes, ephemerals: HashMap::new() }
+        nodes.insert("/".into(), Znode::new(Vec::new(), 0, 0, NodeKind::Persistent));
+        DataTree { nodes, ephemerals: HashMap::new(), swept: BTreeSet::new() }
     }
 }
 
@@ -61,6 +82,23 @@ impl DataTree {
     /// Every session's ephemeral nodes (grouped by session).
     pub fn all_ephemerals(&self) -> impl Iterator<Item = &str> {
         self.ephemerals.values().flatten().map(|path| &**path)
+    }
+
+    /// Adds a node, keeping the cleanup's index.
+    fn insert_node(&mut self, path: &str, node: Znode) {
+        if node.kind().is_swept() {
+            self.swept.insert(path.into());
+        }
+        self.nodes.insert(path.into(), node);
+    }
+
+    /// Removes a node, keeping the cleanup's index.
+    fn remove_node(&mut self, path: &str) -> Option<Znode> {
+        let node = self.nodes.remove(path)?;
+        if node.kind().is_swept() {
+            self.swept.remove(path);
+        }
+        Some(node)
     }
 
     fn index_ephemeral(&mut self, session: SessionId, path: String) {

@@ -1,7 +1,7 @@
 //! The mutations, with ZooKeeper's checks in ZooKeeper's order.
 
 use super::journal::{Journal, Undo};
-use super::{DataTree, Znode};
+use super::{DataTree, NodeKind, Znode};
 use crate::command::Change;
 use ward_proto::{path, CreateMode, ErrorCode, SessionId, Stat, Zxid};
 
@@ -61,11 +61,11 @@ impl DataTree {
         parent.child_creates = parent.child_creates.wrapping_add(1);
         parent.pzxid = ctx.zxid;
 
-        let owner = mode.is_ephemeral().then_some(owner);
-        let node = Znode::new(data, ctx.zxid, ctx.time_ms, owner);
+        let node = Znode::new(data, ctx.zxid, ctx.time_ms, NodeKind::of(mode, owner));
         let stat = node.stat();
+        let owner = node.ephemeral_owner();
         ctx.journal.record(|| Undo::Inserted(node_path.clone()));
-        self.nodes.insert(node_path.as_str().into(), node);
+        self.insert_node(&node_path, node);
         if let Some(session) = owner {
             ctx.journal.record(|| Undo::EphemeralAdded(session, node_path.clone()));
             self.index_ephemeral(session, node_path.clone());
@@ -97,7 +97,7 @@ impl DataTree {
             parent.cversion = parent.cversion.wrapping_add(1);
             parent.pzxid = ctx.zxid;
         }
-        if let Some(node) = self.nodes.remove(path) {
+        if let Some(node) = self.remove_node(path) {
             if let Some(session) = node.ephemeral_owner() {
                 self.unindex_ephemeral(session, path);
                 ctx.journal.record(|| Undo::EphemeralRemoved(session, path.to_string()));
@@ -118,7 +118,7 @@ impl DataTree {
     ) -> Result<Stat, ErrorCode> {
         let node = self.nodes.get_mut(path).ok_or(ErrorCode::NoNode)?;
         check_version(version, node.version)?;
-        let old = std::mem::replace(&mut node.data, data.into_boxed_slice());
+        let old = node.data.replace(data.into_boxed_slice());
         ctx.journal.record(|| Undo::DataSet {
             path: path.to_string(),
             data: old,
@@ -131,6 +131,15 @@ impl DataTree {
         node.version = node.version.wrapping_add(1);
         ctx.changes.push(Change::DataChanged(path.to_string()));
         Ok(node.stat())
+    }
+
+    /// Makes the data of `path` null: right after the create or set that wrote it empty, for
+    /// a ZooKeeper client that sent null. Needs no undo record of its own: undoing that
+    /// create or set puts back what was there before.
+    pub(crate) fn null_data(&mut self, path: &str) {
+        if let Some(node) = self.nodes.get_mut(path) {
+            node.data = None;
+        }
     }
 
     /// Fails unless the node exists with the expected version.

@@ -4,16 +4,23 @@
 //! capacity multiplies it), so the fields are kept narrow: data as a boxed slice, the owner
 //! as a bare id, and children behind a pointer that is null for the leaves most nodes are.
 //! The serialized form is unchanged by this (snapshots read the same).
+//!
+//! Data can be null, which only ZooKeeper's protocol can say (jute's buffer length -1) and
+//! which ZooKeeper keeps apart from empty data. That costs no byte either: `None` is the
+//! boxed slice's null pointer. In a snapshot a null node is marked in the owner's tag
+//! ([`Owner`]), so nodes with data are written byte for byte as before.
 
 use super::children::Children;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use ward_proto::{SessionId, Stat, Zxid};
+use ward_proto::{CreateMode, SessionId, Stat, Zxid, MAX_TTL_MS};
 
 /// A znode. `data_length` and `num_children` are derived when a [`Stat`] is made, so they
 /// can never disagree with the node.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Znode {
-    pub data: Box<[u8]>,
+    /// `None`: null data (see the module's doc). Reads through Ward's own protocol, which
+    /// has no null, see it as empty.
+    pub(super) data: Option<Box<[u8]>>,
     pub czxid: Zxid,
     pub mzxid: Zxid,
     pub pzxid: Zxid,
@@ -24,18 +31,73 @@ pub struct Znode {
     /// Children ever created: the next sequential suffix. ZooKeeper numbers sequential
     /// children by creates alone, while `cversion` counts creates and deletes.
     pub child_creates: i32,
-    /// The owning session of an ephemeral node, 0 for a persistent one: session ids are
-    /// zxids, never 0, and this is half the size of an `Option<SessionId>`.
-    #[serde(serialize_with = "owner_out", deserialize_with = "owner_in")]
+    /// What the node is ([`NodeKind`]), in ZooKeeper's encoding of `ephemeralOwner`: 0 for
+    /// a persistent node, the owning session of an ephemeral one (session ids are zxids,
+    /// never 0 and far below the marks), [`CONTAINER`] or [`TTL_MARK`] with the TTL. One
+    /// word for all of it: half the size of an `Option<SessionId>`, and no field added.
     owner: u64,
     /// Children's names, sorted, so that listings come out sorted without a sort.
     pub children: Children,
 }
 
+/// ZooKeeper's `ephemeralOwner` of a container.
+const CONTAINER: u64 = 1 << 63;
+/// ZooKeeper's mark of an "extended" node type in `ephemeralOwner`'s top byte; with the 16
+/// bits below it zero, the type is TTL and the low 40 bits hold the TTL.
+const TTL_MARK: u64 = 0xff << 56;
+const EXTENDED_TYPE_BITS: u64 = 0xff_ff << 40;
+
+/// What kind of node a znode is, as far as its lifetime goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeKind {
+    Persistent,
+    /// Deleted when its session ends.
+    Ephemeral(SessionId),
+    /// Deleted by the leader's cleanup once its last child is gone.
+    Container,
+    /// Deleted by the leader's cleanup once childless and unchanged for this many ms.
+    Ttl(u64),
+}
+
+impl NodeKind {
+    /// The kind a create in `mode` by `session` makes.
+    pub fn of(mode: CreateMode, session: SessionId) -> NodeKind {
+        match mode {
+            _ if mode.is_ephemeral() => NodeKind::Ephemeral(session),
+            CreateMode::Container => NodeKind::Container,
+            // Prep keeps the TTL within 40 bits.
+            _ => mode.ttl_ms().map_or(NodeKind::Persistent, |ttl| NodeKind::Ttl(ttl & MAX_TTL_MS)),
+        }
+    }
+
+    /// True for the kinds the leader's cleanup deletes.
+    pub fn is_swept(self) -> bool {
+        matches!(self, NodeKind::Container | NodeKind::Ttl(_))
+    }
+
+    fn encode(self) -> u64 {
+        match self {
+            NodeKind::Persistent => 0,
+            NodeKind::Ephemeral(session) => session.0,
+            NodeKind::Container => CONTAINER,
+            NodeKind::Ttl(ttl) => TTL_MARK | (ttl & MAX_TTL_MS),
+        }
+    }
+
+    fn decode(owner: u64) -> NodeKind {
+        match owner {
+            0 => NodeKind::Persistent,
+            CONTAINER => NodeKind::Container,
+            _ if owner & (TTL_MARK | EXTENDED_TYPE_BITS) == TTL_MARK => NodeKind::Ttl(owner & MAX_TTL_MS),
+            _ => NodeKind::Ephemeral(SessionId(owner)),
+        }
+    }
+}
+
 impl Znode {
-    pub fn new(data: Vec<u8>, zxid: Zxid, time_ms: i64, owner: Option<SessionId>) -> Self {
+    pub fn new(data: Vec<u8>, zxid: Zxid, time_ms: i64, kind: NodeKind) -> Self {
         Znode {
-            data: data.into_boxed_slice(),
+            data: Some(data.into_boxed_slice()),
             czxid: zxid,
             mzxid: zxid,
             pzxid: zxid,
@@ -44,14 +106,31 @@ impl Znode {
             version: 0,
             cversion: 0,
             child_creates: 0,
-            owner: owner.map_or(0, |s| s.0),
+            owner: kind.encode(),
             children: Children::default(),
         }
     }
 
+    /// The node's data; null data reads as empty.
+    pub fn data(&self) -> &[u8] {
+        self.data.as_deref().unwrap_or_default()
+    }
+
+    /// Whether the data is null rather than empty (ZooKeeper's protocol tells them apart).
+    pub fn is_null(&self) -> bool {
+        self.data.is_none()
+    }
+
+    pub fn kind(&self) -> NodeKind {
+        NodeKind::decode(self.owner)
+    }
+
     /// The session owning this node if it is ephemeral.
     pub fn ephemeral_owner(&self) -> Option<SessionId> {
-        (self.owner != 0).then_some(SessionId(self.owner))
+        match self.kind() {
+            NodeKind::Ephemeral(session) => Some(session),
+            _ => None,
+        }
     }
 
     pub fn stat(&self) -> Stat {
@@ -65,19 +144,91 @@ impl Znode {
             cversion: self.cversion,
             aversion: 0,
             ephemeral_owner: self.ephemeral_owner(),
-            data_length: u32::try_from(self.data.len()).unwrap_or(u32::MAX),
+            data_length: u32::try_from(self.data().len()).unwrap_or(u32::MAX),
             num_children: u32::try_from(self.children.len()).unwrap_or(u32::MAX),
         }
     }
 }
 
-// The owner is written as the `Option<SessionId>` it stands for, as it always was.
-fn owner_out<S: Serializer>(owner: &u64, s: S) -> Result<S::Ok, S::Error> {
-    (*owner != 0).then_some(SessionId(*owner)).serialize(s)
+/// A node as a snapshot stores it: its fields in their order, `D` and `C` being the data
+/// and the children owned (read) or borrowed (written).
+#[derive(Serialize, Deserialize)]
+struct Stored<D, C> {
+    data: D,
+    czxid: Zxid,
+    mzxid: Zxid,
+    pzxid: Zxid,
+    ctime: i64,
+    mtime: i64,
+    version: i32,
+    cversion: i32,
+    child_creates: i32,
+    owner: Owner,
+    children: C,
 }
 
-fn owner_in<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    Ok(Option::<SessionId>::deserialize(d)?.map_or(0, |s| s.0))
+/// The owner word as stored, and whether the data is null. The first two variants are, byte
+/// for byte, the `Option<SessionId>` the owner always was written as (postcard writes an
+/// `Option`'s tag and a small enum's variant index as the same one byte, 0 or 1; the marks of
+/// containers and TTL nodes are written as such an id too, snapshot version 4), so a node
+/// with data is written as before. A node with null data has tag 2 or 3 (snapshot version 5),
+/// which a server of an older version refuses rather than misreads.
+#[derive(Serialize, Deserialize)]
+enum Owner {
+    Zero,
+    Word(u64),
+    NullZero,
+    NullWord(u64),
+}
+
+impl Serialize for Znode {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let owner = match (self.owner, self.is_null()) {
+            (0, false) => Owner::Zero,
+            (word, false) => Owner::Word(word),
+            (0, true) => Owner::NullZero,
+            (word, true) => Owner::NullWord(word),
+        };
+        Stored {
+            data: self.data(),
+            czxid: self.czxid,
+            mzxid: self.mzxid,
+            pzxid: self.pzxid,
+            ctime: self.ctime,
+            mtime: self.mtime,
+            version: self.version,
+            cversion: self.cversion,
+            child_creates: self.child_creates,
+            owner,
+            children: &self.children,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Znode {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let n = Stored::<Box<[u8]>, Children>::deserialize(d)?;
+        let (owner, null) = match n.owner {
+            Owner::Zero => (0, false),
+            Owner::Word(word) => (word, false),
+            Owner::NullZero => (0, true),
+            Owner::NullWord(word) => (word, true),
+        };
+        Ok(Znode {
+            data: (!null).then_some(n.data),
+            czxid: n.czxid,
+            mzxid: n.mzxid,
+            pzxid: n.pzxid,
+            ctime: n.ctime,
+            mtime: n.mtime,
+            version: n.version,
+            cversion: n.cversion,
+            child_creates: n.child_creates,
+            owner,
+            children: n.children,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -85,7 +236,7 @@ mod tests {
     use super::*;
 
     /// The fields as they were before the node was slimmed, with the derive they had.
-    #[derive(Serialize)]
+    #[derive(Serialize, Deserialize)]
     struct Before {
         data: Vec<u8>,
         czxid: Zxid,
@@ -103,7 +254,8 @@ mod tests {
     #[test]
     fn snapshots_encode_a_node_exactly_as_before() {
         for (owner, names) in [(None, vec![]), (Some(SessionId(7)), vec![]), (None, vec!["b", "a"])] {
-            let mut node = Znode::new(b"data".to_vec(), 5, 1_000, owner);
+            let kind = owner.map_or(NodeKind::Persistent, NodeKind::Ephemeral);
+            let mut node = Znode::new(b"data".to_vec(), 5, 1_000, kind);
             (node.mzxid, node.pzxid, node.mtime, node.version, node.cversion, node.child_creates) =
                 (6, 7, 2_000, 1, 2, 3);
             for name in &names {
@@ -126,6 +278,48 @@ mod tests {
             assert_eq!(postcard::to_allocvec(&node).expect("encode"), old);
             assert_eq!(postcard::from_bytes::<Znode>(&old).expect("decode"), node);
         }
+    }
+
+    /// Containers and TTL nodes carry ZooKeeper's marks in the owner word, and nothing
+    /// else is mistaken for them.
+    #[test]
+    fn node_kinds_round_trip_through_the_owner_word() {
+        let kinds = [
+            NodeKind::Persistent,
+            NodeKind::Ephemeral(SessionId(1)),
+            NodeKind::Ephemeral(SessionId(u64::from(u32::MAX) << 16)),
+            NodeKind::Container,
+            NodeKind::Ttl(1),
+            NodeKind::Ttl(MAX_TTL_MS),
+        ];
+        for kind in kinds {
+            let node = Znode::new(Vec::new(), 1, 1, kind);
+            assert_eq!(node.kind(), kind);
+            let bytes = postcard::to_allocvec(&node).expect("encode");
+            assert_eq!(postcard::from_bytes::<Znode>(&bytes).expect("decode").kind(), kind);
+            assert_eq!(node.ephemeral_owner().is_some(), matches!(kind, NodeKind::Ephemeral(_)));
+        }
+        assert_eq!(NodeKind::Container.encode(), 0x8000_0000_0000_0000, "ZooKeeper's container mark");
+        assert_eq!(NodeKind::Ttl(100).encode(), 0xff00_0000_0000_0064, "ZooKeeper's TTL encoding");
+    }
+
+    #[test]
+    fn null_data_round_trips_and_older_servers_refuse_it() {
+        for kind in [NodeKind::Persistent, NodeKind::Ephemeral(SessionId(7)), NodeKind::Container, NodeKind::Ttl(9)] {
+            let mut node = Znode::new(Vec::new(), 5, 1_000, kind);
+            node.data = None;
+            let bytes = postcard::to_allocvec(&node).expect("encode");
+            let back = postcard::from_bytes::<Znode>(&bytes).expect("decode");
+            assert!(back.is_null() && back.data().is_empty());
+            assert_eq!((back.kind(), &back), (kind, &node));
+            // A server from before null data reads the owner as an `Option`: tag 2 or 3 is an
+            // error there, not a node with empty data.
+            assert!(postcard::from_bytes::<Before>(&bytes).is_err());
+        }
+        let empty = Znode::new(Vec::new(), 5, 1_000, NodeKind::Persistent);
+        assert!(!postcard::from_bytes::<Znode>(&postcard::to_allocvec(&empty).expect("encode"))
+            .expect("decode")
+            .is_null());
     }
 
     #[test]

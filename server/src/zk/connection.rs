@@ -8,7 +8,10 @@ use super::ops::{self, Action, ReadOp, Render};
 use super::records::{connect_response, err, ConnectRequest};
 use super::reply::{ZkAnswer, ZkTag, ZkWire};
 use super::stats::{ConnStats, Shared};
-use super::{fourlw, MAX_PACKET};
+use super::{fourlw, MAX_PACKET, MAX_REPLY};
+use crate::command::CommandOp;
+use crate::metrics::Stamp;
+use crate::net::counted::Counted;
 use crate::net::handshake::{self, Attached};
 use crate::net::order::{Sequencer, SessionConn};
 use crate::net::writer::{Item, ItemTx};
@@ -27,8 +30,8 @@ use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, Request, SessionId, SessionSecret};
 
-type Reader = FramedRead<OwnedReadHalf, LengthDelimitedCodec>;
-type Writer = FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>;
+type Reader = FramedRead<Counted<OwnedReadHalf, ZkWire>, LengthDelimitedCodec>;
+type Writer = FramedWrite<Counted<OwnedWriteHalf, ZkWire>, LengthDelimitedCodec>;
 
 pub async fn serve(
     server: Arc<Server>,
@@ -55,7 +58,8 @@ async fn serve_conn(
     conn: ConnId,
     cancel: CancellationToken,
 ) {
-    let (mut r, mut w) = stream.into_split();
+    let (r, w) = stream.into_split();
+    let (mut r, mut w) = (Counted::<_, ZkWire>::new(r), Counted::<_, ZkWire>::new(w));
     // ZooKeeper reads the first four bytes as a length, unless they spell a command.
     let mut head = [0u8; 4];
     let first = tokio::time::timeout(server.config.handshake_timeout, r.read_exact(&mut head));
@@ -74,10 +78,10 @@ async fn serve_conn(
         tracing::warn!(%peer, len = u32::from_be_bytes(head), "closing ZooKeeper connection: packet too large");
         return;
     }
-    let codec = || LengthDelimitedCodec::builder().max_frame_length(MAX_PACKET).new_codec();
-    let mut reader = FramedRead::with_capacity(r, codec(), crate::net::connection::FIRST_BUFFER);
+    let codec = |max| LengthDelimitedCodec::builder().max_frame_length(max).new_codec();
+    let mut reader = FramedRead::with_capacity(r, codec(MAX_PACKET), crate::net::connection::FIRST_BUFFER);
     reader.read_buffer_mut().extend_from_slice(&head);
-    let mut writer = FramedWrite::with_capacity(w, codec(), crate::net::connection::FIRST_BUFFER);
+    let mut writer = FramedWrite::with_capacity(w, codec(MAX_REPLY), crate::net::connection::FIRST_BUFFER);
     writer.set_backpressure_boundary(crate::net::connection::FLUSH_AT);
     let (outbox, out_rx) = Outbox::bounded(server.config.max_outbound_bytes, cancel.clone());
     // Boxed, as Ward's handshake is: its state would otherwise stay in the task for good.
@@ -187,6 +191,7 @@ async fn read_loop(
             (Ok(xid), Ok(code)) => (xid, code),
             _ => return drop_peer(ctx, "request header ends early"),
         };
+        let stamp = Stamp::now(ops::metric_op(code));
         stats.received(xid);
         ctx.server.local.sessions.touch(ctx.session);
         let action = match ops::parse(code, &mut r) {
@@ -195,12 +200,16 @@ async fn read_loop(
         };
         let mut closes_session = false;
         let item = match action {
-            Action::Write { request, render } => {
+            Action::Write { request, render, nulls } => {
                 closes_session = matches!(render, Render::CloseSession);
                 let number = seq.next_write();
                 let tag = ZkTag { xid, render };
+                let wrap = |op| match nulls.is_empty() {
+                    true => op,
+                    false => CommandOp::NullData { nulls, op: Box::new(op) },
+                };
                 // xid 0: ZooKeeper clients never resend, so their writes need no dedup record.
-                match ctx.submit(0, request) {
+                match ctx.submit_with(0, request, wrap) {
                     Ok(pending) => Item::Write { tag, number, pending, closes_session },
                     Err(code) => Item::Refused { tag, number, code },
                 }
@@ -233,7 +242,7 @@ async fn read_loop(
                     let (zxid, events_before, answer) = ctx.view(|_, _| ZkAnswer::fail(err::CONNECTION_LOSS));
                     let tag = ZkTag { xid, render: Render::None };
                     let item = Item::Read { tag, zxid, events_before, events: Vec::new(), answer };
-                    if ctx.queue(&queue, item).await.is_err() {
+                    if ctx.queue(&queue, stamp, item).await.is_err() {
                         return;
                     }
                     continue;
@@ -241,6 +250,14 @@ async fn read_loop(
                 let mut events = Vec::new();
                 let (zxid, events_before, answer) =
                     ctx.view(|local, state| super::read::execute(ctx, local, state, op, &mut events));
+                let answer = match answer.oversized(MAX_REPLY) {
+                    Some(bytes) => {
+                        tracing::warn!(peer = %ctx.peer, session = %ctx.session, xid, bytes, limit = MAX_REPLY,
+                            "ZooKeeper reply over the reply limit: answered with MARSHALLINGERROR");
+                        ZkAnswer::fail(err::MARSHALLING_ERROR)
+                    }
+                    None => answer,
+                };
                 Item::Read { tag: ZkTag { xid, render: Render::None }, zxid, events_before, events, answer }
             }
             Action::Fail(code) => {
@@ -248,7 +265,7 @@ async fn read_loop(
                 Item::Read { tag: ZkTag { xid, render: Render::None }, zxid, events_before, events: Vec::new(), answer }
             }
         };
-        if ctx.queue(&queue, item).await.is_err() || closes_session {
+        if ctx.queue(&queue, stamp, item).await.is_err() || closes_session {
             return;
         }
     }

@@ -2,6 +2,7 @@
 //! in ZooKeeper's format, then the server closes it.
 
 use super::stats::Shared;
+use crate::metrics::Listener;
 use crate::Server;
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
@@ -53,31 +54,51 @@ pub fn answer(word: Word, server: &Server, shared: &Shared) -> String {
     out
 }
 
-/// The figures of one answer: [`Local::stats`](crate::local::Local::stats), the same numbers
-/// `/metrics` reports, plus what only ZooKeeper's words show.
+/// The figures of one answer: [`Local::stats`](crate::local::Local::stats) and the ZooKeeper
+/// listener's request metrics, the same numbers `/metrics` reports, plus what only
+/// ZooKeeper's words show.
 struct Numbers {
     stats: ward_proto::ServerStats,
     ephemerals: usize,
     data_size: usize,
+    /// Requests answered on this port (ZooKeeper: packets received).
+    received: u64,
+    /// Replies and notifications written.
+    sent: u64,
+    /// Request latency in milliseconds, as ZooKeeper reports it: min and max whole, the
+    /// average with decimals.
+    min_ms: u64,
+    avg_ms: f64,
+    max_ms: u64,
 }
 
 fn numbers(server: &Server) -> Numbers {
+    let figures = Listener::ZooKeeper.figures();
+    let received = figures.answered_total();
+    let (min_ns, max_ns) = figures.extremes_ns().unwrap_or((0, 0));
+    let avg_ms = match received {
+        0 => 0.0,
+        n => figures.latency_sum_ns() as f64 / n as f64 / 1e6,
+    };
     server.core.read(|state| Numbers {
         stats: server.local.stats(state),
         ephemerals: state.tree().all_ephemerals().count(),
         data_size: 0,
+        received,
+        sent: received + figures.pushed.load(Ordering::Relaxed),
+        min_ms: min_ns / 1_000_000,
+        avg_ms,
+        max_ms: max_ns / 1_000_000,
     })
 }
 
 fn write_answer(out: &mut String, word: Word, server: &Server, shared: &Shared) -> std::fmt::Result {
     let n = numbers(server);
     let conns = shared.connections();
-    let received = shared.totals.received.load(Ordering::Relaxed);
-    let sent = shared.totals.sent.load(Ordering::Relaxed);
     let summary = |out: &mut String| {
-        writeln!(out, "Latency min/avg/max: 0/0.0/0")?;
-        writeln!(out, "Received: {received}")?;
-        writeln!(out, "Sent: {sent}")?;
+        writeln!(out, "Latency min/avg/max: {}/{:.4}/{}", n.min_ms, n.avg_ms, n.max_ms)?;
+        writeln!(out, "Received: {}", n.received)?;
+        writeln!(out, "Sent: {}", n.sent)?;
         writeln!(out, "Connections: {}", conns.len())?;
         writeln!(out, "Outstanding: 0")?;
         writeln!(out, "Zxid: {:#x}", n.stats.last_zxid)?;
@@ -128,15 +149,15 @@ fn write_answer(out: &mut String, word: Word, server: &Server, shared: &Shared) 
                 ("zk_server_state", "standalone".into()),
                 ("zk_ephemerals_count", n.ephemerals.to_string()),
                 ("zk_num_alive_connections", conns.len().to_string()),
-                ("zk_avg_latency", "0.0".into()),
+                ("zk_avg_latency", format!("{:.4}", n.avg_ms)),
                 ("zk_outstanding_requests", "0".into()),
                 ("zk_znode_count", n.stats.znodes.to_string()),
                 ("zk_global_sessions", n.stats.sessions.to_string()),
-                ("zk_packets_sent", sent.to_string()),
-                ("zk_packets_received", received.to_string()),
+                ("zk_packets_sent", n.sent.to_string()),
+                ("zk_packets_received", n.received.to_string()),
                 ("zk_watch_count", n.stats.watches.to_string()),
-                ("zk_min_latency", "0".into()),
-                ("zk_max_latency", "0".into()),
+                ("zk_min_latency", n.min_ms.to_string()),
+                ("zk_max_latency", n.max_ms.to_string()),
                 ("zk_approximate_data_size", n.data_size.to_string()),
                 ("zk_uptime", shared.started.elapsed().as_millis().to_string()),
                 ("zk_local_sessions", "0".into()),

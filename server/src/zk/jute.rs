@@ -66,11 +66,16 @@ impl<'a> In<'a> {
         }
     }
 
-    /// A buffer; null reads as empty (ZooKeeper stores null data as empty too).
+    /// A buffer; null reads as empty.
     pub fn buffer(&mut self) -> Result<Vec<u8>, JuteError> {
+        Ok(self.nullable_buffer()?.unwrap_or_default())
+    }
+
+    /// A buffer, or `None` for null: node data, where ZooKeeper keeps the two apart.
+    pub fn nullable_buffer(&mut self) -> Result<Option<Vec<u8>>, JuteError> {
         match self.len()? {
-            Some(n) => Ok(self.take(n)?.to_vec()),
-            None => Ok(Vec::new()),
+            Some(n) => Ok(Some(self.take(n)?.to_vec())),
+            None => Ok(None),
         }
     }
 
@@ -126,6 +131,14 @@ impl Out {
         self
     }
 
+    /// A buffer, or null (length -1) for `None`.
+    pub fn nullable_buffer(&mut self, v: Option<&[u8]>) -> &mut Self {
+        match v {
+            Some(v) => self.buffer(v),
+            None => self.int(-1),
+        }
+    }
+
     pub fn string(&mut self, v: &str) -> &mut Self {
         self.buffer(v.as_bytes())
     }
@@ -161,6 +174,11 @@ mod tests {
         assert_eq!(In::new(&huge).buffer(), Err(JuteError::BadLength(i32::MAX)));
         assert_eq!(In::new(&(-2i32).to_be_bytes()).string(), Err(JuteError::BadLength(-2)));
         assert_eq!(In::new(&(-1i32).to_be_bytes()).buffer(), Ok(Vec::new()));
+        assert_eq!(In::new(&(-1i32).to_be_bytes()).nullable_buffer(), Ok(None));
+        assert_eq!(In::new(&0i32.to_be_bytes()).nullable_buffer(), Ok(Some(Vec::new())));
+        let mut out = Out::default();
+        out.nullable_buffer(None).nullable_buffer(Some(b""));
+        assert_eq!(out.buf, [255, 255, 255, 255, 0, 0, 0, 0]);
         assert_eq!(In::new(&[0, 0, 0, 1, 0xff]).string(), Err(JuteError::Utf8));
     }
 }

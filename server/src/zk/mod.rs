@@ -33,6 +33,13 @@ use tokio_util::task::TaskTracker;
 /// ZooKeeper's default `jute.maxbuffer` (0xfffff bytes).
 pub const MAX_PACKET: usize = 0xfffff;
 
+/// The largest reply sent, the same 64 MiB as on Ward's own port. Replies are not held to
+/// [`MAX_PACKET`]: a node of nearly 1 MiB plus its stat, or a long listing, is larger, and
+/// ZooKeeper's server sends such replies too (its clients apply their own `jute.maxbuffer`
+/// to what they read: kazoo none, the Java client 0xfffff unless raised). A reply over this
+/// is answered with `MARSHALLINGERROR` instead, and logged.
+pub const MAX_REPLY: usize = ward_proto::MAX_REPLY_FRAME;
+
 /// ZooKeeper's customary client address.
 pub const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 2181));
 

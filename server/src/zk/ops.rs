@@ -3,12 +3,14 @@
 
 use super::jute::{In, JuteError};
 use super::records::{acls, err, op};
-use ward_proto::{path, CreateMode, Op, Request, Zxid};
+use crate::metrics::Op as MetricOp;
+use ward_proto::{path, CreateMode, Op, Request, Zxid, MAX_TTL_MS};
 
 /// What one request becomes.
 pub enum Action {
-    /// Goes through the command log; `render` says how to encode the outcome.
-    Write { request: Request, render: Render },
+    /// Goes through the command log; `render` says how to encode the outcome. `nulls`: the
+    /// ops (indices into a multi, 0 for a lone op) whose data the client sent as null.
+    Write { request: Request, render: Render, nulls: Vec<u32> },
     /// Answered from the state after the session's earlier writes.
     Read(ReadOp),
     /// Answered with this error code, in order, without touching anything.
@@ -88,30 +90,31 @@ pub fn parse(code: i32, r: &mut In<'_>) -> Result<Action, JuteError> {
     let read = |op: ReadOp| Ok(Action::Read(op));
     match code {
         op::CREATE | op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL => {
-            let (op, prefail) = create(code, r)?;
+            let Parsed { op, null, prefail } = create(code, r)?;
             match prefail {
                 Some(code) => Ok(Action::Fail(code)),
                 None => {
                     let Op::Create { path, data, mode } = op else { return Ok(Action::Fail(err::BAD_ARGUMENTS)) };
                     let render = Render::Create { with_stat: code != op::CREATE };
-                    Ok(Action::Write { request: Request::Create { path, data, mode }, render })
+                    Ok(write(Request::Create { path, data, mode }, render, null))
                 }
             }
         }
         op::DELETE => {
             let (path, version) = (r.string()?, version(r.int()?));
-            Ok(Action::Write { request: Request::Delete { path, version }, render: Render::Delete })
+            Ok(write(Request::Delete { path, version }, Render::Delete, false))
         }
         op::SET_DATA => {
-            let (path, data, version) = (r.string()?, r.buffer()?, version(r.int()?));
-            Ok(Action::Write { request: Request::SetData { path, data, version }, render: Render::SetData })
+            let (path, data, version) = (r.string()?, r.nullable_buffer()?, version(r.int()?));
+            let null = data.is_none();
+            Ok(write(Request::SetData { path, data: data.unwrap_or_default(), version }, Render::SetData, null))
         }
         op::CHECK => {
             let (path, version) = (r.string()?, version(r.int()?));
-            Ok(Action::Write { request: Request::Multi(vec![Op::Check { path, version }]), render: Render::Check })
+            Ok(write(Request::Multi(vec![Op::Check { path, version }]), Render::Check, false))
         }
         op::MULTI => multi(r),
-        op::CLOSE_SESSION => Ok(Action::Write { request: Request::CloseSession, render: Render::CloseSession }),
+        op::CLOSE_SESSION => Ok(write(Request::CloseSession, Render::CloseSession, false)),
         op::EXISTS => read(ReadOp::Ward(Request::Exists { path: r.string()?, watch: r.bool()? })),
         op::GET_DATA => read(ReadOp::Ward(Request::GetData { path: r.string()?, watch: r.bool()? })),
         op::GET_CHILDREN | op::GET_CHILDREN2 => {
@@ -156,83 +159,188 @@ pub fn parse(code: i32, r: &mut In<'_>) -> Result<Action, JuteError> {
     }
 }
 
+/// The request metrics' name for opcode `code`: Ward's name for the same operation.
+pub fn metric_op(code: i32) -> MetricOp {
+    match code {
+        op::CREATE | op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL => MetricOp::Create,
+        op::DELETE => MetricOp::Delete,
+        op::SET_DATA => MetricOp::Set,
+        op::GET_DATA => MetricOp::Get,
+        op::EXISTS => MetricOp::Exists,
+        op::GET_CHILDREN | op::GET_CHILDREN2 => MetricOp::Children,
+        op::MULTI => MetricOp::Multi,
+        op::SYNC => MetricOp::Sync,
+        op::PING => MetricOp::Ping,
+        op::CLOSE_SESSION => MetricOp::Close,
+        op::SET_WATCHES | op::SET_WATCHES2 => MetricOp::SetWatches,
+        op::CHECK => MetricOp::Check,
+        op::MULTI_READ => MetricOp::MultiRead,
+        op::GET_ACL | op::SET_ACL => MetricOp::Acl,
+        op::ADD_WATCH => MetricOp::AddWatch,
+        op::REMOVE_WATCHES | op::CHECK_WATCHES => MetricOp::RemoveWatches,
+        op::AUTH => MetricOp::Auth,
+        op::WHO_AM_I => MetricOp::WhoAmI,
+        op::GET_ALL_CHILDREN_NUMBER => MetricOp::ChildrenCount,
+        op::GET_EPHEMERALS => MetricOp::Ephemerals,
+        op::RECONFIG => MetricOp::Reconfig,
+        _ => MetricOp::Other,
+    }
+}
+
+/// A lone write; `null`: its data is null.
+fn write(request: Request, render: Render, null: bool) -> Action {
+    Action::Write { request, render, nulls: if null { vec![0] } else { Vec::new() } }
+}
+
 /// ZooKeeper's -1 is "any version".
 fn version(v: i32) -> Option<i32> {
     (v != -1).then_some(v)
 }
 
-/// A create request of any of the four create opcodes, and the code it fails with before
-/// the log, if any: ZooKeeper's checks in its order (path, ACL, mode).
-fn create(code: i32, r: &mut In<'_>) -> Result<(Op, Option<i32>), JuteError> {
-    let (path, data, acl_count, flags) = (r.string()?, r.buffer()?, acls(r)?, r.int()?);
-    if code == op::CREATE_TTL {
-        r.long()?;
+/// One op of a write as read off the wire.
+struct Parsed {
+    op: Op,
+    /// Its data was sent as null.
+    null: bool,
+    /// The code it fails with before the log, if any.
+    prefail: Option<i32>,
+}
+
+impl Parsed {
+    fn checked(op: Op, path_ok: bool) -> Parsed {
+        Parsed { op, null: false, prefail: (!path_ok).then_some(err::BAD_ARGUMENTS) }
     }
-    let mode = match flags {
-        0 | 4 => Some(CreateMode::Persistent),
-        1 => Some(CreateMode::Ephemeral),
-        2 => Some(CreateMode::PersistentSequential),
-        3 => Some(CreateMode::EphemeralSequential),
-        _ => None,
-    };
+}
+
+/// A create request of any of the four create opcodes, and ZooKeeper's checks before the
+/// log, in its order (mode, TTL, path, ACL). ZooKeeper accepts TTL nodes only with
+/// `zookeeper.extendedTypesEnabled`; Ward always does.
+fn create(code: i32, r: &mut In<'_>) -> Result<Parsed, JuteError> {
+    let (path, data, acl_count, flags) = (r.string()?, r.nullable_buffer()?, acls(r)?, r.int()?);
+    // ZooKeeper reads a create without a TTL as one with TTL -1.
+    let ttl = if code == op::CREATE_TTL { r.long()? } else { -1 };
+    let mode = create_mode(code, flags, ttl);
     let valid = match mode {
         Some(m) if m.is_sequential() => path::validate_sequential_prefix(&path).is_ok(),
         _ => path::validate(&path).is_ok(),
     };
-    let prefail = if code == op::CREATE_TTL || flags == 5 || flags == 6 {
-        // ZooKeeper without extendedTypesEnabled (its default) refuses TTL nodes so.
-        Some(err::UNIMPLEMENTED)
-    } else if !valid || mode.is_none() {
+    let prefail = if mode.is_none() || !valid {
         Some(err::BAD_ARGUMENTS)
     } else if acl_count == 0 {
         Some(err::INVALID_ACL)
     } else {
         None
     };
-    Ok((Op::Create { path, data, mode: mode.unwrap_or(CreateMode::Persistent) }, prefail))
+    let null = data.is_none();
+    let op = Op::Create { path, data: data.unwrap_or_default(), mode: mode.unwrap_or(CreateMode::Persistent) };
+    Ok(Parsed { op, null, prefail })
+}
+
+/// The mode of a create, or `None` where ZooKeeper answers `BADARGUMENTS`: flags it does not
+/// know, a TTL mode without a TTL in range, or a TTL given with a mode that takes none.
+/// As in ZooKeeper, `createContainer` makes a container and the container flag (4) alone
+/// does not: the Java client sends it with that opcode.
+fn create_mode(code: i32, flags: i32, ttl: i64) -> Option<CreateMode> {
+    let ttl_ms = u64::try_from(ttl).ok().filter(|t| (1..=MAX_TTL_MS).contains(t));
+    match (flags, ttl_ms) {
+        (5 | 6, None) => return None,
+        (5 | 6, Some(_)) => {}
+        _ if ttl >= 0 => return None,
+        _ => {}
+    }
+    match flags {
+        _ if code == op::CREATE_CONTAINER => Some(CreateMode::Container),
+        0 | 4 => Some(CreateMode::Persistent),
+        1 => Some(CreateMode::Ephemeral),
+        2 => Some(CreateMode::PersistentSequential),
+        3 => Some(CreateMode::EphemeralSequential),
+        5 => ttl_ms.map(|ttl_ms| CreateMode::PersistentWithTtl { ttl_ms }),
+        6 => ttl_ms.map(|ttl_ms| CreateMode::PersistentSequentialWithTtl { ttl_ms }),
+        _ => None,
+    }
 }
 
 fn multi(r: &mut In<'_>) -> Result<Action, JuteError> {
     let mut ops = Vec::new();
     let mut codes = Vec::new();
+    let mut nulls = Vec::new();
     let mut prefail = None;
     loop {
         let (code, done, _err) = (r.int()?, r.bool()?, r.int()?);
         if done {
             break;
         }
-        let (op, fail) = match code {
+        let parsed = match code {
             op::CREATE | op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL => create(code, r)?,
             op::DELETE => {
                 let path = r.string()?;
-                let fail = path::validate(&path).is_err().then_some(err::BAD_ARGUMENTS);
-                (Op::Delete { path, version: version(r.int()?) }, fail)
+                let ok = path::validate(&path).is_ok();
+                Parsed::checked(Op::Delete { path, version: version(r.int()?) }, ok)
             }
             op::SET_DATA => {
                 let path = r.string()?;
-                let fail = path::validate(&path).is_err().then_some(err::BAD_ARGUMENTS);
-                (Op::SetData { path, data: r.buffer()?, version: version(r.int()?) }, fail)
+                let ok = path::validate(&path).is_ok();
+                let (data, version) = (r.nullable_buffer()?, version(r.int()?));
+                let null = data.is_none();
+                Parsed { null, ..Parsed::checked(Op::SetData { path, data: data.unwrap_or_default(), version }, ok) }
             }
             op::CHECK => {
                 let path = r.string()?;
-                let fail = path::validate(&path).is_err().then_some(err::BAD_ARGUMENTS);
-                (Op::Check { path, version: version(r.int()?) }, fail)
+                let ok = path::validate(&path).is_ok();
+                Parsed::checked(Op::Check { path, version: version(r.int()?) }, ok)
             }
             // Any other op has no place in a transaction; ZooKeeper drops the connection.
             _ => return Err(JuteError::BadLength(code)),
         };
         if prefail.is_none() {
-            if let Some(fail) = fail {
+            if let Some(fail) = parsed.prefail {
                 prefail = Some((ops.len(), fail));
             }
         }
-        ops.push(op);
+        if parsed.null {
+            nulls.push(u32::try_from(ops.len()).unwrap_or(u32::MAX));
+        }
+        ops.push(parsed.op);
         codes.push(code);
     }
     if let Some((index, _)) = prefail {
         // The prefix, then a check that cannot pass: `/` never holds a lock.
         ops.truncate(index);
         ops.push(Op::CheckFence { path: "/".into(), token: 0 });
+        nulls.retain(|&i| usize::try_from(i).is_ok_and(|i| i < index));
     }
-    Ok(Action::Write { request: Request::Multi(ops), render: Render::Multi { ops: codes, prefail } })
+    Ok(Action::Write { request: Request::Multi(ops), render: Render::Multi { ops: codes, prefail }, nulls })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ZooKeeper's `CreateMode.fromFlag` and `EphemeralType.validateTTL`, with
+    /// `extendedTypesEnabled`: a TTL mode needs a TTL of 1 to 2^40 - 1 ms, any other mode
+    /// none (ZooKeeper reads a create without one as TTL -1).
+    #[test]
+    fn create_flags_and_ttls_make_zookeepers_modes() {
+        let ttl = |ttl_ms| Some(CreateMode::PersistentWithTtl { ttl_ms });
+        let cases = [
+            (op::CREATE, 0, -1, Some(CreateMode::Persistent)),
+            (op::CREATE2, 3, -1, Some(CreateMode::EphemeralSequential)),
+            (op::CREATE_CONTAINER, 4, -1, Some(CreateMode::Container)),
+            // The container flag on a plain create is a persistent node in ZooKeeper too.
+            (op::CREATE2, 4, -1, Some(CreateMode::Persistent)),
+            (op::CREATE_TTL, 5, 1000, ttl(1000)),
+            (op::CREATE_TTL, 5, MAX_TTL_MS as i64, ttl(MAX_TTL_MS)),
+            (op::CREATE_TTL, 6, 1, Some(CreateMode::PersistentSequentialWithTtl { ttl_ms: 1 })),
+            (op::CREATE_TTL, 5, 0, None),
+            (op::CREATE_TTL, 5, MAX_TTL_MS as i64 + 1, None),
+            (op::CREATE_TTL, 0, 1000, None),
+            (op::CREATE_TTL, 0, -1, Some(CreateMode::Persistent)),
+            (op::CREATE2, 5, -1, None),
+            (op::CREATE_CONTAINER, 5, -1, None),
+            (op::CREATE, 7, -1, None),
+        ];
+        for (code, flags, ttl, mode) in cases {
+            assert_eq!(create_mode(code, flags, ttl), mode, "opcode {code}, flags {flags}, ttl {ttl}");
+        }
+    }
 }

@@ -34,16 +34,19 @@ pub fn execute(
                 Err(e) => return ZkAnswer::fail(code(e)),
             }
         }
-        ReadOp::Ward(request) => match reader.execute(state, request, events) {
-            Ok(Response::Exists(Some(s))) => stat(&mut out, &s),
-            Ok(Response::Exists(None)) => return ZkAnswer::fail(err::NO_NODE),
-            Ok(Response::Data { data, stat: s }) => {
-                out.buffer(&data);
-                stat(&mut out, &s);
+        ReadOp::Ward(request) => {
+            let null = matches!(&request, Request::GetData { path, .. } if is_null(state, path));
+            match reader.execute(state, request, events) {
+                Ok(Response::Exists(Some(s))) => stat(&mut out, &s),
+                Ok(Response::Exists(None)) => return ZkAnswer::fail(err::NO_NODE),
+                Ok(Response::Data { data, stat: s }) => {
+                    out.nullable_buffer((!null).then_some(data.as_slice()));
+                    stat(&mut out, &s);
+                }
+                Ok(_) => return ZkAnswer::fail(err::SYSTEM_ERROR),
+                Err(e) => return ZkAnswer::fail(code(e)),
             }
-            Ok(_) => return ZkAnswer::fail(err::SYSTEM_ERROR),
-            Err(e) => return ZkAnswer::fail(code(e)),
-        },
+        }
         ReadOp::GetChildren { path, watch, with_stat } => {
             match reader.execute(state, Request::GetChildren { path, watch }, events) {
                 Ok(Response::Children { children, stat: s }) => {
@@ -141,6 +144,7 @@ pub fn execute(
         }
         ReadOp::MultiRead(ops) => {
             for (code_, path, watch) in ops {
+                let null = code_ == op::GET_DATA && is_null(state, &path);
                 let result = match code_ {
                     op::GET_CHILDREN => reader.execute(state, Request::GetChildren { path, watch }, events),
                     op::GET_DATA => reader.execute(state, Request::GetData { path, watch }, events),
@@ -153,7 +157,7 @@ pub fn execute(
                     }
                     Ok(Response::Data { data, stat: s }) => {
                         multi_header(&mut out, code_, false, err::OK);
-                        out.buffer(&data);
+                        out.nullable_buffer((!null).then_some(data.as_slice()));
                         stat(&mut out, &s);
                     }
                     other => {
@@ -170,4 +174,9 @@ pub fn execute(
         }
     }
     ZkAnswer::ok(out.buf)
+}
+
+/// Whether the node at `path` has null data (a node that is missing has none).
+fn is_null(state: &StateMachine, path: &str) -> bool {
+    state.tree().get(path).is_some_and(crate::tree::Znode::is_null)
 }

@@ -2,6 +2,7 @@
 //! opcodes, error codes, event types and states.
 
 use super::jute::{In, JuteError, Out};
+use crate::metrics::Failure;
 use ward_proto::{ErrorCode, EventKind, SessionId, Stat, WatchEvent};
 
 /// Opcodes (`ZooDefs.OpCode`).
@@ -45,6 +46,7 @@ pub mod err {
     pub const SYSTEM_ERROR: i32 = -1;
     pub const RUNTIME_INCONSISTENCY: i32 = -2;
     pub const CONNECTION_LOSS: i32 = -4;
+    pub const MARSHALLING_ERROR: i32 = -5;
     pub const UNIMPLEMENTED: i32 = -6;
     pub const BAD_ARGUMENTS: i32 = -8;
     pub const NO_NODE: i32 = -101;
@@ -85,8 +87,31 @@ pub fn code(e: ErrorCode) -> i32 {
         // not order the request.
         ErrorCode::Unavailable => err::CONNECTION_LOSS,
         ErrorCode::SessionMoved => err::SESSION_MOVED,
+        ErrorCode::ReplyTooLarge => err::MARSHALLING_ERROR,
         _ => err::SYSTEM_ERROR,
     }
+}
+
+/// ZooKeeper's error code as the request metrics name it (`None`: success). A connection
+/// loss is what Ward's `Unavailable` becomes on this port.
+pub fn failure(code: i32) -> Option<Failure> {
+    Some(match code {
+        err::OK => return None,
+        err::NO_NODE => Failure::NoNode,
+        err::NODE_EXISTS => Failure::NodeExists,
+        err::BAD_VERSION => Failure::BadVersion,
+        err::NOT_EMPTY => Failure::NotEmpty,
+        err::NO_CHILDREN_FOR_EPHEMERALS => Failure::NoChildrenForEphemerals,
+        err::SESSION_EXPIRED => Failure::SessionExpired,
+        err::BAD_ARGUMENTS => Failure::BadArguments,
+        err::UNIMPLEMENTED => Failure::Unimplemented,
+        err::CONNECTION_LOSS => Failure::Unavailable,
+        err::INVALID_ACL => Failure::InvalidAcl,
+        err::NO_WATCHER => Failure::NoWatcher,
+        err::RECONFIG_DISABLED => Failure::ReconfigDisabled,
+        err::SYSTEM_ERROR => Failure::SystemError,
+        _ => Failure::Other,
+    })
 }
 
 /// `Stat`, in jute field order.
@@ -133,6 +158,9 @@ pub fn connect_response(timeout_ms: u32, session: SessionId, passwd: &[u8]) -> V
     out.int(0).int(i32::try_from(timeout_ms).unwrap_or(i32::MAX)).long(zxid(session.0)).buffer(passwd).bool(false);
     out.buf
 }
+
+/// `ReplyHeader`'s size: xid, zxid and error code.
+pub const REPLY_HEADER_LEN: usize = 16;
 
 /// `ReplyHeader`.
 pub fn reply_header(out: &mut Out, xid: i32, zxid: i64, err: i32) {

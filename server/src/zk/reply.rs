@@ -4,8 +4,9 @@
 
 use super::jute::Out;
 use super::ops::Render;
-use super::records::{code, err, multi_header, notification, op, reply_header, stat};
+use super::records::{code, err, failure, multi_header, notification, op, reply_header, stat, REPLY_HEADER_LEN};
 use super::stats::ConnStats;
+use crate::metrics::{Failure, Listener};
 use crate::net::writer::Wire;
 use crate::watch::Outbound;
 use bytes::Bytes;
@@ -32,6 +33,15 @@ impl ZkAnswer {
     pub fn fail(err: i32) -> Self {
         ZkAnswer { err, body: Vec::new() }
     }
+
+    /// The reply's size if it would exceed `limit` ([`super::MAX_REPLY`]): such a read is
+    /// answered `MARSHALLINGERROR` instead. ZooKeeper has no code of its own for it; this one
+    /// makes clients raise rather than reconnect (and a retry would fail the same way). Only
+    /// reads are measured: a write's reply is bounded by its request.
+    pub fn oversized(&self, limit: usize) -> Option<usize> {
+        let len = REPLY_HEADER_LEN + self.body.len();
+        (self.err == err::OK && len > limit).then_some(len)
+    }
 }
 
 pub struct ZkWire {
@@ -51,6 +61,7 @@ impl ZkWire {
 }
 
 impl Wire for ZkWire {
+    const LISTENER: Listener = Listener::ZooKeeper;
     type Tag = ZkTag;
     type Answer = ZkAnswer;
     type Msg = Bytes;
@@ -81,6 +92,19 @@ impl Wire for ZkWire {
 
     fn answer_weight(answer: &ZkAnswer) -> u64 {
         (std::mem::size_of::<ZkAnswer>() + answer.body.len()) as u64
+    }
+
+    fn read_failure(answer: &ZkAnswer) -> Option<Failure> {
+        failure(answer.err)
+    }
+
+    fn write_failure(tag: &ZkTag, result: &Result<Response, ErrorCode>) -> Option<Failure> {
+        match (&tag.render, Failure::of_write(result)) {
+            // The check that stands in for an op refused before the log (see `ops::multi`):
+            // the reply gives that op's own code.
+            (Render::Multi { prefail: Some((_, code)), .. }, Some(Failure::StaleFence)) => failure(*code),
+            (_, failed) => failed,
+        }
     }
 }
 
@@ -140,11 +164,12 @@ fn multi(out: &mut Out, ops: &[i32], prefail: Option<(usize, i32)>, results: &[O
         }
         None => {
             for (code, result) in ops.iter().zip(results) {
-                multi_header(out, *code, false, err::OK);
+                let kind = result_type(*code);
+                multi_header(out, kind, false, err::OK);
                 match result {
                     OpResult::Created { path, stat: s } => {
                         out.string(path);
-                        if *code != op::CREATE {
+                        if kind == op::CREATE2 {
                             stat(out, s);
                         }
                     }
@@ -155,4 +180,79 @@ fn multi(out: &mut Out, ops: &[i32], prefail: Option<(usize, i32)>, results: &[O
         }
     }
     multi_header(out, -1, true, -1);
+}
+
+/// The type of an applied op's result in a multi reply, as ZooKeeper 3.8's
+/// `FinalRequestProcessor` gives it: a plain create answers `create` (the path alone), every
+/// other create `create2` (path and stat). The Java client's `MultiResponse` knows no other
+/// create type and drops the connection on one.
+fn result_type(code: i32) -> i32 {
+    match code {
+        op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL => op::CREATE2,
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::zk::jute::In;
+    use ward_proto::Stat;
+
+    /// The reply limit (docs/zookeeper-compat.md): a read's reply up to it goes out whole,
+    /// one over it is answered MARSHALLINGERROR; an error is never over it.
+    #[test]
+    fn a_reply_over_the_limit_is_oversized() {
+        let limit = REPLY_HEADER_LEN + 100;
+        assert_eq!(ZkAnswer::ok(vec![1; 100]).oversized(limit), None);
+        assert_eq!(ZkAnswer::ok(vec![1; 101]).oversized(limit), Some(limit + 1));
+        assert_eq!(ZkAnswer::fail(err::NO_NODE).oversized(0), None);
+    }
+
+    /// A `Stat`, in jute field order.
+    fn skip_stat(r: &mut In<'_>) {
+        let longs_and_ints = [8, 8, 8, 8, 4, 4, 4, 8, 4, 4, 8];
+        for size in longs_and_ints {
+            let read = if size == 8 { r.long().map(drop) } else { r.int().map(drop) };
+            read.expect("stat");
+        }
+    }
+
+    /// Multi result types (docs/zookeeper-compat.md): a plain create answers `create` with
+    /// the path; create2, createContainer and createTTL answer `create2` with path and stat.
+    #[test]
+    fn creates_in_a_multi_answer_with_zookeepers_result_types() {
+        let codes = [op::CREATE, op::CREATE2, op::CREATE_CONTAINER, op::CREATE_TTL, op::SET_DATA, op::DELETE];
+        let created = |p: &str| OpResult::Created { path: p.into(), stat: Stat::default() };
+        let results = vec![
+            created("/a"),
+            created("/b"),
+            created("/c"),
+            created("/d"),
+            OpResult::DataSet(Stat::default()),
+            OpResult::Deleted,
+        ];
+        let answer = render(Render::Multi { ops: codes.to_vec(), prefail: None }, Ok(Response::Multi(results)));
+        assert_eq!(answer.err, err::OK);
+        let mut r = In::new(&answer.body);
+        let mut types = Vec::new();
+        loop {
+            let (kind, done, _) = (r.int().expect("type"), r.bool().expect("done"), r.int().expect("err"));
+            if done {
+                break;
+            }
+            types.push(kind);
+            match kind {
+                op::CREATE => drop(r.string().expect("path")),
+                op::CREATE2 => {
+                    r.string().expect("path");
+                    skip_stat(&mut r);
+                }
+                op::SET_DATA => skip_stat(&mut r),
+                _ => {}
+            }
+        }
+        assert_eq!(types, [op::CREATE, op::CREATE2, op::CREATE2, op::CREATE2, op::SET_DATA, op::DELETE]);
+        assert_eq!(r.remaining(), 0);
+    }
 }

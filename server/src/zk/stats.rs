@@ -1,5 +1,6 @@
-//! Counters of the ZooKeeper listener, for the four-letter words (`srvr`, `stat`, `cons`,
-//! `mntr`). Kept beside the connections, never in the replicated state.
+//! Per-connection counters of the ZooKeeper listener, for the four-letter words (`stat`,
+//! `cons`). Kept beside the connections, never in the replicated state. The listener's
+//! totals are its request metrics ([`crate::metrics::requests`]), as `/metrics` shows them.
 
 use crate::watch::ConnId;
 use std::collections::BTreeMap;
@@ -7,13 +8,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
-
-/// Packets in and out over every ZooKeeper connection.
-#[derive(Default)]
-pub struct Totals {
-    pub received: AtomicU64,
-    pub sent: AtomicU64,
-}
 
 /// One connection's counters (ZooKeeper's `cons` line).
 pub struct ConnStats {
@@ -25,13 +19,11 @@ pub struct ConnStats {
     pub sent: AtomicU64,
     pub last_cxid: AtomicI64,
     pub last_zxid: AtomicU64,
-    totals: Arc<Totals>,
 }
 
 impl ConnStats {
     pub fn received(&self, xid: i32) {
         self.received.fetch_add(1, Ordering::Relaxed);
-        self.totals.received.fetch_add(1, Ordering::Relaxed);
         if xid > 0 {
             self.last_cxid.store(i64::from(xid), Ordering::Relaxed);
         }
@@ -44,7 +36,6 @@ impl ConnStats {
 
     pub fn sent_event(&self) {
         self.sent.fetch_add(1, Ordering::Relaxed);
-        self.totals.sent.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -52,13 +43,12 @@ impl ConnStats {
 pub struct Shared {
     pub addr: SocketAddr,
     pub started: Instant,
-    pub totals: Arc<Totals>,
     conns: Mutex<BTreeMap<ConnId, Arc<ConnStats>>>,
 }
 
 impl Shared {
     pub fn new(addr: SocketAddr) -> Self {
-        Shared { addr, started: Instant::now(), totals: Arc::default(), conns: Mutex::default() }
+        Shared { addr, started: Instant::now(), conns: Mutex::default() }
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<ConnId, Arc<ConnStats>>> {
@@ -76,7 +66,6 @@ impl Shared {
             sent: AtomicU64::new(0),
             last_cxid: AtomicI64::new(0),
             last_zxid: AtomicU64::new(0),
-            totals: self.totals.clone(),
         });
         self.lock().insert(conn, stats.clone());
         stats

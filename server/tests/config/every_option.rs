@@ -19,6 +19,7 @@ data-dir = "data-from-config"
 in-memory = false
 segment-mb = 1
 snapshot-every = 3
+accept-data-loss = true
 min-session-timeout-ms = 5000
 max-session-timeout-ms = 7000
 id = 1
@@ -30,6 +31,8 @@ metrics-max-locks = 1
 max-outbound-bytes = 3000000
 max-connections = 500
 max-connections-per-ip = 40
+container-check-interval-ms = 100
+container-max-never-used-ms = 1
 
 [ensemble]
 1 = "127.0.0.1:7191"
@@ -45,6 +48,7 @@ const ENV: &[(&str, &str)] = &[
     ("WARD_IN_MEMORY", "false"),
     ("WARD_SEGMENT_MB", "1"),
     ("WARD_SNAPSHOT_EVERY", "3"),
+    ("WARD_ACCEPT_DATA_LOSS", "true"),
     ("WARD_MIN_SESSION_TIMEOUT_MS", "5000"),
     ("WARD_MAX_SESSION_TIMEOUT_MS", "7000"),
     ("WARD_ENSEMBLE", "1=127.0.0.1:7191"),
@@ -57,6 +61,8 @@ const ENV: &[(&str, &str)] = &[
     ("WARD_MAX_OUTBOUND_BYTES", "3000000"),
     ("WARD_MAX_CONNECTIONS", "500"),
     ("WARD_MAX_CONNECTIONS_PER_IP", "40"),
+    ("WARD_CONTAINER_CHECK_INTERVAL_MS", "100"),
+    ("WARD_CONTAINER_MAX_NEVER_USED_MS", "1"),
     ("WARD_SERVER", "127.0.0.1:1"),
     ("WARD_NOT_AN_OPTION", "anything"),
 ];
@@ -113,6 +119,9 @@ async fn check_every_option(server: &ServerProcess) {
     let snapshot = data.join("snapshot");
     wait_until("snapshot-every 3: a snapshot after ten writes", DEADLINE, || async { snapshot.exists() }).await;
     assert_eq!(segment_sizes(&data.join("log")), vec![1 << 20], "segment-mb 1");
+    // accept-data-loss: said at start (what it does to a log with lost files: upgrade.rs).
+    let warned = || async { server.log_tail().contains("accept-data-loss is set") };
+    wait_until("accept-data-loss: said in the log at start", DEADLINE, warned).await;
     // ensemble, id, ensemble-name: the data directory belongs to member 1 of "configured".
     let member = std::fs::read(data.join("member")).expect("read the member file");
     let member = String::from_utf8_lossy(&member);
@@ -127,6 +136,13 @@ async fn check_every_option(server: &ServerProcess) {
     let (_, metrics) = ward_testkit::http::get(server.admin_addr(), "/metrics");
     let reported = metrics.lines().filter(|l| l.starts_with("ward_lock_holders{")).count();
     assert_eq!(reported, 1, "metrics-max-locks 1:\n{metrics}");
+    // container-check-interval-ms and container-max-never-used-ms: a container that never
+    // had a child goes within the deadline (at the defaults, 60 s and 5 min, it would not).
+    short.create("/never-used", b"", ward_client::CreateMode::Container).await.expect("create a container");
+    wait_until("the unused container is deleted", DEADLINE, || async {
+        matches!(short.exists("/never-used").await, Ok(None))
+    })
+    .await;
     // log-format json: every line on stderr is a JSON object.
     let log = server.log_tail();
     assert!(!log.is_empty(), "no log lines");
@@ -154,9 +170,11 @@ fn zk_conf(addr: std::net::SocketAddr) -> String {
     conf
 }
 
+/// The sizes of the segment files (`*.wal`) in `log_dir`.
 fn segment_sizes(log_dir: &Path) -> Vec<u64> {
     let entries = std::fs::read_dir(log_dir).unwrap_or_else(|e| panic!("read {}: {e}", log_dir.display()));
-    entries.filter_map(Result::ok).filter_map(|e| e.metadata().ok()).map(|m| m.len()).collect()
+    let segments = entries.filter_map(Result::ok).filter(|e| e.path().extension().is_some_and(|x| x == "wal"));
+    segments.filter_map(|e| e.metadata().ok()).map(|m| m.len()).collect()
 }
 
 /// `join` (from the file) with `id` and `peer-listen`: a member waiting to be added starts,

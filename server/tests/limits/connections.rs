@@ -1,4 +1,4 @@
-//! G20, connection limits: past `--max-connections-per-ip` or `--max-connections`, a new
+//! G21, connection limits: past `--max-connections-per-ip` or `--max-connections`, a new
 //! connection on either client listener (they count together) is closed at once, with a
 //! logged reason that a flood does not multiply, while every other client keeps being
 //! answered; a place freed by a closed connection is taken again (docs/security.md

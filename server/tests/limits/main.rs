@@ -1,5 +1,5 @@
 //! Protection from slow and hostile clients, through the real binary on both client
-//! listeners (docs/security.md "Limits", guarantee G20): a client that never reads costs
+//! listeners (docs/security.md "Limits", guarantee G21): a client that never reads costs
 //! the server at most its bound on outbound bytes, and connections past the per-address
 //! and total limits are refused at once, while every other client keeps being answered.
 

@@ -1,4 +1,4 @@
-//! G20, slow readers: a client that never reads what the server queues for it costs the
+//! G21, slow readers: a client that never reads what the server queues for it costs the
 //! server at most `--max-outbound-bytes` plus a constant, on either listener; it is
 //! disconnected with a logged reason, its session stays (it resumes), every other client
 //! keeps being answered meanwhile, and nothing stays behind: a second round does not grow

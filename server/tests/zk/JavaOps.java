@@ -1,6 +1,6 @@
 // The ops kazoo lacks, through ZooKeeper 3.8's own Java client: persistent and recursive
-// watches, removeWatches/checkWatches, getEphemerals, getAllChildrenNumber, containers, TTL
-// nodes, multiRead, whoAmI, watches carried over a reconnect (setWatches2), session
+// watches, removeWatches/checkWatches, getEphemerals, getAllChildrenNumber, containers,
+// multiRead, whoAmI, watches carried over a reconnect (setWatches2), session
 // reattach and session expiry. Run as a single source file: java -cp <jars> JavaOps.java ADDR
 // Prints one fact per line; exits non-zero on anything unexpected.
 
@@ -102,14 +102,8 @@ public class JavaOps {
         Events ev = new Events();
         ZooKeeper zk = connect(addr, 10000, ev);
 
-        // Containers are created (never reaped by Ward); TTL nodes are refused as ZooKeeper
-        // does without extendedTypesEnabled.
+        // Containers and TTL nodes, and their cleanup: ContainersAndTtl.java.
         out("container", zk.create("/j", new byte[0], open, CreateMode.CONTAINER));
-        out("ttl", err(() -> zk.create("/j/ttl", new byte[0], open, CreateMode.PERSISTENT_WITH_TTL, new Stat(), 1000)));
-        out("ttl in multi", err(() -> zk.multi(Arrays.asList(
-            Op.create("/j/a", new byte[0], open, CreateMode.PERSISTENT),
-            Op.create("/j/b", new byte[0], open, CreateMode.PERSISTENT_WITH_TTL, 1000)))));
-        out("multi after ttl rolled back", zk.exists("/j/a", false) == null);
 
         zk.create("/j/p", new byte[0], open, CreateMode.PERSISTENT);
         zk.create("/j/p/e1", new byte[0], open, CreateMode.EPHEMERAL);

@@ -30,7 +30,7 @@ pub struct Cli {
     pub session_timeout_ms: Option<u64>,
 
     /// Output format of the reading commands (ls, tree, get, stat, holders, members, stats,
-    /// watch, elect --observe)
+    /// watch, elect --observe, check)
     #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
     pub output: Format,
 
@@ -203,11 +203,64 @@ that cannot be started exits 127.")]
         #[arg(last = true, value_name = "CMD", required_unless_present = "observe", conflicts_with = "observe")]
         cmd: Vec<String>,
     },
+    /// Run workloads against an ensemble while injecting faults, and check the history
+    #[command(long_about = "Run workloads against an ensemble while injecting faults, record the history \
+(JSON lines in --out), and check it against docs/guarantees.md: linearizable registers, lock safety \
+with fencing, durability. --ensemble N starts N local ward-server members (the binary beside this \
+program, or $WARD_SERVER_BIN) behind proxies it controls and kills, pauses and partitions them; \
+--servers runs the workloads only. Exit 0 only when every checker passed, 1 otherwise.")]
+    Check(CheckArgs),
     /// Print the shell completion script for SHELL
     #[command(long_about = "Print the shell completion script for SHELL, e.g.
 `ward completions bash > /etc/bash_completion.d/ward` or
 `ward completions zsh > \"${fpath[1]}/_ward\"`.")]
     Completions { shell: clap_complete::Shell },
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Start N local members and inject faults into them
+    #[arg(long, value_name = "N", conflicts_with = "servers", required_unless_present = "servers",
+          value_parser = clap::value_parser!(u64).range(1..=9))]
+    pub ensemble: Option<u64>,
+    /// Run against these running servers, without faults
+    #[arg(long, value_name = "ADDR[,ADDR...]")]
+    pub servers: Option<String>,
+    /// How long the workloads run, in seconds
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub duration: u64,
+    /// Seed of the fault schedule and the workload choices [default: from the clock, printed]
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// The workloads to run
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "registers,locks")]
+    pub workload: Vec<CheckWorkload>,
+    /// The faults to inject (--ensemble only)
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "kill,pause,partition")]
+    pub nemesis: Vec<CheckFault>,
+    /// Where to write the history [default: a new directory under the system temp dir]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CheckWorkload {
+    /// Synced reads, writes and compare-and-sets on a few keys
+    Registers,
+    /// Lock, read a counter, fenced write of counter + 1, unlock
+    Locks,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CheckFault {
+    /// kill -9 a member, then restart it
+    Kill,
+    /// SIGSTOP a member, then SIGCONT
+    Pause,
+    /// Cut a member off from its peers, then heal
+    Partition,
+    /// No faults
+    None,
 }
 
 #[derive(Debug, Subcommand)]

@@ -36,6 +36,10 @@ pub enum Failure {
     Interrupted { signal: i32, name: &'static str, then: String },
     /// CMD could not be started.
     Spawn { program: String, error: std::io::Error },
+    /// `ward check` could not reach a verdict.
+    Check(ward::check::CheckError),
+    /// `ward check` reached one: some checker failed (the report says which).
+    CheckFailed,
 }
 
 impl Failure {
@@ -47,7 +51,9 @@ impl Failure {
             | Failure::BadVersion { .. }
             | Failure::Input(_)
             | Failure::Output(_)
-            | Failure::Lost(_) => 1,
+            | Failure::Lost(_)
+            | Failure::Check(_)
+            | Failure::CheckFailed => 1,
             Failure::Usage(_) => 2,
             Failure::LockLost { .. } => 3,
             Failure::NotGranted { .. } => 4,
@@ -75,6 +81,8 @@ impl fmt::Display for Failure {
             }
             Failure::Interrupted { name, then, .. } => write!(f, "interrupted by {name}; {then}"),
             Failure::Spawn { program, error } => write!(f, "cannot run {program}: {error}"),
+            Failure::Check(e) => write!(f, "check: {e}"),
+            Failure::CheckFailed => f.write_str("check: FAILED (see the report)"),
         }
     }
 }
@@ -180,7 +188,7 @@ async fn execute(
         }
         Command::Stats => status::stats(client, out).await?,
         // Handled before connecting.
-        Command::Completions { .. } => {}
+        Command::Completions { .. } | Command::Check(_) => {}
     }
     Ok(0)
 }

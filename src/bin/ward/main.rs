@@ -8,12 +8,14 @@
 //! * `holders`, `status`, `observe`: lock queues; members and stats; election leaders.
 //! * `run`: `lock`, `semaphore` and `elect`: a child command under a lock.
 //! * `output`: text or JSON on stdout, writes that survive a closed stream, UTC times.
+//! * `check`: `ward check` (the runner itself is the library's `ward::check`).
 //!
 //! Exit status: 0 on success, 1 when the server or the connection reported an error, 2 for
 //! a command line that does not parse. `lock`, `semaphore` and `elect` exit with their
 //! command's status, or 3 (lock lost), 4 (`--timeout` passed), 127 (command not started),
 //! 128+N (signal N to ward).
 
+mod check;
 mod cli;
 mod commands;
 mod holders;
@@ -41,6 +43,9 @@ fn main() -> ExitCode {
         let mut script = Vec::new();
         clap_complete::generate(shell, &mut cli::Cli::command(), "ward", &mut script);
         return exit(output::Out { format: cli.output }.raw(&script).map(|()| 0));
+    }
+    if let cli::Command::Check(args) = cli.command {
+        return exit(check::run(args, output::Out { format: cli.output }));
     }
     // One connection and one request (or one child) at a time: a single-threaded runtime is
     // all we need.

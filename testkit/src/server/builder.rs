@@ -1,7 +1,9 @@
 //! How a [`ServerProcess`] is started: its addresses, storage, ZooKeeper listener and flags.
 
 use super::ServerProcess;
+use crate::error::HarnessError;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 /// Options for [`ServerProcess`], e.g.
 /// `ServerProcess::builder().flags(&["--snapshot-every", "64"]).zookeeper().in_memory().start()`.
@@ -18,6 +20,8 @@ pub struct ServerBuilder {
     pub(super) envs: Vec<(String, String)>,
     /// Only the test's flags, none of the harness's own.
     pub(super) bare: bool,
+    /// `None`: [`crate::locate::server_binary`], built for the running test.
+    pub(super) binary: Option<PathBuf>,
 }
 
 impl Default for ServerBuilder {
@@ -30,6 +34,7 @@ impl Default for ServerBuilder {
             flags: Vec::new(),
             envs: Vec::new(),
             bare: false,
+            binary: None,
         }
     }
 }
@@ -55,6 +60,13 @@ impl ServerBuilder {
     /// then only say which listening lines to wait for.
     pub fn bare(mut self) -> ServerBuilder {
         self.bare = true;
+        self
+    }
+
+    /// Runs `binary` instead of the test build's `ward-server` (which would be built first):
+    /// for a program outside `cargo test` ([`crate::locate::server_binary_beside`]).
+    pub fn binary(mut self, binary: PathBuf) -> ServerBuilder {
+        self.binary = Some(binary);
         self
     }
 
@@ -98,6 +110,11 @@ impl ServerBuilder {
     /// (a fixed address may be taken, say).
     pub fn try_start(self) -> Result<ServerProcess, String> {
         ServerProcess::launch(self)
+    }
+
+    /// Like [`try_start`](Self::try_start), with a [`HarnessError`].
+    pub fn launch(self) -> Result<ServerProcess, HarnessError> {
+        ServerProcess::launch(self).map_err(HarnessError::Start)
     }
 }
 

@@ -9,6 +9,7 @@ mod spawn;
 pub use builder::ServerBuilder;
 pub use spawn::{LOG_TAIL, STARTUP};
 
+use crate::error::HarnessError;
 use crate::locate::server_binary;
 use crate::tempdir::TempDir;
 use crate::wait::DEADLINE;
@@ -67,7 +68,7 @@ impl ServerProcess {
             options,
             log: LogTail::default(),
             starts: 0,
-            dir: TempDir::new("server"),
+            dir: TempDir::try_new("server").map_err(|e| e.to_string())?,
         };
         match server.spawn() {
             Ok(()) => Ok(server),
@@ -133,6 +134,16 @@ impl ServerProcess {
         self.signal("-CONT");
     }
 
+    /// [`pause`](Self::pause), `Err` instead of a panic.
+    pub fn try_pause(&mut self) -> Result<(), HarnessError> {
+        self.try_signal("-STOP")
+    }
+
+    /// [`resume`](Self::resume), `Err` instead of a panic.
+    pub fn try_resume(&mut self) -> Result<(), HarnessError> {
+        self.try_signal("-CONT")
+    }
+
     /// SIGTERM, and waits (bounded by [`DEADLINE`]) for the process to exit by itself.
     pub fn terminate(&mut self) -> ExitStatus {
         self.signal("-TERM");
@@ -154,16 +165,33 @@ impl ServerProcess {
     /// directory. Returns when the new one prints its banners, i.e. has replayed its log and
     /// listens. The ports may briefly be taken by someone else: the bind is retried.
     pub fn restart(&mut self) {
+        if let Err(why) = self.try_restart() {
+            panic!("{why}\nstderr:\n{}", self.log_tail());
+        }
+    }
+
+    /// [`restart`](Self::restart), `Err` instead of a panic (blocking: from async code,
+    /// call it in `block_in_place` or `spawn_blocking`).
+    pub fn try_restart(&mut self) -> Result<(), HarnessError> {
         self.kill9();
-        for attempt in 1.. {
+        let mut attempt = 1;
+        loop {
             match self.spawn() {
-                Ok(()) => return,
+                Ok(()) => return Ok(()),
                 Err(why) if why.contains("Address already in use") && attempt < BIND_TRIES => {
                     std::thread::sleep(Duration::from_millis(50 * u64::from(attempt.min(10))));
+                    attempt += 1;
                 }
-                Err(why) => panic!("ward-server restart on {} failed: {why}\nstderr:\n{}", self.addr, self.log_tail()),
+                Err(why) => return Err(HarnessError::Start(format!("restart on {}: {why}", self.addr))),
             }
         }
+    }
+
+    /// [`restart`](Self::restart) with `flags` added after those it ran with (a later flag
+    /// wins): the same server and data, a setting changed.
+    pub fn restart_with(&mut self, flags: &[&str]) {
+        self.options.flags.extend(flags.iter().map(|f| f.to_string()));
+        self.restart();
     }
 
     /// Kills the server if it runs, then starts it on the same ports and data directory and
@@ -216,7 +244,7 @@ impl ServerProcess {
     /// environment's `WARD_*` variables are not passed on (a developer's shell must not
     /// change what the tests run), only the test's own.
     fn command(&self) -> Command {
-        let mut cmd = Command::new(server_binary());
+        let mut cmd = Command::new(self.options.binary.as_deref().unwrap_or_else(|| server_binary()));
         for (var, _) in std::env::vars_os() {
             if var.to_string_lossy().starts_with("WARD_") {
                 cmd.env_remove(var);
@@ -254,14 +282,24 @@ impl ServerProcess {
         Ok(())
     }
 
-    fn signal(&self, signal: &str) {
-        let pid = self.pid().unwrap_or_else(|| panic!("kill {signal}: ward-server is not running"));
+    fn signal(&self, signal: &'static str) {
+        if let Err(why) = self.try_signal(signal) {
+            panic!("{why}");
+        }
+    }
+
+    fn try_signal(&self, signal: &'static str) -> Result<(), HarnessError> {
+        let failed = |why: String| HarnessError::Signal { signal, why };
+        let pid = self.pid().ok_or_else(|| failed("not running".into()))?;
         let status = Command::new("kill")
             .arg(signal)
             .arg(pid.to_string())
             .status()
-            .unwrap_or_else(|e| panic!("run kill {signal}: {e}"));
-        assert!(status.success(), "kill {signal} {pid} failed: {status}");
+            .map_err(|e| failed(format!("run kill: {e}")))?;
+        match status.success() {
+            true => Ok(()),
+            false => Err(failed(format!("kill {pid} exited with {status}"))),
+        }
     }
 }
 

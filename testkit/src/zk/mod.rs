@@ -3,7 +3,8 @@
 //! and [`raw`], a bare jute client of our own for byte-level tests.
 //! Each is found (or provisioned) once per test process; where it cannot be had the test
 //! is skipped ([`crate::skip()`]). The scripts and their expected outputs belong to the tests
-//! and live with them; these types take the directory they are in.
+//! and live with them; these types take the directory they are in. [`raw`] is a bare client
+//! for tests at the byte level.
 
 mod java;
 mod kazoo;

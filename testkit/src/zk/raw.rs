@@ -2,8 +2,12 @@
 //! client library (frame order, a client that stops reading, malformed input).
 
 use crate::wait::DEADLINE;
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+/// Bound on every read of a frame or an answer.
+pub const LIMIT: Duration = Duration::from_secs(30);
 
 /// One connection, with the session its connect request got.
 pub struct Raw {
@@ -135,4 +139,13 @@ pub fn add_watch(path: &str, mode: i32) -> Vec<u8> {
     string(&mut p, path.as_bytes());
     p.extend_from_slice(&mode.to_be_bytes());
     p
+}
+
+/// Asks a four-letter word and returns the whole answer.
+pub async fn four_letters(addr: &str, word: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    s.write_all(word).await.expect("write");
+    let mut out = String::new();
+    tokio::time::timeout(LIMIT, s.read_to_string(&mut out)).await.expect("answer in time").expect("read");
+    out
 }

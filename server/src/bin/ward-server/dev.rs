@@ -122,8 +122,11 @@ fn passed_on(args: &Args) -> Vec<String> {
     let options = [
         ("segment-mb", s.segment_mb.map(|n| n.to_string())),
         ("snapshot-every", s.snapshot_every.map(|n| n.to_string())),
+        ("accept-data-loss", s.accept_data_loss.map(|b| b.to_string())),
         ("min-session-timeout-ms", s.min_session_timeout_ms.map(|n| n.to_string())),
         ("max-session-timeout-ms", s.max_session_timeout_ms.map(|n| n.to_string())),
+        ("container-check-interval-ms", s.container_check_interval_ms.map(|n| n.to_string())),
+        ("container-max-never-used-ms", s.container_max_never_used_ms.map(|n| n.to_string())),
         ("ensemble-name", s.ensemble_name.clone()),
         ("log-format", s.log_format.map(|f| f.to_string())),
         ("metrics-max-locks", s.metrics_max_locks.map(|n| n.to_string())),

@@ -60,6 +60,12 @@ async fn run(args: Args) -> Result<(), StartError> {
                     Some(EnsembleOptions { id: e.id, name: e.name, members: e.members, peer_listener, routes })
                 }
             };
+            if args.raft.on_loss == raft::OnLoss::Accept {
+                tracing::warn!(
+                    dir = %dir.display(),
+                    "accept-data-loss is set: a log found with missing or cut files starts with what remains"
+                );
+            }
             Some(Arc::new(
                 raft::open_member(dir, core.clone(), local.clone(), args.raft.clone(), ensemble)
                     .await

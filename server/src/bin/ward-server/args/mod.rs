@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 use values::{HostPort, Listen, LogFormat};
-use ward_server::raft::RaftOptions;
+use ward_server::raft::{OnLoss, RaftOptions};
 use ward_server::Config;
 
 /// What the server runs with, every option decided and every host name resolved.
@@ -104,6 +104,10 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
     }
     config.max_connections = s.max_connections.unwrap_or(config.max_connections);
     config.max_connections_per_ip = s.max_connections_per_ip.unwrap_or(config.max_connections_per_ip);
+    config.container_check_interval = ms(s.container_check_interval_ms, config.container_check_interval);
+    if let Some(n) = s.container_max_never_used_ms {
+        config.container_max_never_used = Duration::from_millis(n.0);
+    }
     let mut raft = RaftOptions::default();
     if let Some(mb) = s.segment_mb {
         raft.segment_bytes = mb.0 << 20;
@@ -111,6 +115,9 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
     if let Some(n) = s.snapshot_every {
         raft.snapshot_every = n.0;
         raft.keep_after_snapshot = raft.keep_after_snapshot.min(n.0);
+    }
+    if s.accept_data_loss == Some(true) {
+        raft.on_loss = OnLoss::Accept;
     }
     let ensemble = ensemble(s, data_dir.is_some())?;
     let dev_ensemble = s.dev_ensemble.map(|n| n.0 as u16);

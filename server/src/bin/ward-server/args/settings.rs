@@ -43,6 +43,12 @@ pub struct Settings {
     /// Take a snapshot after N log entries, then purge the log [default: 5000]
     #[arg(long, value_name = "N", help_heading = "Storage")]
     pub snapshot_every: Option<Bounded<1, MAX>>,
+    /// Start even if log files are missing or cut short (a partial copy or restore), serving
+    /// what remains; without it such a start is refused, naming the file. Say it for one
+    /// start, after deciding the loss is acceptable
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          value_parser = BoolishValueParser::new(), help_heading = "Storage")]
+    pub accept_data_loss: Option<bool>,
 
     /// Shortest session timeout granted [default: 4000]
     #[arg(long, value_name = "N", help_heading = "Sessions")]
@@ -50,6 +56,14 @@ pub struct Settings {
     /// Longest session timeout granted [default: 40000]
     #[arg(long, value_name = "N", help_heading = "Sessions")]
     pub max_session_timeout_ms: Option<Bounded<1, MAX_MS>>,
+
+    /// How often the leader deletes unused containers and expired TTL nodes [default: 60000]
+    #[arg(long, value_name = "N", help_heading = "Containers and TTL nodes")]
+    pub container_check_interval_ms: Option<Bounded<1, MAX_MS>>,
+    /// How long a container that never had a child is kept; 0 keeps it for good
+    /// [default: 300000]
+    #[arg(long, value_name = "N", help_heading = "Containers and TTL nodes")]
+    pub container_max_never_used_ms: Option<Bounded<0, MAX>>,
 
     /// Run as a member of a replicated ensemble: every member's id and peer address (the
     /// same list on every member)
@@ -122,8 +136,11 @@ impl Settings {
             in_memory: self.in_memory.or(lower.in_memory),
             segment_mb: self.segment_mb.or(lower.segment_mb),
             snapshot_every: self.snapshot_every.or(lower.snapshot_every),
+            accept_data_loss: self.accept_data_loss.or(lower.accept_data_loss),
             min_session_timeout_ms: self.min_session_timeout_ms.or(lower.min_session_timeout_ms),
             max_session_timeout_ms: self.max_session_timeout_ms.or(lower.max_session_timeout_ms),
+            container_check_interval_ms: self.container_check_interval_ms.or(lower.container_check_interval_ms),
+            container_max_never_used_ms: self.container_max_never_used_ms.or(lower.container_max_never_used_ms),
             ensemble: self.ensemble.or(lower.ensemble),
             id: self.id.or(lower.id),
             peer_listen: self.peer_listen.or(lower.peer_listen),
@@ -172,11 +189,13 @@ mod tests {
     fn every_flag_is_a_toml_key() {
         for key in keys() {
             let value = match key.as_str() {
-                "in-memory" | "join" => toml::Value::Boolean(false),
+                "in-memory" | "join" | "accept-data-loss" => toml::Value::Boolean(false),
                 "segment-mb"
                 | "snapshot-every"
                 | "min-session-timeout-ms"
                 | "max-session-timeout-ms"
+                | "container-check-interval-ms"
+                | "container-max-never-used-ms"
                 | "id"
                 | "dev-ensemble"
                 | "metrics-max-locks"

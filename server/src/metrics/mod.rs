@@ -1,19 +1,27 @@
-//! Process-wide counters that do not belong to any one piece of state.
+//! The server's own figures, kept where they are produced and read by `/metrics`
+//! ([`crate::admin::exposition`]) and ZooKeeper's four-letter words.
 //!
-//! One server runs per process in production, so these are that server's figures; several
-//! in-process test servers share them.
+//! * [`histogram`]: lock-free fixed-bucket histograms for hot paths.
+//! * [`requests`]: per listener and operation: answered requests, latency, errors, bytes
+//!   (process-wide).
+//! * [`log`]: log fsync latency and append batch sizes (process-wide).
+//! * [`locks`]: lock wait times and involuntary releases (process-wide).
+//!
+//! Process-wide figures are that server's in production, where one server runs per process;
+//! several in-process test servers share them.
+
+pub mod histogram;
+pub mod locks;
+pub mod log;
+pub mod requests;
+
+pub use requests::{Failure, Listener, ListenerFigures, Op, Stamp};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// `fdatasync` calls that made log appends durable.
-static LOG_FSYNCS: AtomicU64 = AtomicU64::new(0);
-
-pub fn count_log_fsync() {
-    LOG_FSYNCS.fetch_add(1, Ordering::Relaxed);
-}
-
 pub fn log_fsyncs() -> u64 {
-    LOG_FSYNCS.load(Ordering::Relaxed)
+    log::FSYNC.count()
 }
 
 /// Connections closed for passing their bound on queued outbound bytes.

@@ -1,0 +1,90 @@
+//! The request, byte, log and lock-handoff figures for `/metrics`, read from the atomics
+//! [`crate::metrics`] keeps. A request series appears once a request of its listener and
+//! operation has been answered (an error series: once one failed with that code), so a
+//! scrape carries the operations in use, not every pair that could be.
+
+use crate::metrics::histogram::{Series, NANOS};
+use crate::metrics::{locks, log, Failure, Listener, Op};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::{Registry, Unit};
+use std::sync::atomic::Ordering;
+
+type Labels = Vec<(&'static str, &'static str)>;
+
+pub fn register_requests(registry: &mut Registry) {
+    let requests = Family::<Labels, Counter>::default();
+    let mut durations = Series { series: Vec::new() };
+    let errors = Family::<Labels, Counter>::default();
+    let pushed = Family::<Labels, Counter>::default();
+    let bytes_in = Family::<Labels, Counter>::default();
+    let bytes_out = Family::<Labels, Counter>::default();
+    for listener in Listener::ALL {
+        let figures = listener.figures();
+        let of_listener = vec![("listener", listener.name())];
+        for op in Op::ALL.iter().copied() {
+            let latency = figures.latency(op);
+            if latency.count() == 0 {
+                continue;
+            }
+            let labels = vec![("listener", listener.name()), ("op", op.name())];
+            let snapshot = latency.snapshot(NANOS);
+            requests.get_or_create(&labels).inc_by(snapshot.count);
+            durations.series.push((labels, snapshot));
+            for failure in Failure::ALL.iter().copied() {
+                let n = figures.errors(op, failure);
+                if n > 0 {
+                    let labels = vec![("listener", listener.name()), ("op", op.name()), ("code", failure.name())];
+                    errors.get_or_create(&labels).inc_by(n);
+                }
+            }
+        }
+        pushed.get_or_create(&of_listener).inc_by(figures.pushed.load(Ordering::Relaxed));
+        bytes_in.get_or_create(&of_listener).inc_by(figures.bytes_in.load(Ordering::Relaxed));
+        bytes_out.get_or_create(&of_listener).inc_by(figures.bytes_out.load(Ordering::Relaxed));
+    }
+    registry.register("requests", "Requests answered, per listener and operation", requests);
+    registry.register_with_unit(
+        "request_duration",
+        "Time from a request's frame decoded to its reply queued on the connection",
+        Unit::Seconds,
+        durations,
+    );
+    registry.register("request_errors", "Requests answered with an error, per error code", errors);
+    registry.register(
+        "pushed_messages",
+        "Messages sent unasked: watch events, lock grants, session-expired notices",
+        pushed,
+    );
+    registry.register_with_unit("received", "Bytes read from clients, per listener", Unit::Bytes, bytes_in);
+    registry.register_with_unit("sent", "Bytes written to clients, per listener", Unit::Bytes, bytes_out);
+}
+
+pub fn register_log(registry: &mut Registry) {
+    registry.register_with_unit(
+        "log_fsync_duration",
+        "Time each fdatasync of the log took",
+        Unit::Seconds,
+        log::FSYNC.snapshot(NANOS),
+    );
+    registry.register("log_append_entries", "Raft entries per durable log append", log::APPEND_ENTRIES.snapshot(1.0));
+    registry.register(
+        "log_append_commands",
+        "Commands per durable log append (group commit)",
+        log::APPEND_COMMANDS.snapshot(1.0),
+    );
+}
+
+pub fn register_lock_handoffs(registry: &mut Registry) {
+    registry.register_with_unit(
+        "lock_wait",
+        "Per grant after waiting: time from the waiter's contender creation to its grant",
+        Unit::Seconds,
+        locks::WAITS.snapshot(locks::MILLIS),
+    );
+    registry.register(
+        "lock_involuntary_releases",
+        "Locks released because the holder's session expired",
+        ConstCounter::new(locks::involuntary_releases()),
+    );
+}

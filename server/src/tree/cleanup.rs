@@ -1,0 +1,71 @@
+//! Containers and TTL nodes: when one is unused, by ZooKeeper's rules (its
+//! `ContainerManager`), and deleting it.
+//!
+//! The leader's cleanup task ([`crate::cleanup`]) lists the candidates from the tree's index
+//! and proposes a [`CommandOp::DeleteIfUnused`](crate::command::CommandOp::DeleteIfUnused)
+//! for each; apply checks the same rule again, in log order and by the command's clock,
+//! since a node may have gained a child or been changed between the two.
+
+use super::ops::Ctx;
+use super::{DataTree, NodeKind, Znode};
+use ward_proto::ErrorCode;
+
+/// True when `node` is due for deletion at `now_ms` (ms since the Unix epoch):
+/// * a container without children that has had one: its `cversion` counts child creates
+///   and deletes, so it is 0 only for a container that never had a child, which is kept
+///   (so that one created just before a check is not deleted before its first child
+///   arrives) until it is older than `never_used_ms` (0: kept for good);
+/// * a TTL node without children, unchanged (`mtime`: its create or last set) for longer
+///   than its TTL.
+///
+/// ZooKeeper checks `cversion > 0`; `!= 0` says the same until the counter wraps.
+pub fn unused(node: &Znode, now_ms: i64, never_used_ms: u64) -> bool {
+    if !node.children.is_empty() {
+        return false;
+    }
+    let idle = now_ms.saturating_sub(node.mtime);
+    let longer_than = |limit: u64| idle > i64::try_from(limit).unwrap_or(i64::MAX);
+    match node.kind() {
+        NodeKind::Container if node.cversion != 0 => true,
+        NodeKind::Container => never_used_ms != 0 && longer_than(never_used_ms),
+        NodeKind::Ttl(ttl) => longer_than(ttl),
+        NodeKind::Persistent | NodeKind::Ephemeral(_) => false,
+    }
+}
+
+impl DataTree {
+    /// The containers and TTL nodes due at `now_ms`, in path order, at most `limit`.
+    pub fn unused_nodes(&self, now_ms: i64, never_used_ms: u64, limit: usize) -> Vec<String> {
+        self.swept
+            .iter()
+            .filter(|path| self.nodes.get(&**path).is_some_and(|node| unused(node, now_ms, never_used_ms)))
+            .take(limit)
+            .map(|path| path.to_string())
+            .collect()
+    }
+
+    /// The number of containers and TTL nodes.
+    pub fn swept_len(&self) -> usize {
+        self.swept.len()
+    }
+
+    /// Deletes `path` if it is a container or TTL node that is [`unused`] at the command's
+    /// time; otherwise changes nothing and says why: `NoNode`, `NotEmpty` (it has children
+    /// now), `BadVersion` (not due: changed since, a container that never had a child, or
+    /// not a container or TTL node at all, like ZooKeeper's `deleteContainer`).
+    pub(crate) fn delete_if_unused(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        path: &str,
+        never_used_ms: u64,
+    ) -> Result<(), ErrorCode> {
+        let node = self.nodes.get(path).ok_or(ErrorCode::NoNode)?;
+        if !node.children.is_empty() {
+            return Err(ErrorCode::NotEmpty);
+        }
+        if !unused(node, ctx.time_ms, never_used_ms) {
+            return Err(ErrorCode::BadVersion);
+        }
+        self.delete(ctx, path, None)
+    }
+}

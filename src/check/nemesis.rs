@@ -1,0 +1,194 @@
+//! The faults `ward check --ensemble` inflicts on its local ensemble, one at a time so that a
+//! majority always remains: kill -9 (then a restart on the same data directory), SIGSTOP
+//! (then SIGCONT), and a partition that cuts one member off from its peers (its clients still
+//! reach it; then healed). The schedule (kinds, targets, how long each lasts, the pauses
+//! between) is drawn from the run's seed.
+
+use super::shared::{Shared, SETTLE};
+use super::CheckError;
+use std::fmt;
+use std::time::{Duration, Instant};
+use tokio::time::timeout;
+use ward_client::Client;
+use ward_testkit::{Ensemble, Rng};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FaultKind {
+    /// SIGKILL, and a restart when the fault ends.
+    Kill,
+    /// SIGSTOP, and SIGCONT when the fault ends.
+    Pause,
+    /// Every peer link to and from the member drops everything, until healed.
+    Partition,
+}
+
+impl FaultKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Kill => "kill",
+            FaultKind::Pause => "pause",
+            FaultKind::Partition => "partition",
+        }
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One fault as it happened, on the run's clock (nanoseconds).
+#[derive(Clone, Debug)]
+pub struct FaultEvent {
+    pub kind: FaultKind,
+    pub member: u64,
+    /// The member led when the fault began.
+    pub was_leader: bool,
+    pub start: u64,
+    /// When it was healed and the member served synced reads again.
+    pub end: u64,
+}
+
+/// Starts `kind` on `member`. Blocking steps (kill and reap) run off the async workers.
+pub async fn inject(ensemble: &mut Ensemble, kind: FaultKind, member: u64) -> Result<(), CheckError> {
+    match kind {
+        FaultKind::Kill => tokio::task::block_in_place(|| ensemble.member(member).kill9()),
+        FaultKind::Pause => ensemble.member(member).try_pause()?,
+        FaultKind::Partition => ensemble.isolate(member),
+    }
+    Ok(())
+}
+
+/// Ends `kind` on `member` (restart, SIGCONT, heal), without waiting for it to catch up.
+pub async fn heal(ensemble: &mut Ensemble, kind: FaultKind, member: u64) -> Result<(), CheckError> {
+    match kind {
+        FaultKind::Kill => tokio::task::block_in_place(|| ensemble.member(member).try_restart())?,
+        FaultKind::Pause => ensemble.member(member).try_resume()?,
+        FaultKind::Partition => ensemble.heal(),
+    }
+    Ok(())
+}
+
+/// True if a client of member `addr` alone gets a `sync` through: the member is in contact
+/// with a leader that has a quorum.
+pub async fn syncs_through(addr: &str) -> bool {
+    let connecting = Client::builder(addr).connect_timeout(Duration::from_secs(2)).connect();
+    let Ok(Ok(client)) = timeout(Duration::from_secs(5), connecting).await else { return false };
+    let synced = matches!(timeout(Duration::from_secs(5), client.sync("/")).await, Ok(Ok(())));
+    let _ = timeout(Duration::from_secs(5), client.close()).await;
+    synced
+}
+
+/// Waits (up to `limit`) until member `id` serves synced reads again.
+pub async fn rejoined(ensemble: &Ensemble, id: u64, limit: Duration) -> Result<(), CheckError> {
+    let addr = ensemble.addr(id);
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if syncs_through(&addr).await {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Err(CheckError::Timeout(format!("member {id} did not serve synced reads within {limit:?} after a fault ended")))
+}
+
+/// The next fault of a seeded schedule.
+#[derive(Clone, Copy, Debug)]
+pub struct Planned {
+    pub kind: FaultKind,
+    /// On the leader of the moment, or on member `n` of the ensemble (by position).
+    pub on_leader: bool,
+    pub position: u64,
+    pub hold: Duration,
+    pub gap: Duration,
+}
+
+/// The seeded schedule: the same seed and kinds give the same sequence of plans. Kinds come
+/// in rounds, each a shuffle of all of them, so that even a short run sees every kind.
+pub struct Schedule {
+    rng: Rng,
+    kinds: Vec<FaultKind>,
+    round: Vec<FaultKind>,
+}
+
+impl Schedule {
+    pub fn new(seed: u64, kinds: &[FaultKind]) -> Schedule {
+        // Apart from the workers' streams, which use seed + process.
+        Schedule { rng: Rng::new(seed ^ 0x6e65_6d65_7369_7300), kinds: kinds.to_vec(), round: Vec::new() }
+    }
+}
+
+impl Iterator for Schedule {
+    type Item = Planned;
+
+    /// `None` only when no kind was chosen.
+    fn next(&mut self) -> Option<Planned> {
+        if self.round.is_empty() {
+            self.round = self.kinds.clone();
+            for i in (1..self.round.len()).rev() {
+                self.round.swap(i, self.rng.below(i as u64 + 1) as usize);
+            }
+        }
+        let kind = self.round.pop()?;
+        let on_leader = self.rng.below(2) == 0;
+        let position = self.rng.next_u64();
+        let hold = Duration::from_millis(1000 + self.rng.below(2000));
+        let gap = Duration::from_millis(300 + self.rng.below(700));
+        Some(Planned { kind, on_leader, position, hold, gap })
+    }
+}
+
+/// Inflicts faults from `schedule` until `until` (a fault that would end past it is not
+/// begun), each healed and waited out before the next; `say` hears one line per fault.
+pub async fn run(
+    ensemble: &mut Ensemble,
+    schedule: &mut Schedule,
+    until: Instant,
+    shared: &Shared,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<Vec<FaultEvent>, CheckError> {
+    let mut faults = Vec::new();
+    for plan in schedule.by_ref() {
+        if Instant::now() + plan.hold + plan.gap > until {
+            break;
+        }
+        let leader = ensemble.try_leader(&[], SETTLE).await?;
+        let ids = ensemble.ids();
+        let member = if plan.on_leader { leader } else { ids[(plan.position % ids.len() as u64) as usize] };
+        let start = shared.clock.now();
+        let began = Instant::now();
+        inject(ensemble, plan.kind, member).await?;
+        tokio::time::sleep(plan.hold).await;
+        heal(ensemble, plan.kind, member).await?;
+        rejoined(ensemble, member, SETTLE).await?;
+        let end = shared.clock.now();
+        let role = if member == leader { "leader " } else { "" };
+        say(&format!("fault: {} {role}{member} for {:?}, back after {:?}", plan.kind, plan.hold, began.elapsed()));
+        faults.push(FaultEvent { kind: plan.kind, member, was_leader: member == leader, start, end });
+        tokio::time::sleep(plan.gap).await;
+    }
+    Ok(faults)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_gives_one_schedule_and_every_round_has_every_kind() {
+        let kinds = [FaultKind::Kill, FaultKind::Pause, FaultKind::Partition];
+        let plans = |seed| {
+            let mut schedule = Schedule::new(seed, &kinds);
+            (0..6).map(|_| schedule.next().map(|p| (p.kind, p.on_leader, p.position, p.hold))).collect::<Vec<_>>()
+        };
+        assert_eq!(plans(1), plans(1));
+        assert_ne!(plans(1), plans(2));
+        for round in plans(1).chunks(3) {
+            for kind in kinds {
+                assert!(round.iter().any(|p| p.map(|p| p.0) == Some(kind)), "{round:?}");
+            }
+        }
+        assert!(Schedule::new(1, &[]).next().is_none());
+    }
+}
