@@ -143,7 +143,7 @@ where
                 item = self.queue.recv() => match item {
                     // Boxed here and below: the futures awaited in this loop would otherwise
                     // be most of every connection's task, idle or not (ward-bench f).
-                    Some(queued) => Box::pin(self.complete(*queued, &applied)).await,
+                    Some(queued) => Box::pin(self.complete(*queued, applied)).await,
                     None => Step::Stop,
                 },
             };
