@@ -23,7 +23,7 @@ const TEST_DEADLINE: Duration = Duration::from_secs(240);
 /// Long enough that no session of these tests expires by accident on a loaded machine.
 const LONG_SESSION: Duration = Duration::from_secs(30);
 
-// ---- done-when 2: SIGKILL at random moments while 8 clients write ----
+// ---- G11: SIGKILL at random moments while 8 clients write ----
 
 const WRITERS: usize = 8;
 const ROUNDS: usize = 20;
@@ -273,7 +273,7 @@ async fn sigkill_at_random_moments_loses_no_acknowledged_write() {
     .await;
 }
 
-// ---- done-when 3: sessions and ephemerals across a restart ----
+// ---- G7, G11: sessions and ephemerals across a restart ----
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_keeps_its_session_and_ephemerals_across_a_quick_restart() {
@@ -386,7 +386,7 @@ async fn after_a_long_outage_returning_sessions_live_and_absent_ones_expire_one_
     .await;
 }
 
-// ---- done-when 6: snapshots, purge, restart from snapshot + tail ----
+// ---- G11: snapshots, purge, restart from snapshot + tail ----
 
 /// A writer's mix of operations; about half carry 1 KiB so the log fills segments quickly.
 async fn mixed_write(client: &Client, w: usize, i: u64) {
@@ -536,7 +536,7 @@ async fn restart_from_snapshot_and_log_tail_gives_the_same_tree() {
     .await;
 }
 
-// ---- done-when 5, measured only: group commit with 64 concurrent writers ----
+// ---- Measured only (docs/benchmarks.md): group commit with 64 concurrent writers ----
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_commit_with_64_writers_prints_writes_per_fsync() {
