@@ -39,6 +39,9 @@ pub struct Config {
     /// The admin HTTP listener (`/metrics`, `/healthz`, `/readyz`), bound by the caller
     /// (`None`: off).
     pub admin: Option<crate::admin::AdminListener>,
+    /// The token the web console's actions (expire a session, delete a node) ask for
+    /// (`None`: actions are off). docs/console.md "Actions".
+    pub admin_token: Option<crate::admin::console::AdminToken>,
     /// `/metrics` reports the lock directories with the longest queues, at most this many,
     /// so that the number of series stays bounded however many locks there are.
     pub metrics_max_locks: usize,
@@ -66,6 +69,7 @@ impl Default for Config {
             max_connections_per_ip: 60,
             zookeeper: None,
             admin: None,
+            admin_token: None,
             metrics_max_locks: 100,
             container_check_interval: Duration::from_secs(60),
             container_max_never_used: Duration::from_secs(5 * 60),

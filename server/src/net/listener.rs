@@ -72,7 +72,7 @@ pub async fn accept_each<F, Fut>(
         };
         let conn = server.next_conn.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(%peer, conn, protocol, "accepted");
-        let open = server.connections.open(protocol);
+        let open = server.connections.open(protocol, conn, peer);
         let served = serve(stream, peer, conn, cancel);
         tasks.spawn(async move {
             served.await;

@@ -170,6 +170,8 @@ impl CommandLog for RaftLog {
         let last = metrics.last_log_index.unwrap_or(0);
         let lag = metrics.replication.iter().flatten().filter(|(id, _)| **id != metrics.id);
         Some(crate::metrics::RaftFigures {
+            id: metrics.id,
+            leader: metrics.current_leader,
             role: match metrics.state {
                 ServerState::Leader => "leader",
                 ServerState::Follower => "follower",

@@ -133,6 +133,8 @@ fn passed_on(args: &Args) -> Vec<String> {
         ("max-outbound-bytes", s.max_outbound_bytes.map(|n| n.to_string())),
         ("max-connections", s.max_connections.map(|n| n.to_string())),
         ("max-connections-per-ip", s.max_connections_per_ip.map(|n| n.to_string())),
+        // Made absolute: the members run in directories of their own.
+        ("admin-token-file", s.admin_token_file.as_ref().map(|p| std::path::absolute(p).unwrap_or(p.clone()).display().to_string())),
     ];
     options.into_iter().filter_map(|(key, value)| Some(format!("--{key}={}", value?))).collect()
 }

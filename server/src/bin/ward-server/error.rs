@@ -23,6 +23,10 @@ pub enum ConfigError {
     DataChoice { source_name: String, why: &'static str },
     #[error("--{key} {value}: cannot resolve the host name: {source}")]
     Resolve { key: &'static str, value: String, source: std::io::Error },
+    /// `--admin-token-file` names a file that cannot be read, is open to other users, or
+    /// holds too short a token.
+    #[error(transparent)]
+    AdminToken(#[from] ward_server::admin::console::token::TokenFileError),
     /// Options that do not go together, or miss another.
     #[error("{0}")]
     Combination(String),

@@ -29,6 +29,12 @@ pub struct Settings {
     /// [default: 127.0.0.1:7180]
     #[arg(long, value_name = "ADDR|off", help_heading = "Listeners")]
     pub admin_listen: Option<Listen>,
+    /// A file whose first line is the admin token: the web console's actions (expire a
+    /// session, delete a node) are allowed to requests that send it as
+    /// `Authorization: Bearer TOKEN`. The file must not be readable by other users; at least
+    /// 16 characters. Without it, actions are off [default: none]
+    #[arg(long, value_name = "FILE", help_heading = "Listeners")]
+    pub admin_token_file: Option<PathBuf>,
 
     /// Where the log and snapshots live [default: ./ward-data; ./ward-dev with --dev-ensemble]
     #[arg(long, value_name = "DIR", help_heading = "Storage")]
@@ -132,6 +138,7 @@ impl Settings {
             listen: self.listen.or(lower.listen),
             zk_listen: self.zk_listen.or(lower.zk_listen),
             admin_listen: self.admin_listen.or(lower.admin_listen),
+            admin_token_file: self.admin_token_file.or(lower.admin_token_file),
             data_dir: self.data_dir.or(lower.data_dir),
             in_memory: self.in_memory.or(lower.in_memory),
             segment_mb: self.segment_mb.or(lower.segment_mb),
@@ -211,7 +218,7 @@ mod tests {
             let parsed = parsed.unwrap_or_else(|e| panic!("key {key}: {e}"));
             assert_ne!(parsed, Settings::default(), "key {key} set nothing");
         }
-        assert_eq!(keys().len(), 24, "a new option: add it to docs/operations.md and here");
+        assert_eq!(keys().len(), 25, "a new option: add it to docs/operations.md and here");
     }
 
     #[test]
