@@ -22,6 +22,7 @@
 //!   mutes and partitions its links.
 //! - [`wait`]: bounded waiting ([`within`], [`wait_for`], [`wait_until`], [`bounded`]) and
 //!   [`serial`] for test bodies that must not share the CPU.
+//! - [`browser`]: Debian's headless Chromium under Playwright, for the web console's tests.
 //! - [`client`]: connecting clients with generous bounds, and waiting for a session state.
 //! - [`tree`]: a digest of the whole znode tree, compared node by node.
 //! - [`tempdir`]: [`TempDir`], a directory removed on drop.
@@ -32,6 +33,7 @@
 //! - [`zk`]: kazoo (provisioned in a venv under the target directory) and ZooKeeper's Java
 //!   client and zkCli.
 
+pub mod browser;
 pub mod client;
 pub mod ensemble;
 pub mod error;

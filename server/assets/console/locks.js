@@ -46,8 +46,19 @@ export function mount(main) {
         : `${number(answer.total)} lock director${answer.total === 1 ? 'y' : 'ies'}` +
           `${prefix ? ` under ${prefix}` : ''}${shown < answer.total ? `, first ${number(shown)} shown` : ''}.`;
     more.hidden = !answer.next;
+    // Most seconds nothing but the clock moved: then only the durations are rewritten,
+    // which keeps a long list cheap to refresh (and focus where it was).
+    const shape = JSON.stringify(answer.directories.map((d) => [d.path, d.holders, d.waiters, d.queue.map((c) => [c.name, c.holds, c.owner, c.client, c.token])]));
+    if (shape === lastShape) {
+      const cells = list.querySelectorAll('td.for');
+      let i = 0;
+      for (const dir of answer.directories) for (const c of dir.queue) if (cells[i]) cells[i++].textContent = since(c, answer.now_ms);
+      return;
+    }
+    lastShape = shape;
     keepingFocus(list, () => list.replaceChildren(...answer.directories.map((dir) => directory(dir, answer.now_ms))));
   }
+  let lastShape = null;
 
   const stop = every(1000, refresh);
   return stop;
@@ -67,7 +78,7 @@ function directory(dir, now) {
       el('td', { class: 'mono' }, c.client || '—'),
       el('td', { class: 'data' }, context(c.data)),
       el('td', { class: 'num' }, String(c.token)),
-      el('td', { class: 'num' }, c.holds ? `held ${duration(now - c.held_since_ms)}` : `waiting ${duration(now - c.queued_ms)}`),
+      el('td', { class: 'num for' }, since(c, now)),
     ),
   );
   const more = dir.holders + dir.waiters - dir.queue.length;
@@ -96,6 +107,10 @@ function directory(dir, now) {
     ),
     more > 0 ? el('p', { class: 'muted small' }, `and ${number(more)} more in the queue`) : null,
   );
+}
+
+function since(c, now) {
+  return c.holds ? `held ${duration(now - c.held_since_ms)}` : `waiting ${duration(now - c.queued_ms)}`;
 }
 
 function context(data) {

@@ -31,10 +31,8 @@ export function mount(main, params) {
   let confirming = null;
 
   async function refresh() {
-    const [list, one] = await Promise.all([
-      get('/api/sessions'),
-      selected ? get('/api/session', { id: selected }).catch(() => null) : null,
-    ]);
+    const list = await get('/api/sessions', { detail: selected });
+    const one = list.detail;
     summary.textContent = `${number(list.total)} session${list.total === 1 ? '' : 's'}${list.sessions.length < list.total ? `, first ${list.sessions.length} shown` : ''}.`;
     keepingFocus(body, () => body.replaceChildren(...list.sessions.map(row)));
     if (selected) keepingFocus(detail, () => showDetail(one));

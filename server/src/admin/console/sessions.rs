@@ -1,7 +1,8 @@
 //! `GET /api/sessions`: every session, with what this server knows of it (client address,
 //! protocol and last heard, where it is connected here) and what it owns (ephemerals,
 //! watches, locks held and waited for). `GET /api/session?id=ID`: one session with its
-//! ephemeral nodes listed.
+//! ephemeral nodes listed (also as the `detail` of the list, with `detail=ID`: one request,
+//! and no 404 for a session that has just ended).
 
 use super::clients::{parse_session, Clients};
 use super::http::{error, json, Query, Reply};
@@ -21,6 +22,8 @@ struct Answer {
     total: usize,
     sessions: Vec<Session>,
     next: Option<String>,
+    /// The session `detail` asked for, `None` if it does not exist (or none was asked for).
+    detail: Option<Detail>,
 }
 
 #[derive(Serialize)]
@@ -64,6 +67,7 @@ pub fn list(server: &Server, query: &Query) -> Reply {
         Err(reply) => return reply,
     };
     let after = query.get("after").and_then(parse_session);
+    let wanted = query.get("detail").and_then(parse_session);
     let clients = Clients::new(server);
     let answer = server.core.read(|state| {
         let ids: Vec<SessionId> = state.sessions().map(|(id, _)| id).collect();
@@ -71,7 +75,8 @@ pub fn list(server: &Server, query: &Query) -> Reply {
         let page = &ids[start..(start + limit).min(ids.len())];
         let sessions = page.iter().filter_map(|id| session(server, &clients, state, *id)).collect();
         let next = (start + limit < ids.len()).then(|| page.last().map(|id| id.to_string())).flatten();
-        Answer { total: ids.len(), sessions, next }
+        let detail = wanted.and_then(|id| detail(server, &clients, state, id));
+        Answer { total: ids.len(), sessions, next, detail }
     });
     json(&answer)
 }
@@ -81,26 +86,27 @@ pub fn one(server: &Server, query: &Query) -> Reply {
         return error(StatusCode::BAD_REQUEST, "id must be a session id (0x... or decimal)");
     };
     let clients = Clients::new(server);
-    let detail = server.core.read(|state| {
-        let session = session(server, &clients, state, id)?;
-        let tree = state.tree();
-        let ephemeral_paths = tree
-            .ephemerals(id)
-            .take(MAX_EPHEMERALS)
-            .map(|p| Ephemeral {
-                path: p.to_string(),
-                lock: lock::sequence(path::name(p)).map(|_| match crate::lock::is_holder(tree, p) {
-                    true => "holds",
-                    false => "waits",
-                }),
-            })
-            .collect();
-        Some(Detail { session, ephemeral_paths })
-    });
-    match detail {
+    match server.core.read(|state| detail(server, &clients, state, id)) {
         Some(detail) => json(&detail),
         None => error(StatusCode::NOT_FOUND, &format!("no session {id}")),
     }
+}
+
+fn detail(server: &Server, clients: &Clients<'_>, state: &StateMachine, id: SessionId) -> Option<Detail> {
+    let session = session(server, clients, state, id)?;
+    let tree = state.tree();
+    let ephemeral_paths = tree
+        .ephemerals(id)
+        .take(MAX_EPHEMERALS)
+        .map(|p| Ephemeral {
+            path: p.to_string(),
+            lock: lock::sequence(path::name(p)).map(|_| match crate::lock::is_holder(tree, p) {
+                true => "holds",
+                false => "waits",
+            }),
+        })
+        .collect();
+    Some(Detail { session, ephemeral_paths })
 }
 
 fn session(server: &Server, clients: &Clients<'_>, state: &StateMachine, id: SessionId) -> Option<Session> {
