@@ -304,3 +304,80 @@ async fn the_console_stays_responsive_with_100k_znodes_and_1000_locks() {
     })
     .await;
 }
+
+/// `GET path` on the admin listener, as JSON (blocking: off the runtime's threads).
+async fn api(admin: std::net::SocketAddr, path: &str) -> serde_json::Value {
+    let path = path.to_string();
+    let (status, body) =
+        tokio::task::spawn_blocking(move || ward_testkit::http::get(admin, &path)).await.expect("the request");
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
+}
+
+/// `POST path` with `headers`: the status and the body.
+async fn post(admin: std::net::SocketAddr, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let path = path.to_string();
+    let headers: Vec<(String, String)> = headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    tokio::task::spawn_blocking(move || {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        ward_testkit::http::request(admin, "POST", &path, &headers)
+    })
+    .await
+    .expect("the request")
+}
+
+// docs/console.md, "The API" and "Actions", without a browser: a lock's queue, a node, the
+// sessions as JSON for scripts; an action without the token is refused with 401, with a
+// wrong one with 403, and with it the session expires; a server without a token file
+// refuses every action, and one whose token file others may read does not start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_answers_scripts_and_refuses_actions_without_the_token() {
+    ward_testkit::bounded(async {
+        let secrets = TempDir::new("console-token");
+        let server = ServerProcess::builder().admin().flags(&["--admin-token-file", &token_file(&secrets)]).start();
+        let (addr, admin) = (server.addr_str(), server.admin_addr());
+        let observer = connect(&addr).await;
+        let holder = client_of(&addr, "api-holder").await;
+        let held = holder.lock_with_data("/api-test/lock", b"why: nightly").await.expect("lock");
+        let waiter = queue_for(&observer, client_of(&addr, "api-waiter").await, "/api-test/lock", 1, b"").await;
+
+        let locks = api(admin, "/api/locks?prefix=%2Fapi-test%2F").await;
+        assert_eq!(locks["total"], 1, "{locks}");
+        let queue = &locks["directories"][0]["queue"];
+        assert_eq!((queue[0]["owner"].as_str(), queue[0]["holds"].as_bool()), (Some("api-holder"), Some(true)));
+        assert_eq!(queue[0]["data"]["text"], "why: nightly");
+        assert_eq!(queue[0]["token"], held.fencing_token());
+        assert_eq!((queue[1]["owner"].as_str(), queue[1]["holds"].as_bool()), (Some("api-waiter"), Some(false)));
+        let node = api(admin, "/api/tree?path=%2Fapi-test").await;
+        assert_eq!((node["children"]["total"].as_u64(), node["kind"].as_str()), (Some(1), Some("container")));
+        let sessions = api(admin, &format!("/api/sessions?detail={}", holder.session_id())).await;
+        assert_eq!(sessions["detail"]["locks_held"], 1, "{sessions}");
+        assert_eq!(sessions["detail"]["protocol"], "ward");
+
+        let expire = format!("/api/sessions/expire?id={}", holder.session_id());
+        assert_eq!(post(admin, &expire, &[]).await.0, 401);
+        assert_eq!(post(admin, &expire, &[("Authorization", "Bearer not-the-token-at-all")]).await.0, 403);
+        let (status, _) = ward_testkit::http::get(admin, &expire);
+        assert_eq!(status, 405, "an action is a POST");
+        assert_eq!(holder.state(), SessionState::Connected, "a refused expiry expired the session");
+        let bearer = format!("Bearer {TOKEN}");
+        let (status, body) = post(admin, &expire, &[("Authorization", &bearer)]).await;
+        assert_eq!(status, 200, "{body}");
+        wait_state(&holder, SessionState::Expired, DEADLINE).await;
+        let (_, _guard) = within("the waiter's grant", DEADLINE, waiter).await.expect("task");
+        assert_eq!(post(admin, &expire, &[("Authorization", &bearer)]).await.0, 404, "it has ended already");
+
+        // Off by default: every action is refused.
+        let plain = ServerProcess::builder().admin().in_memory().start();
+        assert_eq!(post(plain.admin_addr(), "/api/tree/delete?path=%2Fx", &[("Authorization", &bearer)]).await.0, 401);
+
+        // A token file others may read stops the server at startup.
+        let open = secrets.path().join("open-token");
+        std::fs::write(&open, format!("{TOKEN}\n")).expect("write");
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let refused = ServerProcess::builder().in_memory().flags(&["--admin-token-file", &open.display().to_string()]).try_start();
+        let why = refused.err().expect("a world-readable token file is refused");
+        assert!(why.contains("chmod 600"), "{why}");
+    })
+    .await;
+}

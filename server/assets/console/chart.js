@@ -7,7 +7,7 @@ export const COLOURS = ['#0072b2', '#d55e00', '#009e73', '#cc79a7', '#e69f00', '
 
 const W = 560;
 const H = 190;
-const M = { left: 52, right: 150, top: 12, bottom: 26 };
+const M = { left: 58, right: 150, top: 12, bottom: 26 };
 
 function svg(tag, attrs, text) {
   const node = document.createElementNS(NS, tag);
@@ -27,6 +27,7 @@ function ceiling(max) {
 function short(v) {
   if (v >= 1e6) return `${(v / 1e6).toFixed(1)}M`;
   if (v >= 1e4) return `${Math.round(v / 1e3)}k`;
+  if (v >= 1e3) return `${(v / 1e3).toFixed(1).replace(/\.0$/, '')}k`;
   if (v >= 100) return String(Math.round(v));
   if (v >= 10) return v.toFixed(1).replace(/\.0$/, '');
   return v.toFixed(2).replace(/\.?0+$/, '') || '0';
@@ -57,10 +58,10 @@ export function lineChart({ id, title, unit, series, now, span_ms }) {
     root.append(svg('line', { x1: M.left, x2: M.left + width, y1: y(v), y2: y(v), class: 'grid' }));
     root.append(svg('text', { x: M.left - 6, y: y(v) + 4, 'text-anchor': 'end', class: 'tick' }, `${short(v)}${unit}`));
   }
-  const minutes = Math.round(span_ms / 60000);
-  for (let m = minutes; m >= 0; m -= Math.max(1, Math.round(minutes / 3))) {
-    const t = now - m * 60000;
-    root.append(svg('text', { x: x(t), y: H - 8, 'text-anchor': 'middle', class: 'tick' }, m === 0 ? 'now' : `−${m} min`));
+  for (let k = 3; k >= 0; k--) {
+    const back = (span_ms * k) / 3;
+    const text = k === 0 ? 'now' : back < 180000 ? `−${Math.round(back / 1000)} s` : `−${Math.round(back / 60000)} min`;
+    root.append(svg('text', { x: x(now - back), y: H - 8, 'text-anchor': 'middle', class: 'tick' }, text));
   }
   // Lines, broken where a value is missing.
   const labels = [];
@@ -83,6 +84,12 @@ export function lineChart({ id, title, unit, series, now, span_ms }) {
   // Direct labels, nudged apart so they never overlap.
   labels.sort((a, b) => a.y - b.y);
   for (let i = 1; i < labels.length; i++) labels[i].y = Math.max(labels[i].y, labels[i - 1].y + 13);
+  // ... and pushed back up where they would run off the bottom.
+  const bottom = M.top + height;
+  for (let i = labels.length - 1; i >= 0; i--) {
+    const limit = i === labels.length - 1 ? bottom : labels[i + 1].y - 13;
+    labels[i].y = Math.min(labels[i].y, limit);
+  }
   for (const l of labels) root.append(svg('text', { x: M.left + width + 6, y: l.y + 4, fill: l.colour, class: 'label' }, l.text));
   return root;
 }

@@ -8,10 +8,12 @@ import { el, every, updated } from './format.js';
 
 // Operations charted by name; the rest are summed as "other".
 const TOP_OPS = 5;
+// The time shown: from the oldest sample kept, but at least this much.
+const MIN_SPAN = 30 * 1000;
 
 export function mount(main) {
   const grid = el('div', { id: 'charts', class: 'charts' }, el('p', { class: 'muted' }, 'Collecting samples…'));
-  main.append(el('h2', {}, 'Charts'), el('p', { class: 'muted' }, 'The last 15 minutes, one sample a second, kept by the server.'), grid);
+  main.append(el('h2', {}, 'Charts'), el('p', { class: 'muted' }, 'Up to the last 15 minutes, one sample a second, kept by the server.'), grid);
   let samples = [];
   let span = 15 * 60 * 1000;
   return every(1000, async () => {
@@ -21,7 +23,8 @@ export function mount(main) {
     samples = samples.concat(answer.samples);
     const now = samples.length ? samples[samples.length - 1].t : Date.now();
     samples = samples.filter((s) => s.t > now - span);
-    if (samples.length) grid.replaceChildren(...charts(samples, now, span));
+    const shown = samples.length ? Math.min(span, Math.max(MIN_SPAN, now - samples[0].t)) : span;
+    if (samples.length) grid.replaceChildren(...charts(samples, now, shown));
     updated('charts');
   });
 }
