@@ -15,6 +15,7 @@ const FILE: &str = r#"
 listen = "localhost:0"
 zk-listen = "127.0.0.1:0"
 admin-listen = "127.0.0.1:0"
+admin-token-file = "@TOKEN_FILE@"
 data-dir = "data-from-config"
 in-memory = false
 segment-mb = 1
@@ -44,6 +45,7 @@ const ENV: &[(&str, &str)] = &[
     ("WARD_LISTEN", "localhost:0"),
     ("WARD_ZK_LISTEN", "127.0.0.1:0"),
     ("WARD_ADMIN_LISTEN", "127.0.0.1:0"),
+    ("WARD_ADMIN_TOKEN_FILE", "@TOKEN_FILE@"),
     ("WARD_DATA_DIR", "data-from-config"),
     ("WARD_IN_MEMORY", "false"),
     ("WARD_SEGMENT_MB", "1"),
@@ -67,17 +69,34 @@ const ENV: &[(&str, &str)] = &[
     ("WARD_NOT_AN_OPTION", "anything"),
 ];
 
+/// The admin token [`check_every_option`] presents.
+const TOKEN: &str = "every-option-admin-token";
+
+/// Writes the admin token to a file only its owner may read, and returns its path: what
+/// `@TOKEN_FILE@` stands for in [`FILE`] and [`ENV`].
+fn token_file(dir: &Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("admin-token");
+    std::fs::write(&path, TOKEN).expect("write the token file");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod 600");
+    path.display().to_string()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_config_file_sets_every_option() {
     let dir = TempDir::new("config-file");
-    let path = write_config(dir.path(), FILE);
+    let path = write_config(dir.path(), &FILE.replace("@TOKEN_FILE@", &token_file(dir.path())));
     let server = ServerProcess::builder().bare().zookeeper().admin().flags(&["--config", &path]).start();
     bounded(check_every_option(&server)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn environment_variables_set_every_option() {
-    let server = ServerProcess::builder().bare().zookeeper().admin().envs(ENV).start();
+    let dir = TempDir::new("config-env");
+    let token = token_file(dir.path());
+    let env: Vec<(&str, &str)> =
+        ENV.iter().map(|(k, v)| (*k, if *v == "@TOKEN_FILE@" { token.as_str() } else { *v })).collect();
+    let server = ServerProcess::builder().bare().zookeeper().admin().envs(&env).start();
     bounded(check_every_option(&server)).await;
 }
 
@@ -129,6 +148,13 @@ async fn check_every_option(server: &ServerProcess) {
     // zk-listen and admin-listen answer.
     TcpStream::connect(server.zk_addr()).expect("zk-listen answers");
     assert_eq!(ward_testkit::http::get(server.admin_addr(), "/healthz").0, 200, "admin-listen answers");
+    // admin-token-file: an action with the token is let through (404: there is no such
+    // session), where without it it is refused (docs/console.md "Actions").
+    let expire = "/api/sessions/expire?id=0x7fffffffffffffff";
+    let bearer = format!("Bearer {TOKEN}");
+    let with = ward_testkit::http::request(server.admin_addr(), "POST", expire, &[("Authorization", &bearer)]);
+    assert_eq!(with.0, 404, "admin-token-file: {}", with.1);
+    assert_eq!(ward_testkit::http::request(server.admin_addr(), "POST", expire, &[]).0, 401);
     // metrics-max-locks 1: two held locks, one reported.
     let holder = connect(&addr).await;
     let _a = holder.lock("/locks/a").await.expect("lock a");
