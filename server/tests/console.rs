@@ -255,7 +255,11 @@ async fn the_console_stays_responsive_with_100k_znodes_and_1000_locks() {
             let dir = format!("/scale/d{d:03}");
             client.create(&dir, b"", CreateMode::Persistent).await.expect("create dir");
             let ops = (0..1000)
-                .map(|n| Op::Create { path: format!("{dir}/n{n:04}"), data: b"x".to_vec(), mode: CreateMode::Persistent })
+                .map(|n| Op::Create {
+                    path: format!("{dir}/n{n:04}"),
+                    data: b"x".to_vec(),
+                    mode: CreateMode::Persistent,
+                })
                 .collect();
             client.multi(ops).await.expect("a multi of 1000 creates");
             created += 1001;
@@ -375,7 +379,10 @@ async fn the_api_answers_scripts_and_refuses_actions_without_the_token() {
         let open = secrets.path().join("open-token");
         std::fs::write(&open, format!("{TOKEN}\n")).expect("write");
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-        let refused = ServerProcess::builder().in_memory().flags(&["--admin-token-file", &open.display().to_string()]).try_start();
+        let refused = ServerProcess::builder()
+            .in_memory()
+            .flags(&["--admin-token-file", &open.display().to_string()])
+            .try_start();
         let why = refused.err().expect("a world-readable token file is refused");
         assert!(why.contains("chmod 600"), "{why}");
     })

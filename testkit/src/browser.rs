@@ -78,7 +78,8 @@ fn installed(deps: &Path, package_dir: &Path) -> bool {
 /// Installs into a directory of this process's own and renames it into place, so two test
 /// processes provisioning at once cannot see a half-installed one.
 fn provision(deps: &Path, package_dir: &Path) -> Result<(), String> {
-    let note = format!("installing the console tests' npm packages into {} (once per target directory)\n", deps.display());
+    let note =
+        format!("installing the console tests' npm packages into {} (once per target directory)\n", deps.display());
     let _ = std::io::stderr().write_all(note.as_bytes());
     let parent = deps.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;

@@ -5,7 +5,7 @@
 //! forwards it to the leader), and each is logged with who asked, from where, and how it
 //! ended.
 
-use super::http::{error, json, Query, Reply};
+use super::http::{error, json, Query, Refusal, Reply};
 use super::token::{AdminToken, Verdict};
 use crate::command::{Command, CommandOp, Outcome};
 use crate::log::Rejected;
@@ -28,26 +28,26 @@ struct Done {
     zxid: u64,
 }
 
-/// Judges the request's credentials: `Ok` for the admin, else the refusal to send.
-pub fn authorize(server: &Server, authorization: Option<&[u8]>, peer: SocketAddr, action: &str) -> Result<Actor, Reply> {
-    match AdminToken::judge(server.config.admin_token.as_ref(), authorization) {
-        Verdict::Admin => Ok(Actor { peer }),
-        verdict => {
-            tracing::warn!(%peer, action, ?verdict, "console action refused: no admin credentials");
-            let mut reply = match (verdict, server.config.admin_token.is_some()) {
-                (_, false) => error(
-                    StatusCode::UNAUTHORIZED,
-                    "actions are off on this server: start it with --admin-token-file to allow them",
-                ),
-                (Verdict::Wrong, true) => error(StatusCode::FORBIDDEN, "that is not the admin token"),
-                _ => error(StatusCode::UNAUTHORIZED, "actions need the admin token (Authorization: Bearer TOKEN)"),
-            };
-            if reply.status() == StatusCode::UNAUTHORIZED {
-                reply.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, hyper::header::HeaderValue::from_static("Bearer"));
-            }
-            Err(reply)
-        }
+/// Judges the request's credentials: `Ok` for the admin, else why not.
+pub fn authorize(
+    server: &Server,
+    authorization: Option<&[u8]>,
+    peer: SocketAddr,
+    action: &str,
+) -> Result<Actor, Refusal> {
+    let verdict = AdminToken::judge(server.config.admin_token.as_ref(), authorization);
+    if verdict == Verdict::Admin {
+        return Ok(Actor { peer });
     }
+    tracing::warn!(%peer, action, ?verdict, "console action refused: no admin credentials");
+    Err(match (verdict, server.config.admin_token.is_some()) {
+        (_, false) => Refusal::new(
+            StatusCode::UNAUTHORIZED,
+            "actions are off on this server: start it with --admin-token-file to allow them",
+        ),
+        (Verdict::Wrong, true) => Refusal::new(StatusCode::FORBIDDEN, "that is not the admin token"),
+        _ => Refusal::new(StatusCode::UNAUTHORIZED, "actions need the admin token (Authorization: Bearer TOKEN)"),
+    })
 }
 
 /// Expires a session as its heartbeats stopping would: its ephemerals go, its locks pass to

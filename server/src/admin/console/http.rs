@@ -30,13 +30,13 @@ impl Query {
         self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
-    /// A number in `1..=max`, `default` when absent; an error naming the key otherwise.
-    pub fn limit(&self, key: &str, default: usize, max: usize) -> Result<usize, Reply> {
+    /// A number in `1..=max`, `default` when absent; a refusal naming the key otherwise.
+    pub fn limit(&self, key: &str, default: usize, max: usize) -> Result<usize, Refusal> {
         match self.get(key) {
             None | Some("") => Ok(default),
             Some(v) => match v.parse::<usize>() {
                 Ok(n) if (1..=max).contains(&n) => Ok(n),
-                _ => Err(error(StatusCode::BAD_REQUEST, &format!("{key} must be a number from 1 to {max}"))),
+                _ => Err(Refusal::new(StatusCode::BAD_REQUEST, format!("{key} must be a number from 1 to {max}"))),
             },
         }
     }
@@ -50,22 +50,42 @@ fn decode(text: &str) -> String {
     while i < bytes.len() {
         let hex = |b: u8| (b as char).to_digit(16);
         match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                    (Some(h), Some(l)) => {
-                        out.push((h * 16 + l) as u8);
-                        i += 3;
-                        continue;
-                    }
-                    _ => out.push(b'%'),
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
                 }
-            }
+                _ => out.push(b'%'),
+            },
             b'+' => out.push(b' '),
             b => out.push(b),
         }
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A request refused: its status and why, answered as [`error`] does.
+#[derive(Debug)]
+pub struct Refusal {
+    pub status: StatusCode,
+    pub why: String,
+}
+
+impl Refusal {
+    pub fn new(status: StatusCode, why: impl Into<String>) -> Refusal {
+        Refusal { status, why: why.into() }
+    }
+
+    /// The answer; a 401 names the scheme that would do (RFC 9110 §11.6.1).
+    pub fn reply(&self) -> Reply {
+        let mut reply = error(self.status, &self.why);
+        if self.status == StatusCode::UNAUTHORIZED {
+            reply.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        reply
+    }
 }
 
 /// `value` as JSON, not cached (the figures change every second).

@@ -65,10 +65,7 @@ struct Contender {
 
 /// Lock directories with contenders, sorted by path.
 pub fn directories(tree: &DataTree) -> BTreeSet<&str> {
-    tree.all_ephemerals()
-        .filter(|p| *p != "/" && lock::sequence(path::name(p)).is_some())
-        .map(path::parent)
-        .collect()
+    tree.all_ephemerals().filter(|p| *p != "/" && lock::sequence(path::name(p)).is_some()).map(path::parent).collect()
 }
 
 /// `dir`'s contenders in queue order, each with whether it holds.
@@ -82,7 +79,7 @@ pub fn queue<'a>(tree: &'a DataTree, dir: &str) -> Vec<(&'a str, bool)> {
 pub fn answer(server: &Server, console: &Console, query: &Query) -> Reply {
     let limit = match query.limit("limit", PAGE, MAX_PAGE) {
         Ok(limit) => limit,
-        Err(reply) => return reply,
+        Err(refusal) => return refusal.reply(),
     };
     let prefix = query.get("prefix").unwrap_or("/");
     let after = query.get("after").filter(|a| !a.is_empty());
@@ -113,7 +110,8 @@ pub fn answer(server: &Server, console: &Console, query: &Query) -> Reply {
                         data: Data::of(node.data(), MAX_DATA),
                         token: node.mzxid,
                         queued_ms: node.ctime,
-                        held_since_ms: holds.then(|| held_since.get(path.as_str()).copied().unwrap_or(node.ctime.max(looked_ms))),
+                        held_since_ms: holds
+                            .then(|| held_since.get(path.as_str()).copied().unwrap_or(node.ctime.max(looked_ms))),
                     })
                 });
                 let queue_list: Vec<Contender> = listed.collect();

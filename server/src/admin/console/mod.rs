@@ -21,8 +21,8 @@ pub mod clients;
 pub mod ensemble;
 pub mod http;
 pub mod locks;
-pub mod samples;
 pub mod sampler;
+pub mod samples;
 pub mod sessions;
 pub mod token;
 pub mod tree;
@@ -134,7 +134,7 @@ pub async fn respond<B>(server: &Server, console: &Console, peer: SocketAddr, re
         ("/api/sessions/expire" | "/api/tree/delete", false) if method == Method::POST => {
             let authorization = request.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
             match actions::authorize(server, authorization, peer, path) {
-                Err(refusal) => refusal,
+                Err(refusal) => refusal.reply(),
                 Ok(actor) if path == "/api/sessions/expire" => actions::expire(server, actor, &query).await,
                 Ok(actor) => actions::delete(server, actor, &query).await,
             }

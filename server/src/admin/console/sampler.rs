@@ -60,7 +60,8 @@ fn read(server: &Server) -> Reading {
         }
     }
     let (sessions, znodes) = server.core.read(|s| (s.sessions().count() as u64, s.tree().len() as u64));
-    let connections = server.connections.ward.load(Ordering::Relaxed) + server.connections.zookeeper.load(Ordering::Relaxed);
+    let connections =
+        server.connections.ward.load(Ordering::Relaxed) + server.connections.zookeeper.load(Ordering::Relaxed);
     Reading {
         at_ms: crate::now_ms(),
         requests,

@@ -57,7 +57,8 @@ impl Sample {
         let requests = Op::ALL
             .iter()
             .zip(after.requests.iter().zip(before.requests.iter().chain(std::iter::repeat(&0))))
-            .filter_map(|(op, (a, b))| (a > b).then(|| (op.name(), rate(a - b))))
+            .filter(|(_, (a, b))| a > b)
+            .map(|(op, (a, b))| (op.name(), rate(a - b)))
             .collect();
         let latency = delta(&before.latency, &after.latency);
         let fsync = delta(&before.fsync, &after.fsync);
@@ -178,6 +179,9 @@ mod tests {
             ring.push(Sample { t, ..s.clone() });
         }
         assert_eq!(ring.len(), KEEP);
-        assert_eq!(ring.since(KEEP as i64 + 2).iter().map(|s| s.t).collect::<Vec<_>>(), [KEEP as i64 + 3, KEEP as i64 + 4]);
+        assert_eq!(
+            ring.since(KEEP as i64 + 2).iter().map(|s| s.t).collect::<Vec<_>>(),
+            [KEEP as i64 + 3, KEEP as i64 + 4]
+        );
     }
 }

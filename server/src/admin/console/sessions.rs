@@ -64,7 +64,7 @@ struct Ephemeral {
 pub fn list(server: &Server, query: &Query) -> Reply {
     let limit = match query.limit("limit", PAGE, MAX_PAGE) {
         Ok(limit) => limit,
-        Err(reply) => return reply,
+        Err(refusal) => return refusal.reply(),
     };
     let after = query.get("after").and_then(parse_session);
     let wanted = query.get("detail").and_then(parse_session);

@@ -75,7 +75,7 @@ struct Children {
 pub fn answer(server: &Server, query: &Query) -> Reply {
     let limit = match query.limit("limit", PAGE, MAX_PAGE) {
         Ok(limit) => limit,
-        Err(reply) => return reply,
+        Err(refusal) => return refusal.reply(),
     };
     let path = query.get("path").unwrap_or("/");
     if ward_proto::path::validate(path).is_err() {

@@ -134,7 +134,10 @@ fn passed_on(args: &Args) -> Vec<String> {
         ("max-connections", s.max_connections.map(|n| n.to_string())),
         ("max-connections-per-ip", s.max_connections_per_ip.map(|n| n.to_string())),
         // Made absolute: the members run in directories of their own.
-        ("admin-token-file", s.admin_token_file.as_ref().map(|p| std::path::absolute(p).unwrap_or(p.clone()).display().to_string())),
+        (
+            "admin-token-file",
+            s.admin_token_file.as_ref().map(|p| std::path::absolute(p).unwrap_or(p.clone()).display().to_string()),
+        ),
     ];
     options.into_iter().filter_map(|(key, value)| Some(format!("--{key}={}", value?))).collect()
 }
