@@ -79,13 +79,23 @@ pub async fn serve(server: Arc<Server>, listener: TcpListener, cancel: Cancellat
                 .header_read_timeout(HEADER_TIMEOUT)
                 .max_buf_size(MAX_BUF)
                 .serve_connection(TokioIo::new(stream), service);
-            tokio::select! {
-                _ = cancel.cancelled() => {}
-                served = tokio::time::timeout(CONNECTION_TIME, connection) => match served {
-                    Ok(Err(error)) => tracing::debug!(%peer, %error, "admin connection failed"),
-                    Err(_) => tracing::debug!(%peer, "admin connection open too long; closed"),
-                    Ok(Ok(())) => {}
-                },
+            let mut connection = std::pin::pin!(connection);
+            let served = tokio::select! {
+                _ = cancel.cancelled() => return drop(slot),
+                served = tokio::time::timeout(CONNECTION_TIME, connection.as_mut()) => served,
+            };
+            let served = match served {
+                Ok(served) => served,
+                Err(_) => {
+                    // The console polls over one kept-alive connection: let the request in
+                    // hand finish, so that it is not cut off, then close.
+                    tracing::debug!(%peer, "admin connection open too long; closing");
+                    connection.as_mut().graceful_shutdown();
+                    tokio::time::timeout(HEADER_TIMEOUT, connection).await.unwrap_or(Ok(()))
+                }
+            };
+            if let Err(error) = served {
+                tracing::debug!(%peer, %error, "admin connection failed");
             }
             drop(slot);
         });

@@ -59,7 +59,7 @@ struct Contender {
     token: u64,
     /// When it joined the queue (ms since the epoch).
     queued_ms: i64,
-    /// When it began to hold, as this server saw it (see [`Console::held_since`]).
+    /// When it began to hold, as this server saw it (see docs/console.md, "The API").
     held_since_ms: Option<i64>,
 }
 
