@@ -19,7 +19,8 @@
 //! * [`metrics`]: requests per listener and operation, log fsyncs and batches, lock waits, connections
 //!   refused or overflowed,
 //!   open connections, Raft figures.
-//! * [`admin`]: the admin HTTP listener: Prometheus `/metrics`, `/healthz`, `/readyz`.
+//! * [`admin`]: the admin HTTP listener: Prometheus `/metrics`, `/healthz`, `/readyz`, and
+//!   the web console with its JSON API.
 //! * [`core`]: the state machine behind its lock, and the sink its effects go to.
 //! * [`local`]: this server's own registries (watches, session deadlines), the sink of a
 //!   serving server.
