@@ -94,6 +94,8 @@ pub struct EnsembleOptions {
     pub peer_listener: tokio::net::TcpListener,
     /// Peer addresses to use instead of the membership's, by member.
     pub routes: std::collections::HashMap<NodeId, String>,
+    /// Mutual TLS on the peer link, both ways (`None`: plain TCP).
+    pub peer_tls: Option<Arc<crate::tls::PeerTls>>,
 }
 
 /// Tuning of the durable log.
@@ -319,7 +321,8 @@ pub async fn open_member(
         None => Duration::ZERO,
     };
     let routes = ensemble.as_ref().map(|e| e.routes.clone()).unwrap_or_default();
-    let peers = Arc::new(Peers::new(Identity { ensemble: name.into(), me: id }, routes));
+    let peer_tls = ensemble.as_ref().and_then(|e| e.peer_tls.clone());
+    let peers = Arc::new(Peers::new(Identity { ensemble: name.into(), me: id, tls: peer_tls }, routes));
     let network = PeerNetworkFactory { peers: peers.clone() };
     let raft =
         Raft::new(id, Arc::new(config), network, store, sm).await.map_err(|e| OpenError::raft("starting")(e.into()))?;
