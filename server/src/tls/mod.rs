@@ -155,3 +155,6 @@ fn server_config(
 fn refused(files: impl std::fmt::Display, source: rustls::Error) -> TlsError {
     TlsError::Refused { files: files.to_string(), source }
 }
+
+#[cfg(test)]
+mod tests;
