@@ -354,9 +354,10 @@ pub async fn open_member(
             let member =
                 Arc::new(service::Member { raft: raft.clone(), local: local.clone(), reports: reports.clone() });
             let identity = peers.identity().clone();
+            let peer_tls = identity.tls.is_some();
             tasks.spawn(crate::peer::listener::serve(e.peer_listener, identity, member, cancel.clone(), tasks.clone()));
             let members: Vec<String> = e.members.iter().map(|(id, addr)| format!("{id}={addr}")).collect();
-            tracing::info!(id, members = %members.join(","), zxid = core.read(|s| s.last_zxid()), "ensemble member open");
+            tracing::info!(id, members = %members.join(","), peer_tls, zxid = core.read(|s| s.last_zxid()), "ensemble member open");
         }
     }
     core.read(|state| local.restart_deadlines(state));
