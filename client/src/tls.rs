@@ -5,7 +5,9 @@
 //! use ward_client::{Client, Tls};
 //!
 //! # async fn demo() -> Result<(), ward_client::Error> {
-//! let tls = Tls::from_files("ca.pem", Some(("client.pem", "client-key.pem")))?;
+//! use std::path::Path;
+//! let client_cert = (Path::new("client.pem"), Path::new("client-key.pem"));
+//! let tls = Tls::from_files("ca.pem", Some(client_cert))?;
 //! let client = Client::builder("ward-1.example.com:7181").tls(tls).connect().await?;
 //! # Ok(())
 //! # }
@@ -32,7 +34,7 @@ pub struct Tls {
 impl Tls {
     /// Trusts the CA certificates in the PEM file `ca`; shows the certificate and key in
     /// the PEM files `client` (certificate chain, key) to servers that ask for one.
-    pub fn from_files(ca: impl AsRef<Path>, client: Option<(impl AsRef<Path>, impl AsRef<Path>)>) -> Result<Tls> {
+    pub fn from_files(ca: impl AsRef<Path>, client: Option<(&Path, &Path)>) -> Result<Tls> {
         let ca = ca.as_ref();
         let mut roots = RootCertStore::empty();
         for cert in certs(ca)? {
@@ -45,7 +47,6 @@ impl Tls {
         let config = match client {
             None => builder.with_no_client_auth(),
             Some((cert, key)) => {
-                let (cert, key) = (cert.as_ref(), key.as_ref());
                 let pem = PrivateKeyDer::from_pem_file(key).map_err(|e| tls_error(key, e))?;
                 builder.with_client_auth_cert(certs(cert)?, pem).map_err(|e| tls_error(cert, e))?
             }

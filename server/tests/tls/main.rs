@@ -63,7 +63,7 @@ impl Pki {
 
 /// TLS trusting `ca`, showing `cert` if given.
 pub fn trusting(ca: &TestCa, cert: Option<&CertFiles>) -> Tls {
-    Tls::from_files(ca.file(), cert.map(|c| (c.cert.clone(), c.key.clone()))).expect("client TLS settings")
+    Tls::from_files(ca.file(), cert.map(|c| (c.cert.as_path(), c.key.as_path()))).expect("client TLS settings")
 }
 
 /// A session on `addr` over `tls` (`None`: plain TCP), or why there is none.

@@ -70,7 +70,7 @@ impl Cli {
     /// The TLS settings of `--tls-*`, read from their files; `None` without `--tls-ca`.
     pub fn tls(&self) -> Result<Option<Tls>, ward_client::Error> {
         let Some(ca) = &self.tls_ca else { return Ok(None) };
-        let client = self.tls_cert.as_ref().zip(self.tls_key.as_ref());
+        let client = self.tls_cert.as_deref().zip(self.tls_key.as_deref());
         let tls = Tls::from_files(ca, client)?;
         match &self.tls_server_name {
             Some(name) => tls.server_name(name).map(Some),
