@@ -60,7 +60,7 @@ fn text(tag: u8, content: &[u8]) -> Option<String> {
         // UTF8String, PrintableString, IA5String, VisibleString.
         0x0c | 0x13 | 0x16 | 0x1a => std::str::from_utf8(content).ok().map(str::to_string),
         // BMPString: UTF-16, big-endian.
-        0x1e if content.len() % 2 == 0 => {
+        0x1e if content.len().is_multiple_of(2) => {
             let units = content.chunks_exact(2).map(|c| u16::from_be_bytes([c[0], c[1]]));
             char::decode_utf16(units).collect::<Result<String, _>>().ok()
         }

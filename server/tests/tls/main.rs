@@ -33,7 +33,7 @@ pub struct Pki {
 }
 
 impl Pki {
-    pub fn new() -> Pki {
+    fn new() -> Pki {
         let dir = TempDir::new("tls-pki");
         let (ca, other_ca) = (TestCa::new(dir.path(), "ca"), TestCa::new(dir.path(), "other-ca"));
         Pki {
