@@ -64,13 +64,7 @@ pub type Writer = FramedWrite<Counted<WriteHalf, WardWire>, FrameCodec<ClientMes
 pub async fn serve(server: Arc<Server>, incoming: Incoming, peer: SocketAddr, conn: ConnId, cancel: CancellationToken) {
     // The TLS handshake (if any) and the hello share the handshake timeout.
     let deadline = Instant::now() + server.config.handshake_timeout;
-    let stream = tokio::select! {
-        _ = cancel.cancelled() => return,
-        stream = incoming.open(peer, deadline) => match stream {
-            Some(stream) => stream,
-            None => return,
-        },
-    };
+    let Some(stream) = incoming.open(peer, deadline, &cancel).await else { return };
     let (r, w, cert_subject) = stream.into_parts();
     let (r, w) = (Counted::new(r), Counted::new(w));
     let max = server.config.max_frame_len();

@@ -80,14 +80,25 @@ impl Incoming {
         Incoming { stream, tls }
     }
 
-    /// Completes the TLS handshake, if any, by `deadline`; `None` (logged) when it fails or
-    /// takes too long: the connection is then closed and nothing else is touched.
-    pub async fn open(self, peer: std::net::SocketAddr, deadline: tokio::time::Instant) -> Option<ClientStream> {
+    /// Completes the TLS handshake, if any, by `deadline`; `None` (logged) when it fails,
+    /// takes too long or `cancel` fires first: the connection is then closed and nothing
+    /// else is touched.
+    pub async fn open(
+        self,
+        peer: std::net::SocketAddr,
+        deadline: tokio::time::Instant,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Option<ClientStream> {
         if let Err(error) = self.stream.set_nodelay(true) {
             tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
         }
         let Some(config) = self.tls else { return Some(ClientStream::plain(self.stream)) };
-        match tokio::time::timeout_at(deadline, ClientStream::tls(self.stream, config)).await {
+        let handshake = tokio::time::timeout_at(deadline, ClientStream::tls(self.stream, config));
+        let outcome = tokio::select! {
+            _ = cancel.cancelled() => return None,
+            outcome = handshake => outcome,
+        };
+        match outcome {
             Ok(Ok(stream)) => Some(stream),
             Ok(Err(error)) => {
                 tracing::info!(%peer, %error, "closing connection: TLS handshake failed");

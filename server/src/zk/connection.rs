@@ -58,13 +58,7 @@ async fn serve_conn(
     // The TLS handshake (secure client port), the first bytes and the connect request share
     // the handshake timeout.
     let deadline = Instant::now() + server.config.handshake_timeout;
-    let stream = tokio::select! {
-        _ = cancel.cancelled() => return,
-        stream = incoming.open(peer, deadline) => match stream {
-            Some(stream) => stream,
-            None => return,
-        },
-    };
+    let Some(stream) = incoming.open(peer, deadline, &cancel).await else { return };
     let (r, w, cert_subject) = stream.into_parts();
     let (mut r, mut w) = (Counted::<_, ZkWire>::new(r), Counted::<_, ZkWire>::new(w));
     // ZooKeeper reads the first four bytes as a length, unless they spell a command.
