@@ -69,9 +69,12 @@ impl TestCa {
         self.issue(name, Vec::new(), &subject, vec![ExtendedKeyUsagePurpose::ClientAuth], false)
     }
 
-    /// A client certificate that expired in 2001.
-    pub fn expired_client(&self, name: &str) -> CertFiles {
-        self.issue(name, Vec::new(), &[(DnType::CommonName, name)], vec![ExtendedKeyUsagePurpose::ClientAuth], true)
+    /// A certificate like [`server`](Self::server)'s (good for either end) that expired in
+    /// 2001.
+    pub fn expired(&self, name: &str) -> CertFiles {
+        let sans = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+        let usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
+        self.issue(name, sans, &[(DnType::CommonName, name)], usages, true)
     }
 
     fn issue(

@@ -1,7 +1,8 @@
 //! G22 on Ward's listener: the native client works over TLS; a client that does not trust
-//! the server, that speaks plain TCP, or whose certificate is missing (where required),
-//! expired, self-signed or from another CA is refused, and every other client keeps being
-//! served meanwhile (docs/security.md "TLS").
+//! the server (another CA, another name, an expired or self-signed server certificate), that
+//! speaks plain TCP, or whose certificate is missing (where required), expired, self-signed
+//! or from another CA is refused, and every other client keeps being served meanwhile
+//! (docs/security.md "TLS").
 
 use super::{handshake_failures, refused, served, session, trusting, Pki};
 use ward_testkit::{bounded, ServerProcess};
@@ -30,6 +31,20 @@ async fn a_native_client_works_over_tls_and_plain_tcp_or_a_wrong_ca_is_refused()
     .await;
     assert!(handshake_failures(&server) >= 3, "the refusals are logged:\n{}", server.log_tail());
     server.assert_running();
+}
+
+/// Clients refuse a server whose certificate expired or is self-signed (no CA they trust
+/// vouches for it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_refuse_a_server_with_an_expired_or_self_signed_certificate() {
+    let pki = Pki::new();
+    for (what, cert) in [("expired", &pki.expired), ("self-signed", &pki.self_signed)] {
+        let flags = ["--tls-cert", cert.cert_str(), "--tls-key", cert.key_str()];
+        let mut server = ServerProcess::builder().in_memory().flags(&flags).start();
+        let addr = server.addr_str();
+        bounded(refused(&addr, Some(trusting(&pki.ca, None)), &format!("a server certificate that is {what}"))).await;
+        server.assert_running();
+    }
 }
 
 /// `--tls-client-ca`: a client must show a valid certificate from that CA. Without one, or

@@ -39,7 +39,7 @@ impl Pki {
         Pki {
             server: ca.server("server"),
             alice: ca.client("alice", "alice", "Example"),
-            expired: ca.expired_client("expired"),
+            expired: ca.expired("expired"),
             self_signed: self_signed(dir.path(), "self-signed"),
             stranger: other_ca.client("stranger", "stranger", "Elsewhere"),
             ca,
