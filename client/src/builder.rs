@@ -1,10 +1,11 @@
-//! Connecting: addresses, session timeout, connect timeout.
+//! Connecting: addresses, session timeout, connect timeout, TLS.
 
 use crate::client::{Client, Inner};
 use crate::conn::dial::{dial, Connection, DialError};
 use crate::conn::task::Task;
 use crate::error::{Error, Result};
 use crate::state::{SessionCell, SessionState};
+use crate::tls::Tls;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +19,7 @@ pub struct ClientBuilder {
     session_timeout: Duration,
     connect_timeout: Duration,
     owner: Option<String>,
+    tls: Option<Tls>,
 }
 
 impl ClientBuilder {
@@ -27,7 +29,15 @@ impl ClientBuilder {
             session_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
             owner: None,
+            tls: None,
         }
+    }
+
+    /// Connects over TLS (docs/security.md "TLS"): to servers started with `--tls-cert`,
+    /// which then speak nothing else.
+    pub fn tls(mut self, tls: Tls) -> Self {
+        self.tls = Some(tls);
+        self
     }
 
     /// The session timeout to ask for (default 10 s); the server clamps it into its range.
@@ -80,6 +90,7 @@ impl ClientBuilder {
             requested_timeout_ms,
             timeout,
             connect_timeout: self.connect_timeout,
+            tls: self.tls.clone(),
             last_zxid: 0,
             next_xid: 1,
             pending: Default::default(),
@@ -124,7 +135,7 @@ impl ClientBuilder {
                 let hello = Hello { owner: self.owner.clone(), ..Hello::new(None, requested_timeout_ms, 0) };
                 let hello_sent = tokio::time::Instant::now();
                 let limit = self.connect_timeout.min(deadline.saturating_duration_since(hello_sent));
-                match dial(addr, hello, limit.max(Duration::from_millis(1))).await {
+                match dial(addr, hello, limit.max(Duration::from_millis(1)), self.tls.as_ref()).await {
                     Ok(conn) => return Ok((index, conn, hello_sent)),
                     Err(DialError::Unreachable(why)) => failures.push(why),
                     Err(DialError::Refused(ErrorCode::ProtocolVersion, why)) => {

@@ -55,6 +55,10 @@ pub enum Error {
     /// No listed server could be reached at connect time.
     #[error("cannot connect: {0}")]
     Connect(String),
+    /// The TLS settings cannot be used (a file unreadable or not PEM, a key that is not the
+    /// certificate's).
+    #[error("TLS: {0}")]
+    Tls(String),
     /// The server sent something this client does not understand.
     #[error("protocol error: {0}")]
     Protocol(String),

@@ -19,7 +19,8 @@
 //! # Layout
 //! * [`client`]: [`Client`], the operations as `async fn`s on `&self`.
 //! * [`blocking`]: the same client, locks and elections for plain threads.
-//! * [`builder`]: [`ClientBuilder`]: addresses, session timeout, connect timeout.
+//! * [`builder`]: [`ClientBuilder`]: addresses, session timeout, connect timeout, TLS.
+//! * [`tls`]: [`Tls`]: the CA to trust, the client's own certificate, the server name.
 //! * `conn`: the background task owning the socket: pending requests by xid, heartbeats,
 //!   reconnect and session resume, watch re-arming.
 //! * [`lock`]: [`LockGuard`] and fencing: herd-free locks with server-side handoff.
@@ -41,6 +42,7 @@ pub mod mutex;
 pub mod queue;
 pub mod state;
 mod sync;
+pub mod tls;
 pub mod watch;
 
 pub use builder::ClientBuilder;
@@ -51,6 +53,7 @@ pub use lock::{Fence, LockGuard};
 pub use mutex::{Mutex, MutexGuard};
 pub use queue::Contender;
 pub use state::SessionState;
+pub use tls::Tls;
 pub use ward_proto::{
     CreateMode, ErrorCode, EventKind, LockKind, MemberInfo, MemberRole, Op, OpResult, ServerStats, SessionId, Stat,
     WatchEvent, MAX_TTL_MS,

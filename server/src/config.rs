@@ -1,6 +1,8 @@
 //! Server settings.
 
 use crate::error::Error;
+use crate::tls::ServerTls;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The smallest bound on a connection's queued outbound bytes: room for a burst of events
@@ -36,6 +38,12 @@ pub struct Config {
     pub max_connections_per_ip: usize,
     /// A second listener speaking ZooKeeper's protocol, bound by the caller (`None`: off).
     pub zookeeper: Option<crate::zk::ZkListener>,
+    /// TLS for Ward's listener, and for [`zookeeper_tls`](Self::zookeeper_tls): with it,
+    /// Ward's listener speaks only TLS (docs/security.md "TLS"). `None`: plain TCP.
+    pub tls: Option<Arc<ServerTls>>,
+    /// ZooKeeper's secure client port: ZooKeeper's protocol over TLS (needs `tls`), bound
+    /// by the caller (`None`: off).
+    pub zookeeper_tls: Option<crate::zk::ZkListener>,
     /// The admin HTTP listener (`/metrics`, `/healthz`, `/readyz`), bound by the caller
     /// (`None`: off).
     pub admin: Option<crate::admin::AdminListener>,
@@ -68,6 +76,8 @@ impl Default for Config {
             max_connections: 10_000,
             max_connections_per_ip: 60,
             zookeeper: None,
+            tls: None,
+            zookeeper_tls: None,
             admin: None,
             admin_token: None,
             metrics_max_locks: 100,
@@ -95,6 +105,9 @@ impl Config {
         }
         if self.max_outbound_bytes < MIN_OUTBOUND_BYTES {
             return bad("max outbound bytes must be at least 64 KiB");
+        }
+        if self.zookeeper_tls.is_some() && self.tls.is_none() {
+            return bad("the ZooKeeper TLS listener needs a TLS certificate and key");
         }
         if self.container_check_interval.is_zero() {
             return bad("the container check interval must be positive");

@@ -33,6 +33,8 @@
 //! * [`cleanup`]: the leader's deletion of unused containers and TTL nodes.
 //! * [`net`]: accept loop and connection limits, handshake, per-connection reader and writer.
 //! * [`zk`]: the optional ZooKeeper-protocol listener on the same core.
+//! * [`tls`]: TLS for the client listeners and the peer link: certificates from PEM files,
+//!   reloaded on SIGHUP; a client certificate's subject.
 //! * [`config`], [`error`].
 
 pub mod admin;
@@ -54,6 +56,7 @@ pub mod read;
 pub mod session;
 pub mod state;
 mod sync;
+pub mod tls;
 pub mod tree;
 pub mod watch;
 pub mod zk;
@@ -139,12 +142,19 @@ pub async fn serve_with(
             max_connections = c.max_connections,
             max_connections_per_ip = c.max_connections_per_ip,
             max_outbound_bytes = c.max_outbound_bytes,
+            max_in_flight_per_connection = c.max_inflight_per_conn,
+            tls = c.tls.is_some(),
             "serving"
         );
     }
     if let Some(zk) = &server.config.zookeeper {
         let zk_listener = zk.to_tokio()?;
-        tasks.spawn(zk::accept_loop(server.clone(), zk_listener, tasks.clone(), cancel.clone()));
+        tasks.spawn(zk::accept_loop(server.clone(), zk_listener, None, tasks.clone(), cancel.clone()));
+    }
+    if let (Some(zk), Some(tls)) = (&server.config.zookeeper_tls, &server.config.tls) {
+        let zk_listener = zk.to_tokio()?;
+        let tls = Some(tls.clone());
+        tasks.spawn(zk::accept_loop(server.clone(), zk_listener, tls, tasks.clone(), cancel.clone()));
     }
     if let Some(admin) = &server.config.admin {
         let admin_listener = admin.to_tokio()?;

@@ -30,6 +30,7 @@
 //! - [`run`]: running an outside program to completion within a bound.
 //! - [`mod@skip`]: skipping a test whose outside tools are missing, loudly, or failing it under
 //!   `WARD_REQUIRE_ALL_SUITES=1`.
+//! - `tls` (feature `tls`): test certificates, a CA and what it issues, as PEM files.
 //! - [`zk`]: kazoo (provisioned in a venv under the target directory) and ZooKeeper's Java
 //!   client and zkCli.
 
@@ -45,6 +46,8 @@ pub mod run;
 pub mod server;
 pub mod skip;
 pub mod tempdir;
+#[cfg(feature = "tls")]
+pub mod tls;
 pub mod tree;
 pub mod wait;
 pub mod zk;

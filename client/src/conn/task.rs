@@ -37,6 +37,7 @@ pub(crate) struct Task {
     /// The negotiated timeout: heartbeats every third of it.
     pub timeout: Duration,
     pub connect_timeout: Duration,
+    pub tls: Option<crate::tls::Tls>,
     /// The highest zxid seen, so a reconnect never lands on a server that is behind us.
     pub last_zxid: Zxid,
     pub next_xid: u64,
@@ -285,7 +286,9 @@ impl Task {
                 self.next_addr += 1;
                 let hello = Hello::new(Some((self.session_id, self.secret)), self.requested_timeout_ms, self.last_zxid);
                 let hello_sent = Instant::now();
-                let attempt = dial(&addr, hello, self.connect_timeout);
+                // A clone (an `Arc` inside): the attempt must not borrow `self`.
+                let tls = self.tls.clone();
+                let attempt = dial(&addr, hello, self.connect_timeout, tls.as_ref());
                 tokio::pin!(attempt);
                 let result = loop {
                     tokio::select! {

@@ -16,14 +16,14 @@ use super::writer::{Item, ItemTx, Shrink, Wire};
 use crate::metrics::{Failure, Listener, Op, Stamp};
 use crate::outbox::Outbox;
 use crate::read::Reader as ReadCtx;
+use crate::tls::stream::{Incoming, ReadHalf, WriteHalf};
 use crate::watch::{ConnId, Outbound};
 use crate::Server;
 use bytes::BytesMut;
 use futures_util::StreamExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
+use tokio::time::Instant;
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 use ward_proto::{
@@ -58,14 +58,14 @@ impl<T, E> Shrink for FramedWrite<T, E> {
     }
 }
 
-pub type Reader = FramedRead<Counted<OwnedReadHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
-pub type Writer = FramedWrite<Counted<OwnedWriteHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
+pub type Reader = FramedRead<Counted<ReadHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
+pub type Writer = FramedWrite<Counted<WriteHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
 
-pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, conn: ConnId, cancel: CancellationToken) {
-    if let Err(error) = stream.set_nodelay(true) {
-        tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
-    }
-    let (r, w) = stream.into_split();
+pub async fn serve(server: Arc<Server>, incoming: Incoming, peer: SocketAddr, conn: ConnId, cancel: CancellationToken) {
+    // The TLS handshake (if any) and the hello share the handshake timeout.
+    let deadline = Instant::now() + server.config.handshake_timeout;
+    let Some(stream) = incoming.open(peer, deadline, &cancel).await else { return };
+    let (r, w, cert_subject) = stream.into_parts();
     let (r, w) = (Counted::new(r), Counted::new(w));
     let max = server.config.max_frame_len();
     // Small first buffers: most connections carry small frames, and tokio-util's 8 KiB
@@ -80,7 +80,7 @@ pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, con
     let hello = Box::pin(handshake::run(&server, &mut reader, &mut writer, peer, conn, &outbox));
     let attached = tokio::select! {
         _ = cancel.cancelled() => return,
-        r = tokio::time::timeout(server.config.handshake_timeout, hello) => match r {
+        r = tokio::time::timeout_at(deadline, hello) => match r {
             Ok(Some(attached)) => attached,
             Ok(None) => return,
             Err(_) => {
@@ -89,7 +89,7 @@ pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, con
             }
         },
     };
-    let ctx = SessionConn::new(server, peer, conn, attached, outbox);
+    let ctx = SessionConn::new(server, peer, conn, attached, outbox).with_cert_subject(cert_subject);
     ctx.run(out_rx, WardWire, writer, cancel, |seq, queue, cancel| read_loop(&ctx, reader, seq, queue, cancel)).await;
 }
 

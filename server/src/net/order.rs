@@ -37,6 +37,8 @@ pub struct SessionConn {
     epoch: Zxid,
     pub outbox: OutboundTx,
     fences: Fences,
+    /// See [`cert_subject`](Self::cert_subject).
+    cert_subject: Option<String>,
 }
 
 /// The `events_before` of every read that has looked at the state and not been answered
@@ -127,7 +129,21 @@ impl Sequencer {
 impl SessionConn {
     pub fn new(server: Arc<Server>, peer: SocketAddr, conn: ConnId, attached: Attached, outbox: OutboundTx) -> Self {
         let Attached { session, epoch } = attached;
-        SessionConn { server, peer, conn, session, epoch, outbox, fences: Fences::default() }
+        SessionConn { server, peer, conn, session, epoch, outbox, fences: Fences::default(), cert_subject: None }
+    }
+
+    /// This connection's verified client certificate subject (from its TLS handshake).
+    pub fn with_cert_subject(mut self, subject: Option<String>) -> Self {
+        self.cert_subject = subject;
+        self
+    }
+
+    /// The subject of the certificate the client showed in its TLS handshake, verified
+    /// against the listener's client CA, as an RFC 4514 string (`CN=alice,O=Example`);
+    /// `None` without TLS or without a client certificate. Known from the start of the
+    /// connection (`tls::stream::ClientStream::cert_subject` gives it before the hello).
+    pub fn cert_subject(&self) -> Option<&str> {
+        self.cert_subject.as_deref()
     }
 
     /// Runs `f` in a view of the state, recording the last zxid and how many messages were

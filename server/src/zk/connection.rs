@@ -16,6 +16,7 @@ use crate::net::handshake::{self, Attached};
 use crate::net::order::{Sequencer, SessionConn};
 use crate::net::writer::{Item, ItemTx};
 use crate::outbox::{OutboundTx, Outbox};
+use crate::tls::stream::{Incoming, ReadHalf, WriteHalf};
 use crate::watch::ConnId;
 use crate::Server;
 use bytes::Bytes;
@@ -24,28 +25,24 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
+use tokio::time::Instant;
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, Request, SessionId, SessionSecret};
 
-type Reader = FramedRead<Counted<OwnedReadHalf, ZkWire>, LengthDelimitedCodec>;
-type Writer = FramedWrite<Counted<OwnedWriteHalf, ZkWire>, LengthDelimitedCodec>;
+type Reader = FramedRead<Counted<ReadHalf, ZkWire>, LengthDelimitedCodec>;
+type Writer = FramedWrite<Counted<WriteHalf, ZkWire>, LengthDelimitedCodec>;
 
 pub async fn serve(
     server: Arc<Server>,
     shared: Arc<Shared>,
-    stream: TcpStream,
+    incoming: Incoming,
     peer: SocketAddr,
     conn: ConnId,
     cancel: CancellationToken,
 ) {
-    if let Err(error) = stream.set_nodelay(true) {
-        tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
-    }
     let stats = shared.open(conn, peer);
-    serve_conn(server, &shared, stats, stream, peer, conn, cancel).await;
+    serve_conn(server, &shared, stats, incoming, peer, conn, cancel).await;
     shared.close(conn);
 }
 
@@ -53,16 +50,20 @@ async fn serve_conn(
     server: Arc<Server>,
     shared: &Shared,
     stats: Arc<ConnStats>,
-    stream: TcpStream,
+    incoming: Incoming,
     peer: SocketAddr,
     conn: ConnId,
     cancel: CancellationToken,
 ) {
-    let (r, w) = stream.into_split();
+    // The TLS handshake (secure client port), the first bytes and the connect request share
+    // the handshake timeout.
+    let deadline = Instant::now() + server.config.handshake_timeout;
+    let Some(stream) = incoming.open(peer, deadline, &cancel).await else { return };
+    let (r, w, cert_subject) = stream.into_parts();
     let (mut r, mut w) = (Counted::<_, ZkWire>::new(r), Counted::<_, ZkWire>::new(w));
     // ZooKeeper reads the first four bytes as a length, unless they spell a command.
     let mut head = [0u8; 4];
-    let first = tokio::time::timeout(server.config.handshake_timeout, r.read_exact(&mut head));
+    let first = tokio::time::timeout_at(deadline, r.read_exact(&mut head));
     tokio::select! {
         _ = cancel.cancelled() => return,
         read = first => if !matches!(read, Ok(Ok(_))) { return },
@@ -88,7 +89,7 @@ async fn serve_conn(
     let connect = Box::pin(connect(&server, &mut reader, &mut writer, peer, conn, &outbox));
     let attached = tokio::select! {
         _ = cancel.cancelled() => return,
-        r = tokio::time::timeout(server.config.handshake_timeout, connect) => match r {
+        r = tokio::time::timeout_at(deadline, connect) => match r {
             Ok(Some(attached)) => attached,
             Ok(None) => return,
             Err(_) => {
@@ -101,7 +102,7 @@ async fn serve_conn(
     stats.session.store(session.0, Ordering::Relaxed);
     let timeout = server.core.read(|s| s.session(session).map_or(0, |r| r.timeout_ms));
     stats.timeout_ms.store(timeout, Ordering::Relaxed);
-    let ctx = SessionConn::new(server, peer, conn, attached, outbox);
+    let ctx = SessionConn::new(server, peer, conn, attached, outbox).with_cert_subject(cert_subject);
     let wire = ZkWire { stats: stats.clone() };
     ctx.run(out_rx, wire, writer, cancel, |seq, queue, cancel| read_loop(&ctx, &stats, reader, seq, queue, cancel))
         .await;

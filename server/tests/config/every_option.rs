@@ -32,6 +32,7 @@ metrics-max-locks = 1
 max-outbound-bytes = 3000000
 max-connections = 500
 max-connections-per-ip = 40
+max-in-flight-per-connection = 7
 container-check-interval-ms = 100
 container-max-never-used-ms = 1
 
@@ -63,6 +64,7 @@ const ENV: &[(&str, &str)] = &[
     ("WARD_MAX_OUTBOUND_BYTES", "3000000"),
     ("WARD_MAX_CONNECTIONS", "500"),
     ("WARD_MAX_CONNECTIONS_PER_IP", "40"),
+    ("WARD_MAX_IN_FLIGHT_PER_CONNECTION", "7"),
     ("WARD_CONTAINER_CHECK_INTERVAL_MS", "100"),
     ("WARD_CONTAINER_MAX_NEVER_USED_MS", "1"),
     ("WARD_SERVER", "127.0.0.1:1"),
@@ -100,12 +102,16 @@ async fn environment_variables_set_every_option() {
     bounded(check_every_option(&server)).await;
 }
 
-/// [`FILE`] and [`ENV`] set every option `--help` lists, but those with tests of their own.
+/// [`FILE`] and [`ENV`] set every option `--help` lists, but those with tests of their own
+/// (the TLS options need certificates: `server/tests/tls/startup.rs` sets them from a file
+/// and from the environment).
 #[test]
 fn the_tests_cover_every_option() {
     let out = super::run_to_exit(Path::new("."), &["--help"], &[]);
     let help = String::from_utf8_lossy(&out.stdout);
-    let own_tests = ["config", "help", "version", "dev-ensemble", "join"];
+    let tls = ["tls-cert", "tls-key", "tls-client-ca", "tls-client-auth", "zk-tls-listen"];
+    let peer_tls = ["peer-tls-cert", "peer-tls-key", "peer-tls-ca"];
+    let own_tests = [&["config", "help", "version", "dev-ensemble", "join"][..], &tls, &peer_tls].concat();
     // The lines that introduce an option: "      --zk-listen <ADDR|off>".
     let keys = help.lines().filter_map(|l| l.trim_start().strip_prefix("--"));
     let keys = keys.filter_map(|l| l.split(|c: char| !(c.is_ascii_lowercase() || c == '-')).next());
@@ -176,11 +182,17 @@ async fn check_every_option(server: &ServerProcess) {
         let line = line.split_once("] ").map_or(line, |(_, l)| l);
         assert!(line.starts_with("{\"timestamp\":") && line.ends_with('}'), "not a JSON line: {line}");
     }
-    // The limits: the per-address one as ZooKeeper's `conf` shows it, all three as the
+    // The limits: the per-address one as ZooKeeper's `conf` shows it, all four as the
     // server says it serves with them.
     let conf = zk_conf(server.zk_addr());
     assert!(conf.contains("maxClientCnxns=40\n"), "max-connections-per-ip: {conf}");
-    for field in ["\"max_outbound_bytes\":3000000", "\"max_connections\":500", "\"max_connections_per_ip\":40"] {
+    let fields = [
+        "\"max_outbound_bytes\":3000000",
+        "\"max_connections\":500",
+        "\"max_connections_per_ip\":40",
+        "\"max_in_flight_per_connection\":7",
+    ];
+    for field in fields {
         assert!(log.lines().any(|l| l.contains("\"serving\"") && l.contains(field)), "no {field} in:\n{log}");
     }
 }

@@ -2,7 +2,9 @@
 //! the shell completions all come from these types.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
 use std::time::Duration;
+use ward_client::Tls;
 
 pub const DEFAULT_SERVER: &str = "127.0.0.1:7181";
 
@@ -13,8 +15,8 @@ lock or leadership was lost; CMD got SIGTERM), 4 (--timeout passed; CMD not run)
 could not be started), 128+N (signal N reached ward; CMD was stopped). watch, get -w and
 elect --observe exit 0 when interrupted by SIGINT or SIGTERM.
 
-The server is --server, else $WARD_SERVER, else 127.0.0.1:7181. Use `--` before a DATA
-that starts with '-'.";
+The server is --server, else $WARD_SERVER, else 127.0.0.1:7181. With --tls-ca, ward speaks
+TLS to it. Use `--` before a DATA that starts with '-'.";
 
 #[derive(Debug, Parser)]
 #[command(name = "ward", version, about = "Command-line client for a Ward server", after_help = EXIT_STATUS)]
@@ -28,6 +30,23 @@ pub struct Cli {
     /// Session timeout to ask the server for, in milliseconds
     #[arg(long, global = true, value_name = "N")]
     pub session_timeout_ms: Option<u64>,
+
+    /// Connect over TLS, trusting the CA certificates in FILE (PEM): for servers started
+    /// with --tls-cert
+    #[arg(long, global = true, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+
+    /// This client's certificate (PEM), for servers that ask for one (with --tls-key)
+    #[arg(long, global = true, value_name = "FILE", requires_all = ["tls_ca", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert (PEM)
+    #[arg(long, global = true, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// The name the servers' certificates must carry [default: the host of each address]
+    #[arg(long, global = true, value_name = "NAME", requires = "tls_ca")]
+    pub tls_server_name: Option<String>,
 
     /// Output format of the reading commands (ls, tree, get, stat, holders, members, stats,
     /// watch, elect --observe, check)
@@ -46,6 +65,17 @@ impl Cli {
 
     pub fn session_timeout(&self) -> Option<Duration> {
         self.session_timeout_ms.map(Duration::from_millis)
+    }
+
+    /// The TLS settings of `--tls-*`, read from their files; `None` without `--tls-ca`.
+    pub fn tls(&self) -> Result<Option<Tls>, ward_client::Error> {
+        let Some(ca) = &self.tls_ca else { return Ok(None) };
+        let client = self.tls_cert.as_deref().zip(self.tls_key.as_deref());
+        let tls = Tls::from_files(ca, client)?;
+        match &self.tls_server_name {
+            Some(name) => tls.server_name(name).map(Some),
+            None => Ok(Some(tls)),
+        }
     }
 }
 

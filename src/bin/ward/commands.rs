@@ -110,6 +110,9 @@ pub async fn run(cli: Cli, env_server: Option<String>) -> Result<u8, Failure> {
     if let Some(timeout) = session_timeout {
         builder = builder.session_timeout(timeout);
     }
+    if let Some(tls) = cli.tls().map_err(ward("read the TLS files".to_string()))? {
+        builder = builder.tls(tls);
+    }
     let client = builder.connect().await.map_err(ward(format!("connect to {server}")))?;
     let outcome = execute(&client, cli.command, out, stdin_data, signals).await;
     // Close explicitly so that our ephemerals go now, not one session timeout later.

@@ -225,6 +225,27 @@ impl fmt::Display for LogFormat {
     }
 }
 
+/// `--tls-client-auth`: whether clients of a listener with a client CA must show a
+/// certificate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientAuth {
+    /// A client without a certificate is refused (ZooKeeper's ssl.clientAuth=need).
+    #[default]
+    Required,
+    /// A client may connect without one; one it shows must be valid (ZooKeeper's want).
+    Optional,
+}
+
+impl fmt::Display for ClientAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ClientAuth::Required => "required",
+            ClientAuth::Optional => "optional",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
