@@ -29,11 +29,11 @@ impl Reader<'_> {
                 valid(&path)?;
                 let node = state.tree().get(&path).ok_or(ErrorCode::NoNode)?;
                 self.arm(watch, WatchKind::Data, &path);
-                Ok(Response::Data { data: node.data().to_vec(), stat: node.stat() })
+                Ok(Response::Data { data: node.data().to_vec(), stat: state.tree().stat(node) })
             }
             Request::Exists { path, watch } => {
                 valid(&path)?;
-                let stat = state.tree().get(&path).map(|n| n.stat());
+                let stat = state.tree().get(&path).map(|n| state.tree().stat(n));
                 let kind = if stat.is_some() { WatchKind::Data } else { WatchKind::Exists };
                 self.arm(watch, kind, &path);
                 Ok(Response::Exists(stat))
@@ -44,7 +44,7 @@ impl Reader<'_> {
                 self.arm(watch, WatchKind::Child, &path);
                 Ok(Response::Children {
                     children: node.children.iter().map(str::to_string).collect(),
-                    stat: node.stat(),
+                    stat: state.tree().stat(node),
                 })
             }
             Request::Sync { path } => valid(&path).map(|()| Response::Synced),

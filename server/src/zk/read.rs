@@ -63,7 +63,7 @@ pub fn execute(
         ReadOp::GetAcl { path } => {
             let Some(node) = state.tree().get(&path) else { return ZkAnswer::fail(err::NO_NODE) };
             open_acl(&mut out);
-            stat(&mut out, &node.stat());
+            stat(&mut out, &state.tree().stat(node));
         }
         ReadOp::SetAcl { path, version, acls } => {
             // Ward keeps no ACLs: every node stays world:anyone:cdrwa and its aversion 0, so
@@ -78,7 +78,7 @@ pub fn execute(
             if version != -1 && version != 0 {
                 return ZkAnswer::fail(err::BAD_VERSION);
             }
-            stat(&mut out, &node.stat());
+            stat(&mut out, &state.tree().stat(node));
         }
         ReadOp::AllChildrenNumber { path } => {
             let Some(node) = state.tree().get(&path) else { return ZkAnswer::fail(err::NO_NODE) };
