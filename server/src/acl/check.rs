@@ -187,9 +187,13 @@ mod tests {
         let peer = ip("127.0.0.1");
         let open = Acl::new(ALL, "world", "anyone");
         assert_eq!(fixup(&[open.clone(), open.clone()], &[]), Ok(vec![open.clone()]));
-        assert_eq!(fixup(&[], &[peer.clone()]), Err(ErrorCode::InvalidAcl));
+        assert_eq!(fixup(&[], std::slice::from_ref(&peer)), Err(ErrorCode::InvalidAcl));
         let auth = [Acl::new(READ | ADMIN, "auth", "")];
-        assert_eq!(fixup(&auth, &[peer.clone()]), Err(ErrorCode::InvalidAcl), "an address is not authenticated");
+        assert_eq!(
+            fixup(&auth, std::slice::from_ref(&peer)),
+            Err(ErrorCode::InvalidAcl),
+            "an address is not authenticated"
+        );
         assert_eq!(
             fixup(&auth, &[peer.clone(), alice.clone(), AuthId::X509("CN=a".into())]),
             Ok(vec![Acl::new(READ | ADMIN, "digest", &alice.id()), Acl::new(READ | ADMIN, "x509", "CN=a")])
@@ -207,7 +211,7 @@ mod tests {
         ];
         for entry in bad {
             assert_eq!(
-                fixup(&[open.clone(), entry.clone()], &[alice.clone()]),
+                fixup(&[open.clone(), entry.clone()], std::slice::from_ref(&alice)),
                 Err(ErrorCode::InvalidAcl),
                 "{entry:?}"
             );

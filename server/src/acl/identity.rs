@@ -72,6 +72,52 @@ impl fmt::Debug for AuthId {
     }
 }
 
+/// The super user's digest id (`user:base64(sha1(user:password))`, ZooKeeper's
+/// `zookeeper.DigestAuthenticationProvider.superDigest`): a connection that shows its
+/// password with `AddAuth digest` passes every ACL check. `Debug` hides the hash.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct SuperDigest(String);
+
+impl std::str::FromStr for SuperDigest {
+    type Err = String;
+    fn from_str(s: &str) -> Result<SuperDigest, String> {
+        SuperDigest::new(s)
+    }
+}
+
+impl TryFrom<String> for SuperDigest {
+    type Error = String;
+    fn try_from(s: String) -> Result<SuperDigest, String> {
+        SuperDigest::new(&s)
+    }
+}
+
+impl SuperDigest {
+    /// Checks the form `user:hash` (what `ward acl digest USER:PASSWORD` prints).
+    pub fn new(user_hash: &str) -> Result<SuperDigest, String> {
+        match user_hash.split_once(':') {
+            Some((user, hash)) if !user.is_empty() && !hash.is_empty() && !hash.contains(':') => {
+                Ok(SuperDigest(user_hash.to_string()))
+            }
+            _ => {
+                Err("the super digest must be USER:HASH, the digest of USER:PASSWORD (ward acl digest makes one)"
+                    .into())
+            }
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SuperDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SuperDigest({}:…)", self.0.split(':').next().unwrap_or_default())
+    }
+}
+
 /// The identities of one connection, in the order they were added.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Identity {

@@ -99,6 +99,7 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
         )));
     }
     config.metrics_max_locks = s.metrics_max_locks.unwrap_or(config.metrics_max_locks);
+    config.super_digest = s.super_digest.clone();
     if let Some(bytes) = s.max_outbound_bytes {
         config.max_outbound_bytes = usize::try_from(bytes.0).unwrap_or(usize::MAX);
     }

@@ -107,6 +107,12 @@ pub struct Settings {
     #[arg(long, value_name = "N", help_heading = "Limits")]
     pub max_connections_per_ip: Option<usize>,
 
+    /// The super user's digest, USER:HASH (`ward acl digest USER:PASSWORD` prints it): a
+    /// client that authenticates as USER with that password passes every ACL check. Better
+    /// in the config file or the environment than on a command line others can list
+    #[arg(long, value_name = "USER:HASH", help_heading = "Access control")]
+    pub super_digest: Option<ward_server::acl::identity::SuperDigest>,
+
     /// Lines written to stderr: text, or one JSON object per line [default: text]
     #[arg(long, value_name = "FORMAT", help_heading = "Logs and metrics")]
     pub log_format: Option<LogFormat>,
@@ -151,6 +157,7 @@ impl Settings {
             max_outbound_bytes: self.max_outbound_bytes.or(lower.max_outbound_bytes),
             max_connections: self.max_connections.or(lower.max_connections),
             max_connections_per_ip: self.max_connections_per_ip.or(lower.max_connections_per_ip),
+            super_digest: self.super_digest.or(lower.super_digest),
             log_format: self.log_format.or(lower.log_format),
             metrics_max_locks: self.metrics_max_locks.or(lower.metrics_max_locks),
         }
@@ -204,6 +211,7 @@ mod tests {
                 "max-outbound-bytes" => toml::Value::Integer(1 << 20),
                 "ensemble" | "peer-route" => toml::Value::String("1=a:1".into()),
                 "log-format" => toml::Value::String("json".into()),
+                "super-digest" => toml::Value::String("super:D/InIHSb7yEEbrWz8b9l71RjZJU=".into()),
                 _ => toml::Value::String("localhost:1".into()),
             };
             let table = toml::Table::from_iter([(key.clone(), value)]);
@@ -211,7 +219,7 @@ mod tests {
             let parsed = parsed.unwrap_or_else(|e| panic!("key {key}: {e}"));
             assert_ne!(parsed, Settings::default(), "key {key} set nothing");
         }
-        assert_eq!(keys().len(), 24, "a new option: add it to docs/operations.md and here");
+        assert_eq!(keys().len(), 25, "a new option: add it to docs/operations.md and here");
     }
 
     #[test]
