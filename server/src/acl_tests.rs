@@ -189,3 +189,17 @@ fn a_command_without_identities_is_nobody() {
     let plain = Command { time_ms: 3, session: h.session, xid: 0, op: CommandOp::Op(set) };
     assert_eq!(h.sm.apply_command(&plain).0.outcome, Outcome::Reply(Err(ErrorCode::NoAuth)));
 }
+
+/// The `x509` scheme: a connection whose TLS handshake showed a client certificate has its
+/// subject among its identities, and ACLs naming that subject (or `auth`) grant to it.
+#[test]
+fn a_certificate_subject_is_an_identity() {
+    let mut h = Harness::new();
+    let subject = "CN=carol,O=Example".to_string();
+    let carol = crate::acl::Identity::for_connection("127.0.0.1".parse().expect("ip"), Some(subject.clone()));
+    h.create(carol.ids(), "/c", vec![Acl::new(ALL, "auth", "")]).expect("create");
+    assert_eq!(h.acl("/c"), (vec![Acl::new(ALL, "x509", &subject)], 0), "auth names the certificate's subject");
+    assert!(matches!(h.set(carol.ids(), "/c"), Ok(Response::DataSet(_))));
+    let other = crate::acl::Identity::for_connection("127.0.0.1".parse().expect("ip"), Some("CN=mallory".into()));
+    assert_eq!(h.set(other.ids(), "/c"), Err(ErrorCode::NoAuth));
+}

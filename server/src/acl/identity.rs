@@ -75,23 +75,8 @@ impl fmt::Debug for AuthId {
 /// The super user's digest id (`user:base64(sha1(user:password))`, ZooKeeper's
 /// `zookeeper.DigestAuthenticationProvider.superDigest`): a connection that shows its
 /// password with `AddAuth digest` passes every ACL check. `Debug` hides the hash.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
+#[derive(Clone, PartialEq, Eq)]
 pub struct SuperDigest(String);
-
-impl std::str::FromStr for SuperDigest {
-    type Err = String;
-    fn from_str(s: &str) -> Result<SuperDigest, String> {
-        SuperDigest::new(s)
-    }
-}
-
-impl TryFrom<String> for SuperDigest {
-    type Error = String;
-    fn try_from(s: String) -> Result<SuperDigest, String> {
-        SuperDigest::new(&s)
-    }
-}
 
 impl SuperDigest {
     /// Checks the form `user:hash` (what `ward acl digest USER:PASSWORD` prints).

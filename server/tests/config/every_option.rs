@@ -33,6 +33,7 @@ max-connections = 500
 max-connections-per-ip = 40
 container-check-interval-ms = 100
 container-max-never-used-ms = 1
+super-digest = "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
 
 [ensemble]
 1 = "127.0.0.1:7191"
@@ -63,6 +64,7 @@ const ENV: &[(&str, &str)] = &[
     ("WARD_MAX_CONNECTIONS_PER_IP", "40"),
     ("WARD_CONTAINER_CHECK_INTERVAL_MS", "100"),
     ("WARD_CONTAINER_MAX_NEVER_USED_MS", "1"),
+    ("WARD_SUPER_DIGEST", "super:D/InIHSb7yEEbrWz8b9l71RjZJU="),
     ("WARD_SERVER", "127.0.0.1:1"),
     ("WARD_NOT_AN_OPTION", "anything"),
 ];
@@ -143,6 +145,12 @@ async fn check_every_option(server: &ServerProcess) {
         matches!(short.exists("/never-used").await, Ok(None))
     })
     .await;
+    // super-digest: `super` with password `test` reads a node that grants nobody anything.
+    let sealed = [ward_client::Acl::new(0, "world", "anyone")];
+    short.create_with_acl("/sealed", b"s", ward_client::CreateMode::Persistent, &sealed).await.expect("create");
+    assert_eq!(short.get_data("/sealed").await.err(), Some(ward_client::Error::NoAuth));
+    let admin = ward_testkit::connect_as(&addr, &[("digest", "super:test")]).await;
+    assert_eq!(admin.get_data("/sealed").await.map(|(data, _)| data), Ok(b"s".to_vec()), "super-digest");
     // log-format json: every line on stderr is a JSON object.
     let log = server.log_tail();
     assert!(!log.is_empty(), "no log lines");

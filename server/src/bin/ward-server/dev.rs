@@ -63,7 +63,7 @@ pub async fn run(n: u16, args: &Args) -> Result<(), DevError> {
         }
         // The super digest goes by the environment: a command line is for anyone to list.
         if let Some(digest) = &args.settings.super_digest {
-            cmd.env(env_var("super-digest"), digest.as_str());
+            cmd.env(env_var("super-digest"), &digest.0);
         }
         cmd.env_remove("WARD_CONFIG")
             .args(passed_on(args))

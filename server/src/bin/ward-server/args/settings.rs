@@ -4,7 +4,7 @@
 //! all derived from its name (`min_session_timeout_ms`: `--min-session-timeout-ms`,
 //! `WARD_MIN_SESSION_TIMEOUT_MS`, `min-session-timeout-ms`).
 
-use super::values::{Bounded, HostPort, Listen, LogFormat, Members};
+use super::values::{Bounded, HostPort, Listen, LogFormat, Members, Secret};
 use clap::builder::BoolishValueParser;
 use clap::{Args, CommandFactory};
 use serde::Deserialize;
@@ -111,7 +111,7 @@ pub struct Settings {
     /// client that authenticates as USER with that password passes every ACL check. Better
     /// in the config file or the environment than on a command line others can list
     #[arg(long, value_name = "USER:HASH", help_heading = "Access control")]
-    pub super_digest: Option<ward_server::acl::identity::SuperDigest>,
+    pub super_digest: Option<Secret>,
 
     /// Lines written to stderr: text, or one JSON object per line [default: text]
     #[arg(long, value_name = "FORMAT", help_heading = "Logs and metrics")]
