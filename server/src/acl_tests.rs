@@ -1,4 +1,4 @@
-//! ACLs in apply, without I/O (G22): the identities a command carries decide, against the
+//! ACLs in apply, without I/O (G24): the identities a command carries decide, against the
 //! tree it changes, in ZooKeeper's order of checks; the ACL table keeps one slot per list in
 //! use, through rollbacks.
 

@@ -9,7 +9,7 @@ use ward_proto::{
 };
 
 /// Who is reading: the watch registry, the connection that would own a watch, and the
-/// connection's identities, which the node's ACL must grant the read to (G22).
+/// connection's identities, which the node's ACL must grant the read to (G24).
 pub struct Reader<'a> {
     pub local: &'a Local,
     pub conn: ConnId,

@@ -1,4 +1,4 @@
-//! G22 through Ward's own protocol, on real server processes: digest-protected nodes,
+//! G24 through Ward's own protocol, on real server processes: digest-protected nodes,
 //! credentials (wrong, unknown, shown again after a reconnect), ACLs and their versions,
 //! recipe directories, the super user; ACLs surviving kill -9 and a leader change; and no
 //! password or digest in the log (docs/security.md).
@@ -21,7 +21,7 @@ fn alice_writes_all_read() -> Vec<Acl> {
     acl
 }
 
-/// The operations G22 guards, on `path` and its child `path/c`, as `client` sees them.
+/// The operations G24 guards, on `path` and its child `path/c`, as `client` sees them.
 async fn access(client: &Client, path: &str) -> [Result<(), Error>; 4] {
     [
         client.get_data(path).await.map(drop),
@@ -154,7 +154,7 @@ async fn the_super_user_passes_every_check() {
     .await;
 }
 
-/// G22 with G11: ACLs and their versions are in the log and the snapshot, so they come back
+/// G24 with G11: ACLs and their versions are in the log and the snapshot, so they come back
 /// after kill -9 (replayed from the log, and loaded from a snapshot), and the client shows
 /// its credentials again on the new connection before anything else.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -188,7 +188,7 @@ async fn acls_survive_kill_9_and_credentials_are_shown_again_after_the_reconnect
     .await;
 }
 
-/// G22 with G14: a write's permission is decided in apply, from the identities it carries,
+/// G24 with G14: a write's permission is decided in apply, from the identities it carries,
 /// so every member decides alike: after the leader is killed, the new leader and the member
 /// that comes back keep every ACL, and refuse and allow the same writes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,4 @@
-//! G22, the ACL matrix: every operation on a node whose ACL grants one permission set (none,
+//! G24, the ACL matrix: every operation on a node whose ACL grants one permission set (none,
 //! each single bit, all) to one identity (`world:anyone`; alice's digest, as alice and as
 //! alice with the wrong password; this client's address, and another network), through
 //! Ward's own protocol and through the ZooKeeper port (kazoo), each outcome checked

@@ -38,7 +38,7 @@ fn null_data_stays_null_across_a_restart() {
     assert_eq!(got, "/r-null None\n/r-empty b''\n/r-set None\n");
 }
 
-/// G22 through the ZooKeeper port: kazoo's own authentication and ACL tests pass (a
+/// G24 through the ZooKeeper port: kazoo's own authentication and ACL tests pass (a
 /// digest-protected node refuses reads and writes without the right `add_auth`, an unknown
 /// scheme fails with AuthFailed and closes the connection, `get_acls`/`set_acls` round-trip
 /// with versions, `makepath` through incompatible ACLs gives NoAuth, auth is shown again on

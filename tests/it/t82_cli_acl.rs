@@ -1,4 +1,4 @@
-//! ACLs from the `ward` CLI (docs/operations.md, "The ward CLI"; G22): `--auth` and
+//! ACLs from the `ward` CLI (docs/operations.md, "The ward CLI"; G24): `--auth` and
 //! `$WARD_AUTH` in zkCli's `SCHEME:CREDENTIALS`, `create --acl` in zkCli's notation,
 //! `acl get|set|digest`, and what a client without the credentials gets.
 

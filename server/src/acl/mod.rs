@@ -1,4 +1,4 @@
-//! Access control, with ZooKeeper's model and rules (docs/security.md, G22).
+//! Access control, with ZooKeeper's model and rules (docs/security.md, G24).
 //!
 //! * [`identity`]: who a connection is ([`AuthId`]s: its address, digests it showed, its
 //!   certificate's subject, the super user) and `AddAuth`.

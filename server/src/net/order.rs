@@ -201,7 +201,7 @@ impl SessionConn {
             return Err(code);
         }
         let op = wrap(prep(request, self.server.config.max_data_len)?);
-        // Apply checks ACLs against the identities the write was sent with (G22).
+        // Apply checks ACLs against the identities the write was sent with (G24).
         let mut op = CommandOp::As { ids: self.identity().ids().to_vec(), op: Box::new(op) };
         if self.epoch != 0 {
             op = CommandOp::Fenced { epoch: self.epoch, op: Box::new(op) };
