@@ -188,18 +188,44 @@ async fn acls_survive_kill_9_and_credentials_are_shown_again_after_the_reconnect
     .await;
 }
 
-/// G24 with G14: a write's permission is decided in apply, from the identities it carries,
-/// so every member decides alike: after the leader is killed, the new leader and the member
-/// that comes back keep every ACL, and refuse and allow the same writes.
+/// The member serving the one Ward connection open in `ensemble` (its `/metrics`).
+fn member_serving_the_only_client(ensemble: &Ensemble) -> Option<u64> {
+    ensemble.ids().into_iter().find(|id| {
+        let (_, metrics) = ward_testkit::http::get(ensemble.admin_addr(*id), "/metrics");
+        metrics.lines().any(|l| l.starts_with("ward_connections{listener=\"ward\"} 1"))
+    })
+}
+
+/// G24 with G14 and G15: a write's permission is decided in apply, from the identities it
+/// carries, so every member decides alike. A client whose member is killed moves to another
+/// and shows its credentials again there; after the leader is killed, the new leader and
+/// the member that comes back keep every ACL, and refuse and allow the same writes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn acls_and_their_checks_survive_a_leader_change() {
+async fn acls_and_their_checks_survive_failover_and_a_leader_change() {
     let _serial = ward_testkit::serial().await;
     bounded(async {
         let mut ensemble = Ensemble::start(3, &[]).await;
-        let all = ensemble.connect_string();
-        let alice = connect_as(&all, &[ALICE]).await;
+        let alice = connect_as(&ensemble.connect_string(), &[ALICE]).await;
         alice.create_with_acl("/e", b"d", CreateMode::Persistent, &alice_all()).await.expect("create");
         alice.set_acl("/e", &alice_writes_all_read(), Some(0)).await.expect("set acl");
+
+        // Alice's member goes: she resumes elsewhere, authenticated again before her write.
+        let hers = member_serving_the_only_client(&ensemble).expect("the member serving alice");
+        ensemble.member(hers).kill9_now();
+        wait_for("alice writes through another member", DEADLINE, || async {
+            alice.set_data("/e", b"after failover", None).await.ok()
+        })
+        .await;
+        assert_ne!(alice.state(), SessionState::Expired);
+        ensemble.member(hers).restart_now();
+        let back = connect_as(&ensemble.addr(hers), &[ALICE]).await;
+        wait_for("the restarted member catches up", DEADLINE, || async {
+            back.sync("/e").await.ok()?;
+            (back.get_data("/e").await.ok()?.0 == b"after failover").then_some(())
+        })
+        .await;
+        drop(back);
+
         let leader = ensemble.leader(&[]).await;
         ensemble.member(leader).kill9_now();
         let others: Vec<u64> = ensemble.ids().into_iter().filter(|id| *id != leader).collect();
@@ -216,7 +242,7 @@ async fn acls_and_their_checks_survive_a_leader_change() {
         }
         ensemble.member(leader).restart_now();
         let back = connect_as(&ensemble.addr(leader), &[ALICE]).await;
-        wait_for("the member that was killed catches up", DEADLINE, || async {
+        wait_for("the member that was the leader catches up", DEADLINE, || async {
             back.sync("/e").await.ok()?;
             let (acl, stat) = back.get_acl("/e").await.ok()?;
             (acl == alice_writes_all_read() && stat.aversion == 1).then_some(())
