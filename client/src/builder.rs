@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
-use ward_proto::{ErrorCode, Hello};
+use ward_proto::{Credentials, ErrorCode, Hello};
 
 /// Settings for a new [`Client`]. Start from [`Client::builder`].
 #[derive(Clone, Debug)]
@@ -20,6 +20,8 @@ pub struct ClientBuilder {
     connect_timeout: Duration,
     owner: Option<String>,
     tls: Option<Tls>,
+    /// Shown with `AddAuth` once connected; `Credentials`' `Debug` hides them.
+    auth: Vec<(String, Credentials)>,
 }
 
 impl ClientBuilder {
@@ -30,6 +32,7 @@ impl ClientBuilder {
             connect_timeout: Duration::from_secs(5),
             owner: None,
             tls: None,
+            auth: Vec::new(),
         }
     }
 
@@ -61,6 +64,15 @@ impl ClientBuilder {
     /// session's timeout. Give each instance its own name.
     pub fn owner(mut self, name: &str) -> Self {
         self.owner = Some(name.to_string());
+        self
+    }
+
+    /// Credentials to authenticate with as soon as the session is open, and again on every
+    /// reconnect (ZooKeeper's `addAuth`): for the `digest` scheme, `user:password`. The
+    /// connect fails with [`Error::AuthFailed`] if the server cannot authenticate the scheme.
+    /// May be given more than once.
+    pub fn auth(mut self, scheme: &str, credentials: impl AsRef<[u8]>) -> Self {
+        self.auth.push((scheme.to_string(), Credentials(credentials.as_ref().to_vec())));
         self
     }
 
@@ -101,6 +113,7 @@ impl ClientBuilder {
             last_ack: hello_sent,
             locks: Default::default(),
             resend: Vec::new(),
+            auth: Vec::new(),
             rx,
         };
         tokio::spawn(task.run(conn));
@@ -114,7 +127,14 @@ impl ClientBuilder {
             mutexes: Default::default(),
             runtime: tokio::runtime::Handle::current(),
         };
-        Ok(Client { inner: Arc::new(inner) })
+        let client = Client { inner: Arc::new(inner) };
+        for (scheme, credentials) in self.auth {
+            if let Err(e) = client.add_auth(&scheme, &credentials.0).await {
+                let _ = client.close().await;
+                return Err(e);
+            }
+        }
+        Ok(client)
     }
 
     /// Dials the listed servers in turn until one welcomes a new session. A server that

@@ -159,19 +159,14 @@ impl Client {
     /// Applies every op or none. On failure, `Error::MultiFailed` names the op that failed.
     pub async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
         for op in &ops {
-            let (Op::Create { path, .. }
-            | Op::Delete { path, .. }
-            | Op::SetData { path, .. }
-            | Op::Check { path, .. }
-            | Op::CheckFence { path, .. }
-            | Op::CheckLast { path }) = op;
-            let valid = match op {
-                Op::Create { mode, .. } if mode.is_sequential() => path::validate_sequential_prefix(path),
+            let path = op.path();
+            let valid = match op.create_mode() {
+                Some(mode) if mode.is_sequential() => path::validate_sequential_prefix(path),
                 _ => path::validate(path),
             };
             valid.map_err(|e| Error::BadArguments(format!("{path:?}: {e}")))?;
-            if let Op::Create { data, .. } | Op::SetData { data, .. } = op {
-                check_data(data)?;
+            if op.data_len() > ward_proto::MAX_DATA_LEN {
+                return Err(Error::BadArguments(format!("{path:?}: too much data")));
             }
         }
         match self.call(Request::Multi(ops), None).await? {

@@ -18,6 +18,7 @@
 //!
 //! # Layout
 //! * [`client`]: [`Client`], the operations as `async fn`s on `&self`.
+//! * [`acl`]: credentials (`auth` on the builder, [`Client::add_auth`]) and nodes' ACLs.
 //! * [`blocking`]: the same client, locks and elections for plain threads.
 //! * [`builder`]: [`ClientBuilder`]: addresses, session timeout, connect timeout, TLS.
 //! * [`tls`]: [`Tls`]: the CA to trust, the client's own certificate, the server name.
@@ -31,6 +32,7 @@
 //! * [`state`]: the session states, [`SessionState`].
 //! * [`error`]: the typed [`Error`].
 
+pub mod acl;
 pub mod blocking;
 pub mod builder;
 pub mod client;
@@ -54,8 +56,10 @@ pub use mutex::{Mutex, MutexGuard};
 pub use queue::Contender;
 pub use state::SessionState;
 pub use tls::Tls;
+pub use ward_proto::acl::{parse_acl, AclParseError};
+pub use ward_proto::digest::digest_id;
 pub use ward_proto::{
-    CreateMode, ErrorCode, EventKind, LockKind, MemberInfo, MemberRole, Op, OpResult, ServerStats, SessionId, Stat,
-    WatchEvent, MAX_TTL_MS,
+    perms, Acl, CreateMode, ErrorCode, EventKind, LockKind, MemberInfo, MemberRole, Op, OpResult, ServerStats,
+    SessionId, Stat, WatchEvent, MAX_TTL_MS,
 };
 pub use watch::Watch;

@@ -23,7 +23,7 @@ use crate::sync::{oneshot, Arc};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use ward_proto::{path, CreateMode, LockKind, Op, Response};
+use ward_proto::{path, Acl, CreateMode, LockKind, Op, Response};
 
 /// A lock holder's credential: a write carrying it fails unless this holder still holds.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -221,6 +221,21 @@ impl Client {
     /// The general form: one attempt of `kind` over `dirs` (created if missing), with `data`
     /// in each contender node. Cancelling the future removes the attempt's contenders.
     pub async fn acquire(&self, dirs: &[&str], kind: LockKind, data: &[u8]) -> Result<LockGuard> {
+        self.acquire_with_acl(dirs, kind, data, None).await
+    }
+
+    /// [`acquire`](Self::acquire), giving the directories (and the ancestors this creates)
+    /// `dir_acl` if they are missing (`None`: open to all). The directory's ACL guards the
+    /// lock: joining its queue needs CREATE on it, leaving DELETE, reading the queue READ
+    /// (and a semaphore's first contender WRITE, for the permits). Directories that exist
+    /// keep their ACL.
+    pub async fn acquire_with_acl(
+        &self,
+        dirs: &[&str],
+        kind: LockKind,
+        data: &[u8],
+        dir_acl: Option<&[Acl]>,
+    ) -> Result<LockGuard> {
         let dirs = dirs.iter().map(|d| checked(d)).collect::<Result<Vec<_>>>()?;
         if matches!(kind, LockKind::Semaphore { permits: 0 }) {
             return Err(Error::BadArguments("a semaphore needs at least one permit".into()));
@@ -244,7 +259,7 @@ impl Client {
                 Err(Error::ConnectionLoss) => self.wait_connected().await?,
                 Err(Error::NoNode) => {
                     for dir in &dirs {
-                        self.create_parents(dir).await?;
+                        self.create_parents(dir, dir_acl).await?;
                     }
                 }
                 Err(e) => return Err(e),
@@ -258,14 +273,19 @@ impl Client {
     /// Creates every missing ancestor of `path` and `path` itself, as containers (as
     /// Curator's recipes do): the server deletes a lock directory once its last contender
     /// has left, and then the ancestors this made, as each loses its last child. An acquire
-    /// that finds its directory deleted meanwhile gets `NoNode` and comes back here.
-    pub(crate) async fn create_parents(&self, path: &str) -> Result<()> {
+    /// that finds its directory deleted meanwhile gets `NoNode` and comes back here. Each
+    /// node made gets `acl` (`None`: the open ACL).
+    pub(crate) async fn create_parents(&self, path: &str, acl: Option<&[Acl]>) -> Result<()> {
         // An empty ancestor can be deleted between two of the creates: start again then.
         const TRIES: usize = 10;
         let ends: Vec<usize> = path.match_indices('/').map(|(i, _)| i).filter(|&i| i > 0).chain([path.len()]).collect();
         'again: for _ in 0..TRIES {
             for &end in &ends {
-                match self.create(&path[..end], b"", CreateMode::Container).await {
+                let created = match acl {
+                    Some(acl) => self.create_with_acl(&path[..end], b"", CreateMode::Container, acl).await,
+                    None => self.create(&path[..end], b"", CreateMode::Container).await,
+                };
+                match created {
                     Ok(_) | Err(Error::NodeExists) => {}
                     Err(Error::NoNode) => continue 'again,
                     Err(e) => return Err(e),

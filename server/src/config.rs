@@ -61,6 +61,9 @@ pub struct Config {
     /// `znode.container.maxNeverUsedIntervalMs`, 5 minutes in its latest releases); zero
     /// keeps it for good.
     pub container_max_never_used: Duration,
+    /// The super user's digest (`--super-digest`): a connection that authenticates as it
+    /// passes every ACL check (docs/security.md). `None`: there is no super user.
+    pub super_digest: Option<crate::acl::identity::SuperDigest>,
 }
 
 impl Default for Config {
@@ -83,6 +86,7 @@ impl Default for Config {
             metrics_max_locks: 100,
             container_check_interval: Duration::from_secs(60),
             container_max_never_used: Duration::from_secs(5 * 60),
+            super_digest: None,
         }
     }
 }

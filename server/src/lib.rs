@@ -33,10 +33,12 @@
 //! * [`cleanup`]: the leader's deletion of unused containers and TTL nodes.
 //! * [`net`]: accept loop and connection limits, handshake, per-connection reader and writer.
 //! * [`zk`]: the optional ZooKeeper-protocol listener on the same core.
+//! * [`acl`]: ACLs, identities and `AddAuth`, ZooKeeper's rules for who may do what.
 //! * [`tls`]: TLS for the client listeners and the peer link: certificates from PEM files,
 //!   reloaded on SIGHUP; a client certificate's subject.
 //! * [`config`], [`error`].
 
+pub mod acl;
 pub mod admin;
 pub mod cleanup;
 pub mod command;
@@ -185,3 +187,6 @@ mod cleanup_tests;
 // The loom models of the state connection tasks and apply share (`--cfg ward_loom`).
 #[cfg(all(test, ward_loom))]
 mod loom_tests;
+
+#[cfg(test)]
+mod acl_tests;

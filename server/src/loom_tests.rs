@@ -45,7 +45,7 @@ fn delete_n(core: &Core, session: SessionId) -> Zxid {
 fn read(core: &Core, local: &Local, outbox: &Outbox, conn: ConnId, session: SessionId, request: Request) -> ReadSeen {
     let mut events = Vec::new();
     let (zxid, events_before, result) =
-        core.view(outbox, |state, _| Reader { local, conn, session }.execute(state, request, &mut events));
+        core.view(outbox, |state, _| Reader { local, conn, session, ids: &[] }.execute(state, request, &mut events));
     ReadSeen { zxid, events_before, result }
 }
 

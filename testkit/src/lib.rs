@@ -52,7 +52,7 @@ pub mod tree;
 pub mod wait;
 pub mod zk;
 
-pub use client::{connect, connect_with, wait_state};
+pub use client::{connect, connect_as, connect_with, wait_state};
 pub use ensemble::{Ensemble, EnsembleOptions};
 pub use error::HarnessError;
 pub use proxy::Proxy;

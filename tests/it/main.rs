@@ -25,6 +25,7 @@ mod t60_reconnect;
 mod t70_bad_input;
 mod t80_cli;
 mod t81_cli_ops;
+mod t82_cli_acl;
 mod t82_cli_tls;
 mod t90_locks;
 mod t91_lock_faults;

@@ -48,6 +48,7 @@ fn task() -> (Task, mpsc::UnboundedSender<Cmd>) {
         last_ack: tokio::time::Instant::now(),
         locks: Default::default(),
         resend: Vec::new(),
+        auth: Vec::new(),
         rx,
     };
     (task, tx)

@@ -1,14 +1,20 @@
 //! Applying lock commands: joining and leaving queues, as one attempt across directories.
 
+use crate::acl::table::OPEN;
+use crate::acl::{access, AuthId};
 use crate::state::StateMachine;
 use crate::tree::ops::Ctx;
-use ward_proto::{lock, path, CreateMode, ErrorCode, LockKind, LockNode, LockState, Response, SessionId};
+use ward_proto::{lock, path, perms, CreateMode, ErrorCode, LockKind, LockNode, LockState, Response, SessionId};
 
 impl StateMachine {
     /// Finds this session's contenders for `tag` (an earlier attempt whose reply was lost
     /// created them) or creates the missing ones, one per directory, all under this
     /// command's zxid; reports whether the attempt holds everywhere. On error the caller
-    /// rolls the journal back, so a multi-lock joins all its queues or none.
+    /// rolls the journal back, so a multi-lock joins all its queues or none. A new
+    /// contender needs CREATE on its directory (and the first of a semaphore WRITE, for the
+    /// permits it writes there); it gets the open ACL, as lock nodes of ZooKeeper's
+    /// recipes do unless told otherwise: the directory's ACL is what guards the lock.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn lock_acquire(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -17,19 +23,21 @@ impl StateMachine {
         tag: u64,
         kind: LockKind,
         data: &[u8],
+        ids: &[AuthId],
     ) -> Result<Response, ErrorCode> {
         let prefix = lock::contender_prefix(session, tag, kind);
         let mut paths = Vec::with_capacity(dirs.len());
         for dir in dirs {
             if let LockKind::Semaphore { permits } = kind {
-                self.check_semaphore(ctx, dir, permits)?;
+                self.check_semaphore(ctx, dir, permits, ids)?;
             }
             let path = match self.tree.child_with_prefix(dir, &prefix) {
                 Some(existing) => existing,
                 None => {
+                    access::node(&self.tree, dir, perms::CREATE, ids)?;
                     let requested = path::join(dir, &prefix);
                     let mode = CreateMode::EphemeralSequential;
-                    self.tree.create(ctx, &requested, data.to_vec(), mode, session)?.0
+                    self.tree.create(ctx, &requested, data.to_vec(), mode, session, OPEN)?.0
                 }
             };
             paths.push(path);
@@ -47,12 +55,13 @@ impl StateMachine {
 
     /// A semaphore's permits are fixed by the first contender: it writes them into the
     /// empty directory's data; every later acquire must ask for the same number.
-    fn check_semaphore(&mut self, ctx: &mut Ctx<'_>, dir: &str, permits: u32) -> Result<(), ErrorCode> {
+    fn check_semaphore(&mut self, ctx: &mut Ctx<'_>, dir: &str, permits: u32, ids: &[AuthId]) -> Result<(), ErrorCode> {
         let node = self.tree.get(dir).ok_or(ErrorCode::NoNode)?;
         match lock::parse_semaphore_header(node.data()) {
             Some(fixed) if fixed == permits => Ok(()),
             Some(_) => Err(ErrorCode::PermitsMismatch),
             None if node.data().is_empty() && lock::queue(node.children.iter()).is_empty() => {
+                access::node(&self.tree, dir, perms::WRITE, ids)?;
                 self.tree.set_data(ctx, dir, lock::semaphore_header(permits), None).map(|_| ())
             }
             None => Err(ErrorCode::PermitsMismatch),
@@ -60,16 +69,23 @@ impl StateMachine {
     }
 
     /// Deletes this session's contenders for `tag`; a release of nothing succeeds, so it can
-    /// be retried safely.
+    /// be retried safely. Deleting a contender needs DELETE on its directory, as deleting
+    /// any node does; without it the contender stays until its session ends.
     pub(crate) fn lock_release(
         &mut self,
         ctx: &mut Ctx<'_>,
         session: SessionId,
         dirs: &[String],
         tag: u64,
+        ids: &[AuthId],
     ) -> Result<Response, ErrorCode> {
-        self.lock_groups.remove(&(session, tag));
         let prefix = lock::attempt_prefix(session, tag);
+        for dir in dirs {
+            if self.tree.child_with_prefix(dir, &prefix).is_some() {
+                access::node(&self.tree, dir, perms::DELETE, ids)?;
+            }
+        }
+        self.lock_groups.remove(&(session, tag));
         for dir in dirs {
             if let Some(path) = self.tree.child_with_prefix(dir, &prefix) {
                 self.tree.delete(ctx, &path, None)?;

@@ -13,6 +13,7 @@ use super::counted::Counted;
 use super::handshake;
 use super::order::{Sequencer, SessionConn};
 use super::writer::{Item, ItemTx, Shrink, Wire};
+use crate::acl::Identity;
 use crate::metrics::{Failure, Listener, Op, Stamp};
 use crate::outbox::Outbox;
 use crate::read::Reader as ReadCtx;
@@ -89,7 +90,8 @@ pub async fn serve(server: Arc<Server>, incoming: Incoming, peer: SocketAddr, co
             }
         },
     };
-    let ctx = SessionConn::new(server, peer, conn, attached, outbox).with_cert_subject(cert_subject);
+    let identity = Identity::for_connection(peer.ip(), cert_subject);
+    let ctx = SessionConn::new(server, peer, conn, attached, outbox, identity);
     ctx.run(out_rx, WardWire, writer, cancel, |seq, queue, cancel| read_loop(&ctx, reader, seq, queue, cancel)).await;
 }
 
@@ -179,7 +181,13 @@ async fn read_loop(
         let stamp = Stamp::now(Op::of(&request));
         ctx.server.local.sessions.touch(ctx.session);
         let closes_session = matches!(request, Request::CloseSession);
-        let item = if request.is_write() {
+        let item = if let Request::AddAuth { scheme, credentials } = &request {
+            // In order: the writes before it were sent with the identities they had, every
+            // request after it carries the new one.
+            let answer = ctx.add_auth(scheme, &credentials.0).map(|()| Response::AuthAdded);
+            let (zxid, events_before, answer) = ctx.view(|_, _| answer);
+            Item::Read { tag: xid, zxid, events_before, events: Vec::new(), answer }
+        } else if request.is_write() {
             let number = seq.next_write();
             match ctx.submit(xid, request) {
                 Ok(pending) => Item::Write { tag: xid, number, pending, closes_session },
@@ -220,9 +228,15 @@ fn drop_peer(ctx: &SessionConn, why: &str) {
 
 fn read(ctx: &SessionConn, xid: u64, request: Request) -> Item<WardWire> {
     let mut events = Vec::new();
+    let identity = ctx.identity();
     let (zxid, events_before, answer) = ctx.view(|local, state| {
-        ReadCtx { local, conn: ctx.conn, session: ctx.session }.execute(state, request, &mut events)
+        ReadCtx { local, conn: ctx.conn, session: ctx.session, ids: identity.ids() }.execute(
+            state,
+            request,
+            &mut events,
+        )
     });
+    drop(identity);
     let answer = match oversized(&answer, MAX_REPLY_FRAME) {
         Some(bytes) => {
             tracing::warn!(peer = %ctx.peer, session = %ctx.session, xid, bytes, limit = MAX_REPLY_FRAME,

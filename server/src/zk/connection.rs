@@ -9,6 +9,7 @@ use super::records::{connect_response, err, ConnectRequest};
 use super::reply::{ZkAnswer, ZkTag, ZkWire};
 use super::stats::{ConnStats, Shared};
 use super::{fourlw, MAX_PACKET, MAX_REPLY};
+use crate::acl::Identity;
 use crate::command::CommandOp;
 use crate::metrics::Stamp;
 use crate::net::counted::Counted;
@@ -102,7 +103,8 @@ async fn serve_conn(
     stats.session.store(session.0, Ordering::Relaxed);
     let timeout = server.core.read(|s| s.session(session).map_or(0, |r| r.timeout_ms));
     stats.timeout_ms.store(timeout, Ordering::Relaxed);
-    let ctx = SessionConn::new(server, peer, conn, attached, outbox).with_cert_subject(cert_subject);
+    let identity = Identity::for_connection(peer.ip(), cert_subject);
+    let ctx = SessionConn::new(server, peer, conn, attached, outbox, identity);
     let wire = ZkWire { stats: stats.clone() };
     ctx.run(out_rx, wire, writer, cancel, |seq, queue, cancel| read_loop(&ctx, &stats, reader, seq, queue, cancel))
         .await;
@@ -264,6 +266,15 @@ async fn read_loop(
             Action::Fail(code) => {
                 let (zxid, events_before, answer) = ctx.view(|_, _| ZkAnswer::fail(code));
                 Item::Read { tag: ZkTag { xid, render: Render::None }, zxid, events_before, events: Vec::new(), answer }
+            }
+            Action::Auth { scheme, credentials } => {
+                // ZooKeeper answers AUTHFAILED and then closes the connection, so that the
+                // client can try another server; its session lives on.
+                let failed = ctx.add_auth(&scheme, &credentials.0).is_err();
+                closes_session = failed;
+                let answer = ZkAnswer::fail(if failed { err::AUTH_FAILED } else { err::OK });
+                let (zxid, events_before, answer) = ctx.view(|_, _| answer);
+                Item::Read { tag: ZkTag { xid, render: Render::Auth }, zxid, events_before, events: Vec::new(), answer }
             }
         };
         if ctx.queue(&queue, stamp, item).await.is_err() || closes_session {

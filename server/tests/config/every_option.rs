@@ -35,6 +35,7 @@ max-connections-per-ip = 40
 max-in-flight-per-connection = 7
 container-check-interval-ms = 100
 container-max-never-used-ms = 1
+super-digest = "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
 
 [ensemble]
 1 = "127.0.0.1:7191"
@@ -67,6 +68,7 @@ const ENV: &[(&str, &str)] = &[
     ("WARD_MAX_IN_FLIGHT_PER_CONNECTION", "7"),
     ("WARD_CONTAINER_CHECK_INTERVAL_MS", "100"),
     ("WARD_CONTAINER_MAX_NEVER_USED_MS", "1"),
+    ("WARD_SUPER_DIGEST", "super:D/InIHSb7yEEbrWz8b9l71RjZJU="),
     ("WARD_SERVER", "127.0.0.1:1"),
     ("WARD_NOT_AN_OPTION", "anything"),
 ];
@@ -175,6 +177,12 @@ async fn check_every_option(server: &ServerProcess) {
         matches!(short.exists("/never-used").await, Ok(None))
     })
     .await;
+    // super-digest: `super` with password `test` reads a node that grants nobody anything.
+    let sealed = [ward_client::Acl::new(0, "world", "anyone")];
+    short.create_with_acl("/sealed", b"s", ward_client::CreateMode::Persistent, &sealed).await.expect("create");
+    assert_eq!(short.get_data("/sealed").await.err(), Some(ward_client::Error::NoAuth));
+    let admin = ward_testkit::connect_as(&addr, &[("digest", "super:test")]).await;
+    assert_eq!(admin.get_data("/sealed").await.map(|(data, _)| data), Ok(b"s".to_vec()), "super-digest");
     // log-format json: every line on stderr is a JSON object.
     let log = server.log_tail();
     assert!(!log.is_empty(), "no log lines");

@@ -8,6 +8,7 @@ use crate::tree::NodeKind;
 use crate::Server;
 use hyper::StatusCode;
 use serde::Serialize;
+use ward_proto::acl::{perm_string, Acl};
 use ward_proto::Stat;
 
 const PAGE: usize = 200;
@@ -98,9 +99,9 @@ pub fn answer(server: &Server, query: &Query) -> Reply {
             path: path.to_string(),
             kind,
             ttl_ms,
-            stat: node.stat().into(),
+            stat: state.tree().stat(node).into(),
             data: Data::of(node.data(), MAX_DATA),
-            acl: acl(),
+            acl: acl(state.tree().acl(node)),
             ephemeral_owner: node.ephemeral_owner().map(|s| clients.who(state, s)),
             children: Children { total: node.children.len(), names, next },
         })
@@ -111,8 +112,8 @@ pub fn answer(server: &Server, query: &Query) -> Reply {
     }
 }
 
-/// Every node's ACL: Ward keeps none, so every node is open to all, as ZooKeeper's
-/// `getACL` on Ward answers.
-fn acl() -> Vec<String> {
-    vec!["world:anyone:cdrwa".to_string()]
+/// A node's ACL in zkCli's notation, digests without their hash: whoever reaches the admin
+/// listener is not thereby an ADMIN of the node (getACL masks them the same way).
+fn acl(acl: &[Acl]) -> Vec<String> {
+    acl.iter().map(|entry| format!("{}:{}", entry.id.redacted(), perm_string(entry.perms))).collect()
 }

@@ -61,6 +61,10 @@ pub async fn run(n: u16, args: &Args) -> Result<(), DevError> {
         for key in keys() {
             cmd.env_remove(env_var(&key));
         }
+        // The super digest goes by the environment: a command line is for anyone to list.
+        if let Some(digest) = &args.settings.super_digest {
+            cmd.env(env_var("super-digest"), &digest.0);
+        }
         cmd.env_remove("WARD_CONFIG")
             .args(passed_on(args))
             .args(["--id", &i.to_string(), "--ensemble", &members])

@@ -18,6 +18,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 use values::{HostPort, Listen, LogFormat};
+use ward_server::acl::identity::SuperDigest;
 use ward_server::admin::console::AdminToken;
 use ward_server::raft::{OnLoss, RaftOptions};
 use ward_server::tls::{PeerTlsFiles, ServerTlsFiles};
@@ -110,6 +111,12 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
     config.metrics_max_locks = s.metrics_max_locks.unwrap_or(config.metrics_max_locks);
     if let Some(path) = &s.admin_token_file {
         config.admin_token = Some(AdminToken::from_file(path)?);
+    }
+    if let Some(digest) = &s.super_digest {
+        // The message does not repeat the value: a mistyped digest may be a password.
+        let digest =
+            SuperDigest::new(&digest.0).map_err(|why| ConfigError::Combination(format!("--super-digest: {why}")))?;
+        config.super_digest = Some(digest);
     }
     if let Some(bytes) = s.max_outbound_bytes {
         config.max_outbound_bytes = usize::try_from(bytes.0).unwrap_or(usize::MAX);

@@ -4,7 +4,7 @@
 //! all derived from its name (`min_session_timeout_ms`: `--min-session-timeout-ms`,
 //! `WARD_MIN_SESSION_TIMEOUT_MS`, `min-session-timeout-ms`).
 
-use super::values::{Bounded, ClientAuth, HostPort, Listen, LogFormat, Members};
+use super::values::{Bounded, ClientAuth, HostPort, Listen, LogFormat, Members, Secret};
 use clap::builder::BoolishValueParser;
 use clap::{Args, CommandFactory};
 use serde::Deserialize;
@@ -150,6 +150,12 @@ pub struct Settings {
     #[arg(long, value_name = "N", help_heading = "Limits")]
     pub max_connections_per_ip: Option<usize>,
 
+    /// The super user's digest, USER:HASH (`ward acl digest USER:PASSWORD` prints it): a
+    /// client that authenticates as USER with that password passes every ACL check. Better
+    /// in the config file or the environment than on a command line others can list
+    #[arg(long, value_name = "USER:HASH", help_heading = "Access control")]
+    pub super_digest: Option<Secret>,
+
     /// Lines written to stderr: text, or one JSON object per line [default: text]
     #[arg(long, value_name = "FORMAT", help_heading = "Logs and metrics")]
     pub log_format: Option<LogFormat>,
@@ -204,6 +210,7 @@ impl Settings {
             max_in_flight_per_connection: self.max_in_flight_per_connection.or(lower.max_in_flight_per_connection),
             max_connections: self.max_connections.or(lower.max_connections),
             max_connections_per_ip: self.max_connections_per_ip.or(lower.max_connections_per_ip),
+            super_digest: self.super_digest.or(lower.super_digest),
             log_format: self.log_format.or(lower.log_format),
             metrics_max_locks: self.metrics_max_locks.or(lower.metrics_max_locks),
         }
@@ -259,6 +266,7 @@ mod tests {
                 "ensemble" | "peer-route" => toml::Value::String("1=a:1".into()),
                 "log-format" => toml::Value::String("json".into()),
                 "tls-client-auth" => toml::Value::String("optional".into()),
+                "super-digest" => toml::Value::String("super:D/InIHSb7yEEbrWz8b9l71RjZJU=".into()),
                 _ => toml::Value::String("localhost:1".into()),
             };
             let table = toml::Table::from_iter([(key.clone(), value)]);
@@ -266,7 +274,7 @@ mod tests {
             let parsed = parsed.unwrap_or_else(|e| panic!("key {key}: {e}"));
             assert_ne!(parsed, Settings::default(), "key {key} set nothing");
         }
-        assert_eq!(keys().len(), 34, "a new option: add it to docs/operations.md and here");
+        assert_eq!(keys().len(), 35, "a new option: add it to docs/operations.md and here");
     }
 
     #[test]
