@@ -8,6 +8,7 @@ mod clients;
 mod peers;
 mod reload;
 mod startup;
+mod x509;
 mod zookeeper;
 
 use std::time::Duration;
