@@ -102,10 +102,10 @@ fn quiet_state(parts: &[Part<'_>], from: usize, initial: &Start) -> Option<Start
         let done = p.completion.filter(|c| c.at < start)?;
         match (&p.record.op, &done.outcome) {
             (Op::Create { .. } | Op::Delete { .. }, _) => return None,
-            (Op::Write { value } | Op::Cas { value, .. }, Outcome::Written { version }) => {
-                if state.0.as_ref().is_none_or(|n| *version > n.version) {
-                    state = (Some(Node { value: value.clone(), version: *version }), Some(p.id));
-                }
+            (Op::Write { value } | Op::Cas { value, .. }, Outcome::Written { version })
+                if state.0.as_ref().is_none_or(|n| *version > n.version) =>
+            {
+                state = (Some(Node { value: value.clone(), version: *version }), Some(p.id));
             }
             _ => {}
         }
