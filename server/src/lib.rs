@@ -19,7 +19,9 @@
 //! * [`metrics`]: requests per listener and operation, log fsyncs and batches, lock waits, connections
 //!   refused or overflowed,
 //!   open connections, Raft figures.
-//! * [`admin`]: the admin HTTP listener: Prometheus `/metrics`, `/healthz`, `/readyz`.
+//! * [`admin`]: the admin HTTP listener: Prometheus `/metrics`, `/healthz`, `/readyz`,
+//!   `/digest`.
+//! * [`digest`]: a digest of the replicated state, to compare members.
 //! * [`core`]: the state machine behind its lock, and the sink its effects go to.
 //! * [`local`]: this server's own registries (watches, session deadlines), the sink of a
 //!   serving server.
@@ -32,6 +34,8 @@
 //! * [`cleanup`]: the leader's deletion of unused containers and TTL nodes.
 //! * [`net`]: accept loop and connection limits, handshake, per-connection reader and writer.
 //! * [`zk`]: the optional ZooKeeper-protocol listener on the same core.
+//! * [`unsafe_break`]: promises broken on purpose for the tests that show `ward check`
+//!   catching each (hidden, refused unless a test's environment allows it).
 //! * [`config`], [`error`].
 
 pub mod admin;
@@ -39,6 +43,7 @@ pub mod cleanup;
 pub mod command;
 pub mod config;
 pub mod core;
+pub mod digest;
 pub mod error;
 pub mod local;
 pub mod lock;
@@ -54,6 +59,7 @@ pub mod session;
 pub mod state;
 mod sync;
 pub mod tree;
+pub mod unsafe_break;
 pub mod watch;
 pub mod zk;
 

@@ -4,9 +4,11 @@
 //! * `GET /healthz`: 200 while the process serves;
 //! * `GET /readyz`: 200 while this server can serve clients (a member of an ensemble: while
 //!   in contact with a leader), 503 otherwise;
+//! * `GET /digest`: the zxid this server has applied to and a digest of its state there
+//!   ([`crate::digest`]): members at the same zxid must report the same digest;
 //! * anything else: 404 (405 for a method other than GET or HEAD).
 //!
-//! Plain HTTP/1.1 on hyper's server, with no framework: three fixed routes need no router.
+//! Plain HTTP/1.1 on hyper's server, with no framework: four fixed routes need no router.
 //! A connection gets [`HEADER_TIMEOUT`] to send its request line and headers, at most
 //! [`MAX_BUF`] bytes of them, and [`CONNECTION_TIME`] in all; at most [`MAX_CONNECTIONS`]
 //! are served at once and the others are closed on accept, so a bad or slow client costs

@@ -26,6 +26,12 @@ pub enum ConfigError {
     /// Options that do not go together, or miss another.
     #[error("{0}")]
     Combination(String),
+    /// `--unsafe-break` outside a test's environment.
+    #[error(
+        "--unsafe-break {0} breaks a promise on purpose and is for tests only: refused unless {var}=1",
+        var = ward_server::unsafe_break::ALLOW_VAR
+    )]
+    UnsafeBreakRefused(ward_server::unsafe_break::Break),
 }
 
 #[derive(Debug, thiserror::Error)]
