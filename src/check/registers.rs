@@ -7,7 +7,7 @@ use super::CheckError;
 use std::sync::Arc;
 use tokio::time::{error::Elapsed, timeout};
 use ward_check::{History, Node, Op, Outcome};
-use ward_client::{Client, CreateMode, Error, Stat};
+use ward_client::{Client, Error, Stat};
 use ward_testkit::Rng;
 
 /// What every key holds at the start (version 0).
@@ -153,12 +153,7 @@ impl Worker {
 pub async fn prepare_keys(client: &Client, keys: &[String]) -> Result<History, CheckError> {
     let mut history = History::new();
     for key in keys {
-        let created = timeout(OP_LIMIT, client.create(key, INITIAL, CreateMode::Persistent)).await;
-        match created {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(CheckError::Client { what: format!("create {key}"), source: e }),
-            Err(_) => return Err(CheckError::Timeout(format!("create {key} took over {OP_LIMIT:?}"))),
-        }
+        super::shared::create(client, key, INITIAL).await?;
         history.set_initial(key.as_str(), Some(Node { value: INITIAL.to_vec(), version: 0 }));
     }
     Ok(history)
