@@ -7,11 +7,14 @@
 //!    still running at T taken as one of unknown outcome. Operations and outcomes only add
 //!    constraints, so a prefix that fails means the whole fails; the shortest is found by
 //!    bisection.
-//! 2. **The start.** At a quiet moment S (nothing running, nothing of unknown outcome, no
-//!    create or delete before it) every operation before S is ordered before every one
-//!    after it, and the register holds what the write with the highest acknowledged version
-//!    left (each write adds one to the version). The slice from S starts in that state; the
-//!    latest S that still fails is found by bisection (a later S drops constraints only).
+//! 2. **The start.** At a quiet moment S (nothing with a known outcome running, no create or
+//!    delete before it) every operation known to have ended before S is ordered before
+//!    every one after it, and the register holds what the write with the highest
+//!    acknowledged version left (each write adds one to the version), or that and then
+//!    one of the operations of unknown outcome invoked before S. The slice from S starts in
+//!    that state and keeps those operations (still of unknown outcome: each may take
+//!    effect first, later or never); the latest S that still fails is found by bisection (a
+//!    later S drops constraints only).
 //! 3. **Observations.** A read, or a write that failed (bad version, no node), changes
 //!    nothing: one whose removal keeps the slice failing is not needed to show the violation.
 //!    Removed in halving chunks, as delta debugging does; before step 2 as well, since fewer
@@ -93,13 +96,23 @@ fn prefix<'a>(all: &[Part<'a>], end: u64) -> Vec<Part<'a>> {
         .collect()
 }
 
-/// If `parts[..from]` all ended before `parts[from]` began, none of unknown outcome and none a
-/// create or delete: the state there (see the module's doc).
-fn quiet_state(parts: &[Part<'_>], from: usize, initial: &Start) -> Option<Start> {
+/// If every operation before `parts[from]` either ended before it began or is of unknown
+/// outcome (as the slice sees it), and none is a create or delete: the state there, and the
+/// slice from there (see the module's doc), which keeps the operations of unknown outcome:
+/// each may still take effect, or may have taken effect last before the quiet moment (the
+/// slice can apply it first).
+fn quiet<'a>(parts: &[Part<'a>], from: usize, initial: &Start) -> Option<(Start, Vec<Part<'a>>)> {
     let start = parts.get(from)?.record.invoked;
     let mut state = initial.clone();
+    let mut carried = Vec::new();
     for p in &parts[..from] {
-        let done = p.completion.filter(|c| c.at < start)?;
+        let Some(done) = p.completion else {
+            carried.push(p.clone());
+            continue;
+        };
+        if done.at >= start {
+            return None;
+        }
         match (&p.record.op, &done.outcome) {
             (Op::Create { .. } | Op::Delete { .. }, _) => return None,
             (Op::Write { value } | Op::Cas { value, .. }, Outcome::Written { version })
@@ -110,7 +123,11 @@ fn quiet_state(parts: &[Part<'_>], from: usize, initial: &Start) -> Option<Start
             _ => {}
         }
     }
-    Some(state)
+    if carried.iter().any(|p| matches!(p.record.op, Op::Create { .. } | Op::Delete { .. })) {
+        return None;
+    }
+    carried.extend_from_slice(&parts[from..]);
+    Some((state, carried))
 }
 
 /// The shortest failing slice of `key` in `history` found within a few hundred searches of
@@ -124,6 +141,9 @@ pub fn shrink(history: &History, key: &str, budget: u64) -> Option<Slice> {
         .filter(|(_, r)| r.key == key)
         .map(|(i, r)| Part { id: OpId::at(i), record: r, completion: r.completion.as_ref() })
         .collect();
+    // Recorded in any order (per client, say): the steps below read it in invocation order.
+    let mut all = all;
+    all.sort_by_key(|p| (p.record.invoked, p.id));
     let mut start: Start = (history.initial(key).cloned(), None);
     let initial = &start.0;
     if !s.fails(initial, &all) {
@@ -149,20 +169,19 @@ pub fn shrink(history: &History, key: &str, budget: u64) -> Option<Slice> {
     // 3. Observations, before the start: fewer operations leave more quiet moments.
     drop_observations(&mut s, &start.0, &mut parts);
     // 2. The start: the latest quiet moment from which the slice still fails.
-    let quiet: Vec<(usize, Start)> =
-        (1..parts.len()).filter_map(|i| quiet_state(&parts, i, &start).map(|state| (i, state))).collect();
+    let quiet: Vec<(Start, Vec<Part<'_>>)> = (1..parts.len()).filter_map(|i| quiet(&parts, i, &start)).collect();
     let (mut lo, mut hi) = (0, quiet.len());
     while lo < hi && !s.spent() {
         let mid = (lo + hi) / 2;
-        let (from, state) = &quiet[mid];
-        if s.fails(&state.0, &parts[*from..]) {
+        let (state, from_there) = &quiet[mid];
+        if s.fails(&state.0, from_there) {
             lo = mid + 1;
         } else {
             hi = mid;
         }
     }
-    if let Some((from, state)) = lo.checked_sub(1).and_then(|i| quiet.get(i)) {
-        parts = parts.split_off(*from);
+    if let Some((state, from_there)) = lo.checked_sub(1).and_then(|i| quiet.get(i)) {
+        parts = from_there.clone();
         start = state.clone();
         drop_observations(&mut s, &start.0, &mut parts);
     }

@@ -38,10 +38,11 @@ async fn synced(client: &Client, path: &str) -> Result<(), String> {
     }
 }
 
-async fn read_synced(client: &Client, path: &str) -> Result<(Vec<u8>, u64), String> {
+async fn read_synced(client: &Client, path: &str) -> Result<Option<(Vec<u8>, u64)>, String> {
     synced(client, path).await?;
     match timeout(OP_LIMIT, client.get_data(path)).await {
-        Ok(Ok((data, stat))) => Ok((data, version(&stat))),
+        Ok(Ok((data, stat))) => Ok(Some((data, version(&stat)))),
+        Ok(Err(ward_client::Error::NoNode)) => Ok(None),
         Ok(Err(e)) => Err(format!("read: {e}")),
         Err(_) => Err(format!("read took over {OP_LIMIT:?}")),
     }

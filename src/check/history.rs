@@ -10,8 +10,8 @@
 //!   and `{"type":"watch","process":301,"key":…,"zxid":…,"invoke_ns":…,"complete_ns":…,"event":{"kind":"NodeDataChanged","zxid":…,"at_ns":…}|null,"early":{"zxid":…,"at_ns":…}|null,"reconnected":false}`;
 //! * `{"type":"seq","process":401,"data":"p401-7","invoke_ns":…,"name":"n-0000000012"|null,"complete_ns":…|null}`;
 //! * `{"type":"fault","kind":"kill","member":2,"leader":true,"detail":"kill -9 2","start_ns":…,"end_ns":…}`;
-//! * `{"type":"final","member":"127.0.0.1:7181","path":…,"value":…,"version":…}` (or
-//!   `"error"`): what each member showed at the end; `{"type":"listing","member":…,"children":N,"unclaimed":[[name,data]]}`
+//! * `{"type":"final","member":"127.0.0.1:7181","path":…,"value":…,"version":…}` (`"value":null`
+//!   for a node gone, or `"error"`): what each member showed at the end; `{"type":"listing","member":…,"children":N,"unclaimed":[[name,data]]}`
 //!   its sequential nodes; `{"type":"digest","member":…,"zxid":…,"line":…}` its state digest.
 
 use super::checkers::{FinalRead, Listing, MemberDigest};
@@ -170,9 +170,10 @@ fn fault(f: &FaultEvent) -> Value {
 
 fn fin(f: &FinalRead) -> Value {
     match &f.read {
-        Ok((data, version)) => {
+        Ok(Some((data, version))) => {
             json!({ "type": "final", "member": f.member, "path": f.path, "value": text(data), "version": version })
         }
+        Ok(None) => json!({ "type": "final", "member": f.member, "path": f.path, "value": null }),
         Err(why) => json!({ "type": "final", "member": f.member, "path": f.path, "error": why }),
     }
 }

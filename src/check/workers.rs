@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
+/// Register clients that read, write and compare-and-set; one more only reads.
 const REGISTER_WORKERS: u64 = 4;
 const LOCK_WORKERS: u64 = 3;
 const SESSION_WORKERS: u64 = 2;
@@ -78,8 +79,11 @@ pub async fn start(
     let on = |w| workloads.contains(&w);
     let mut r = Running::default();
     let seeded = |p: u64| seed.wrapping_add(p);
-    for p in (1..=REGISTER_WORKERS).filter(|_| on(Workload::Registers)) {
-        let worker = registers::Worker::new(p, addrs, Arc::clone(&paths.keys), seeded(p)).await?;
+    for p in (1..=REGISTER_WORKERS + 1).filter(|_| on(Workload::Registers)) {
+        let mut worker = registers::Worker::new(p, addrs, Arc::clone(&paths.keys), seeded(p)).await?;
+        if p > REGISTER_WORKERS {
+            worker = worker.reading_only();
+        }
         r.registers.push(tokio::spawn(worker.run(shared.clone())));
     }
     for p in (LOCK_BASE + 1..=LOCK_BASE + LOCK_WORKERS).filter(|_| on(Workload::Locks)) {
@@ -167,6 +171,7 @@ pub fn lanes(workloads: &[Workload]) -> Vec<(u64, String)> {
     let mut add = |name: &str, from: u64, n: u64| lanes.extend((from..from + n).map(|p| (p, format!("{name} p{p}"))));
     if on(Workload::Registers) {
         add("registers", 1, REGISTER_WORKERS);
+        add("reader", REGISTER_WORKERS + 1, 1);
     }
     if on(Workload::Locks) {
         add("locks", LOCK_BASE + 1, LOCK_WORKERS);

@@ -25,6 +25,24 @@ fn a_stale_read_among_many_operations_shrinks_to_a_few() {
     assert!(!check(&slice.history, BUDGET).is_linearizable(), "the slice fails on its own");
 }
 
+/// `ward check` records each client's operations together, not in invocation order.
+#[test]
+fn a_history_recorded_client_by_client_shrinks_as_well() {
+    let mut s = Script::new();
+    for i in 0..40u64 {
+        s.done(1, write(&format!("w{i}")), 100 * i, 100 * i + 10, Outcome::Written { version: i + 1 });
+    }
+    for i in 0..40u64 {
+        s.done(2, Op::Read, 100 * i + 20, 100 * i + 30, read(&format!("w{i}"), i + 1));
+    }
+    let stale = s.done(2, Op::Read, 4000, 4010, read("w30", 31));
+    let slice = shrink(&s.0, KEY, BUDGET).expect("a failing slice");
+    assert!(slice.ops.contains(&stale) && slice.ops.len() <= 3, "{slice:?}");
+    let invoked: Vec<u64> = slice.ops.iter().filter_map(|&id| s.0.get(id)).map(|r| r.invoked).collect();
+    assert!(invoked.windows(2).all(|w| w[0] <= w[1]), "in invocation order: {invoked:?}");
+    assert!(!check(&slice.history, BUDGET).is_linearizable());
+}
+
 #[test]
 fn a_linearizable_key_has_no_slice() {
     let mut s = Script::new();

@@ -18,12 +18,14 @@ pub struct Late {
 }
 
 impl Late {
-    /// Holds `entries` back; returns what is due for writing now (all held, once the oldest
-    /// has waited [`LATE_BY`]).
+    /// Holds `entries` back; returns what is due for writing now: all held, once the oldest
+    /// has waited [`LATE_BY`], or when `entries` change the group (a membership or a new
+    /// leader's blank entry: the break loses commands, not the group that a restart needs).
     pub fn hold(&mut self, entries: Vec<Entry>) -> Vec<Entry> {
+        let structural = entries.iter().any(|e| !matches!(e.payload, openraft::EntryPayload::Normal(_)));
         self.entries.extend(entries);
         let since = *self.since.get_or_insert_with(Instant::now);
-        match since.elapsed() >= LATE_BY {
+        match structural || since.elapsed() >= LATE_BY {
             true => self.take(),
             false => Vec::new(),
         }

@@ -35,3 +35,27 @@ pub fn convergence(digests: &[MemberDigest]) -> Verdict {
     }
     verdict
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(member: &str, zxid: u64, digest: &str) -> MemberDigest {
+        MemberDigest {
+            member: member.into(),
+            read: Ok((zxid, format!("zxid {zxid} nodes 3 sessions 1 digest {digest}"))),
+        }
+    }
+
+    #[test]
+    fn members_agree_or_the_difference_is_caught() {
+        assert!(convergence(&[read("a", 9, "ff"), read("b", 9, "ff")]).passed());
+        let apart = convergence(&[read("a", 9, "ff"), read("b", 9, "fe")]);
+        assert!(apart.violations.iter().any(|f| f.what.contains("different states")), "{apart:?}");
+        let behind = convergence(&[read("a", 9, "ff"), read("b", 8, "ff")]);
+        assert!(behind.violations.iter().any(|f| f.what.contains("one zxid")), "{behind:?}");
+        let silent = MemberDigest { member: "c".into(), read: Err("connection refused".into()) };
+        let silent = convergence(&[read("a", 9, "ff"), silent]);
+        assert!(!silent.passed() && silent.violations.is_empty(), "{silent:?}");
+    }
+}

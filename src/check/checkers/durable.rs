@@ -8,8 +8,8 @@ use ward_check::{Op, Outcome};
 pub struct FinalRead {
     pub member: String,
     pub path: String,
-    /// (data, version), or why the member did not answer.
-    pub read: Result<(Vec<u8>, u64), String>,
+    /// (data, version), `None` if the node is gone, or why the member did not answer.
+    pub read: Result<Option<(Vec<u8>, u64)>, String>,
 }
 
 /// Every acknowledged write is visible on every member at the end, and nothing that was
@@ -27,7 +27,16 @@ pub fn durability(
     verdict.operations = finals.len();
     for fin in finals {
         let (data, version) = match &fin.read {
-            Ok(read) => read,
+            Ok(Some(read)) => read,
+            Ok(None) => {
+                // Every node read at the end was created before the workloads began.
+                let what = format!("{} is gone: created, written, then lost", fin.path);
+                push(
+                    &mut verdict,
+                    Finding::new(what, vec![format!("{} on {}: no node at the end", fin.path, fin.member)]),
+                );
+                continue;
+            }
             Err(why) => {
                 verdict.undecided.push(format!("{} on {} unread at the end: {why}", fin.path, fin.member));
                 continue;

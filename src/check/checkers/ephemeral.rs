@@ -85,3 +85,61 @@ fn check(node: &Ephemeral, verdict: &mut Verdict) {
         push(verdict, finding.at(node.process, cut, cut + GONE_WITHIN.as_nanos() as u64));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::sessions::Look;
+
+    /// Created over [0, 10], written by its owner over [20, 30], looked at over [40, 50]
+    /// (present) and, after a close over [60, 70], over [80, 90] (absent).
+    fn healthy() -> Ephemeral {
+        Ephemeral {
+            process: 201,
+            path: "/e/p201-1".into(),
+            session: 0x10,
+            created: (0, Some(10)),
+            alive: vec![(20, 30)],
+            looks: vec![
+                Look { invoked: 40, completed: 50, present: true },
+                Look { invoked: 80, completed: 90, present: false },
+            ],
+            end: End::Closed { invoked: 60, completed: 70 },
+        }
+    }
+
+    #[test]
+    fn a_node_that_lives_with_its_session_passes() {
+        assert!(ephemerals(&[healthy()]).passed());
+        let mut expired = healthy();
+        expired.end = End::Expired { cut: 60, gone: Some(90) };
+        assert!(ephemerals(&[expired]).passed());
+    }
+
+    #[test]
+    fn a_node_missing_while_its_session_lived_is_caught() {
+        let mut node = healthy();
+        // Absent between the create's acknowledgement and a later write by its owner.
+        node.looks.insert(0, Look { invoked: 12, completed: 15, present: false });
+        let verdict = ephemerals(&[node]);
+        assert!(verdict.violations.iter().any(|f| f.what.contains("missing while its session lived")), "{verdict:?}");
+    }
+
+    #[test]
+    fn a_node_of_a_closed_session_seen_later_is_caught() {
+        let mut node = healthy();
+        node.looks.push(Look { invoked: 100, completed: 110, present: true });
+        let verdict = ephemerals(&[node]);
+        assert!(verdict.violations.iter().any(|f| f.what.contains("seen again after it was gone")), "{verdict:?}");
+        assert_eq!(verdict.violations[0].marks[0].process, Some(201));
+    }
+
+    #[test]
+    fn a_node_outliving_its_expired_session_is_caught() {
+        let mut node = healthy();
+        node.end = End::Expired { cut: 60, gone: None };
+        node.looks.pop();
+        let verdict = ephemerals(&[node]);
+        assert!(verdict.violations.iter().any(|f| f.what.contains("after its session was cut off")), "{verdict:?}");
+    }
+}

@@ -48,7 +48,10 @@ fn shown(history: &History, slice: &ward_check::Slice, total: usize, what: Strin
     };
     let mut lines = vec![start];
     lines.extend(slice.ops.iter().filter_map(|&id| history.get(id).map(|r| line(r, slice.cut_open.contains(&id)))));
-    lines.push(format!("(these {} of the key's {total} operations fail on their own)", slice.ops.len()));
+    lines.push(match slice.ops.len() {
+        1 => format!("(this one of the key's {total} operations fails on its own)"),
+        n => format!("(these {n} of the key's {total} operations fail on their own)"),
+    });
     marked(Finding::new(what, lines), history, slice.ops.iter().copied())
 }
 
@@ -87,4 +90,30 @@ fn line(r: &Record, cut_open: bool) -> String {
     };
     let end = r.completion.as_ref().filter(|_| !cut_open).map_or_else(|| "...".to_owned(), |c| ms(c.at));
     format!("p{} {op} -> {outcome} [{}, {end}]", r.process, ms(r.invoked))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two clients' operations on one key, recorded client by client as `ward check` does:
+    /// p1 writes "b" and then "c"; p2's read, begun after both returned, sees "b".
+    #[test]
+    fn a_stale_read_is_shown_by_its_shortest_slice_and_marked() {
+        let mut h = History::new();
+        h.set_initial("/k", Some(Node { value: b"a".to_vec(), version: 0 }));
+        for (i, value) in [&b"b"[..], b"c"].into_iter().enumerate() {
+            let at = 10 * i as u64;
+            let id = h.invoke(1, "/k", Op::Write { value: value.to_vec() }, at);
+            let _ = h.complete(id, Outcome::Written { version: i as u64 + 1 }, at + 5);
+        }
+        let read = h.invoke(2, "/k", Op::Read, 30);
+        let _ = h.complete(read, Outcome::Value(Node { value: b"b".to_vec(), version: 1 }), 35);
+        let verdict = linearizability(&h);
+        assert_eq!(verdict.violations.len(), 1, "{verdict:?}");
+        let finding = &verdict.violations[0];
+        assert!(finding.slice[0].contains(r#"from "c" v2 (p1's write"#), "{finding:?}");
+        assert!(finding.slice.iter().any(|l| l.starts_with(r#"p2 read -> "b" v1"#)), "{finding:?}");
+        assert!(finding.marks.iter().any(|m| m.process == Some(2) && m.from == 30), "{finding:?}");
+    }
 }

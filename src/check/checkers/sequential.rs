@@ -101,3 +101,64 @@ fn listed(listing: &Listing, creates: &[SeqCreate], by_name: &HashMap<&str, &Seq
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(process: u64, n: u64, invoked: u64, name: Option<(&str, u64)>) -> SeqCreate {
+        SeqCreate { process, data: format!("p{process}-{n}"), invoked, created: name.map(|(n, at)| (n.to_owned(), at)) }
+    }
+
+    fn listing(names: &[&str], unclaimed: &[(&str, &str)]) -> Listing {
+        Listing {
+            member: "m1".into(),
+            names: Ok(names.iter().map(|n| n.to_string()).collect()),
+            unclaimed: unclaimed.iter().map(|(n, d)| (n.to_string(), Ok(d.to_string()))).collect(),
+        }
+    }
+
+    /// p1's create returned n-1 before p2's began, which got n-2; p2's second create's
+    /// outcome is unknown, and it did apply (as n-3).
+    fn healthy() -> Vec<SeqCreate> {
+        vec![
+            create(1, 1, 0, Some(("n-0000000001", 10))),
+            create(2, 1, 20, Some(("n-0000000002", 30))),
+            create(2, 2, 40, None),
+        ]
+    }
+
+    #[test]
+    fn unique_increasing_names_all_present_pass() {
+        let all = listing(&["n-0000000001", "n-0000000002", "n-0000000003"], &[("n-0000000003", "p2-2")]);
+        assert!(sequential(&healthy(), &[all]).passed());
+    }
+
+    #[test]
+    fn a_smaller_suffix_after_a_returned_create_is_caught() {
+        let mut creates = healthy();
+        creates[1].created = Some(("n-0000000000".into(), 30));
+        let verdict = sequential(&creates, &[]);
+        assert!(verdict.violations.iter().any(|f| f.what.contains("smaller suffix")), "{verdict:?}");
+    }
+
+    #[test]
+    fn one_name_given_twice_is_caught() {
+        let mut creates = healthy();
+        creates[1].created = Some(("n-0000000001".into(), 30));
+        let verdict = sequential(&creates, &[]);
+        assert!(verdict.violations.iter().any(|f| f.what.contains("given to two creates")), "{verdict:?}");
+    }
+
+    #[test]
+    fn a_lost_create_a_create_applied_twice_and_a_phantom_are_caught() {
+        let lost = sequential(&healthy(), &[listing(&["n-0000000002"], &[])]);
+        assert!(lost.violations.iter().any(|f| f.what.contains("n-0000000001 missing")), "{lost:?}");
+        let twice = listing(&["n-0000000001", "n-0000000002", "n-0000000004"], &[("n-0000000004", "p1-1")]);
+        let twice = sequential(&healthy(), &[twice]);
+        assert!(twice.violations.iter().any(|f| f.what.contains("applied twice")), "{twice:?}");
+        let phantom = listing(&["n-0000000001", "n-0000000002", "n-0000000009"], &[("n-0000000009", "p7-7")]);
+        let phantom = sequential(&healthy(), &[phantom]);
+        assert!(phantom.violations.iter().any(|f| f.what.contains("never created")), "{phantom:?}");
+    }
+}
