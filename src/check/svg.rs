@@ -84,7 +84,7 @@ pub fn render(
     let x = |ns: u64| LEFT + (ns as f64 / end as f64) * (WIDTH - LEFT - RIGHT);
     let y = |lane: usize| TOP + lane as f64 * (LANE + GAP);
     let bottom = y(lanes.len());
-    let height = bottom + 60.0;
+    let height = bottom + 70.0;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -102,7 +102,7 @@ pub fn render(
         let _ = writeln!(out, r#"<text x="{at:.1}" y="{}" text-anchor="middle">{label}s</text>"#, TOP - 10.0);
         t += step;
     }
-    for f in faults {
+    for (i, f) in faults.iter().enumerate() {
         let (x0, x1) = (x(f.start), x(f.end).max(x(f.start) + 1.0));
         let _ = writeln!(
             out,
@@ -147,7 +147,7 @@ pub fn render(
             );
         }
     }
-    legend(&mut out, bottom + 34.0);
+    legend(&mut out, bottom + 52.0);
     out.push_str("</svg>\n");
     out
 }
@@ -216,7 +216,7 @@ fn legend(out: &mut String, at: f64) {
     for (color, label) in items {
         let _ = writeln!(out, r#"<rect x="{x}" y="{}" width="10" height="10" fill="{color}"/>"#, at - 9.0);
         let _ = writeln!(out, r#"<text x="{}" y="{at}">{label}</text>"#, x + 14.0);
-        x += 24.0 + 6.2 * label.len() as f64;
+        x += 24.0 + 6.6 * label.len() as f64;
     }
     let _ = writeln!(
         out,

@@ -52,7 +52,7 @@ fn shown(history: &History, slice: &ward_check::Slice, total: usize, what: Strin
         1 => format!("(this one of the key's {total} operations fails on its own)"),
         n => format!("(these {n} of the key's {total} operations fail on their own)"),
     });
-    marked(Finding::new(what, lines), history, slice.ops.iter().copied())
+    marked(Finding::new(what, lines), history, slice.initial_from.into_iter().chain(slice.ops.iter().copied()))
 }
 
 fn marked(mut finding: Finding, history: &History, ids: impl Iterator<Item = OpId>) -> Finding {
@@ -115,5 +115,9 @@ mod tests {
         assert!(finding.slice[0].contains(r#"from "c" v2 (p1's write"#), "{finding:?}");
         assert!(finding.slice.iter().any(|l| l.starts_with(r#"p2 read -> "b" v1"#)), "{finding:?}");
         assert!(finding.marks.iter().any(|m| m.process == Some(2) && m.from == 30), "{finding:?}");
+        assert!(
+            finding.marks.iter().any(|m| m.process == Some(1) && m.from == 10),
+            "the write it starts after: {finding:?}"
+        );
     }
 }
