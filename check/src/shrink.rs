@@ -199,10 +199,10 @@ pub fn shrink(history: &History, key: &str, budget: u64) -> Option<Slice> {
     })
 }
 
-/// Whether the operation, as the slice sees it, changed nothing: a read, or a write that
-/// failed (bad version, no node, node exists).
+/// Whether the operation, as the slice sees it, changed nothing: a read (answered or not),
+/// or a write that failed (bad version, no node, node exists).
 fn observation(part: &Part<'_>) -> bool {
-    part.completion.is_some_and(|c| !c.outcome.is_effect())
+    part.record.op == Op::Read || part.completion.is_some_and(|c| !c.outcome.is_effect())
 }
 
 /// Leaves out the observations the slice does not need to fail, in halving chunks.

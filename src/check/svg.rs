@@ -114,10 +114,11 @@ pub fn render(
             escape(&f.detail),
             (f.end - f.start) as f64 / 1e9
         );
+        // Three rows of labels, so that neighbours do not overlap.
+        let row = bottom + 11.0 + 9.0 * (i % 3) as f64;
         let _ = writeln!(
             out,
-            r#"<text x="{x0:.1}" y="{}" font-size="9" fill="{}">{}</text>"#,
-            bottom + 12.0,
+            r#"<text x="{x0:.1}" y="{row}" font-size="8" fill="{}">{}</text>"#,
             band(f.kind.name()),
             f.kind
         );
