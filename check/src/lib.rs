@@ -24,7 +24,7 @@
 //! * `wgl`: the search (Wing & Gong, Lowe's memo, as in Porcupine), within a step budget.
 //! * [`report`]: per-key [`Verdict`]s and the explanation of a violation.
 //! * [`sample`]: seeded valid histories, for benchmarks.
-//! * [`shrink`]: the shortest failing slice of a key's history, to show a violation with a
+//! * [`mod@shrink`]: the shortest failing slice of a key's history, to show a violation with a
 //!   handful of operations.
 //!
 //! Linearizability is local (Herlihy & Wing): a history is linearizable if and only if each

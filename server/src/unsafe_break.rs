@@ -4,7 +4,7 @@
 //! --unsafe-break NAME` is hidden from `--help` and refused unless the environment says
 //! [`ALLOW_VAR`]`=1`, which only the tests' processes are given.
 //!
-//! Each break is a layer over the code it breaks ([`Broken`] wraps the command log), except
+//! Each break is a layer over the code it breaks ([`wrap`] wraps the command log), except
 //! `ack-before-fsync`, which lives where appends are acknowledged (`raft/late.rs`).
 
 use crate::command::{Command, CommandOp, Outcome};
