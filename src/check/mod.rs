@@ -110,7 +110,8 @@ pub async fn run(config: &Config, say: &(dyn Fn(&str) + Sync)) -> Result<Report,
     let history = prepare(&admin, &config.workloads, &paths).await?;
 
     let shared = Shared::new();
-    let running = workers::start(&config.workloads, &addrs, &paths, config.seed, &shared).await?;
+    let members = cluster.member_addrs();
+    let running = workers::start(&config.workloads, &addrs, &members, &paths, config.seed, &shared).await?;
     let started = Instant::now();
     let until = started + config.duration;
     let faults = match &mut cluster {
@@ -141,7 +142,7 @@ pub async fn run(config: &Config, say: &(dyn Fn(&str) + Sync)) -> Result<Report,
             report.faults.len()
         );
         let findings: Vec<&Finding> = report.verdicts.iter().flat_map(|v| &v.violations).collect();
-        let lanes = workers::lanes(&config.workloads);
+        let lanes = workers::lanes(&config.workloads, members.len());
         let drawn = svg::render(&title, &lanes, &timeline::spans(&done), &report.faults, &findings);
         std::fs::write(file, drawn).map_err(|source| CheckError::Io { path: file.clone(), source })?;
     }

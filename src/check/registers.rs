@@ -1,6 +1,6 @@
 //! The registers workload: clients read (after `sync`), write and compare-and-set a few keys,
-//! each value their own (`p3-17`), so that a read names the write it saw; one client only
-//! reads. Checked for
+//! each value their own (`p3-17`), so that a read names the write it saw; a client on each
+//! member only reads. Checked for
 //! linearizability per key (G17) and, at the end, for durability.
 
 use super::shared::{connect, recover, Shared, OP_LIMIT};
@@ -107,7 +107,7 @@ impl Worker {
                 if self.reader {
                     // Many reads, not all of them: the writers' operations must be most of a key's
                     // history, which the checker searches.
-                    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 }
             } else if recover(&mut self.client, &self.addrs, &shared).await {
                 self.sessions_lost += 1;

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
-/// Register clients that read, write and compare-and-set; one more only reads.
+/// Register clients that read, write and compare-and-set (on any member); then one per
+/// member that only reads, from that member alone.
 const REGISTER_WORKERS: u64 = 4;
 const LOCK_WORKERS: u64 = 3;
 const SESSION_WORKERS: u64 = 2;
@@ -68,10 +69,12 @@ pub struct Done {
     pub summaries: Vec<String>,
 }
 
-/// Starts the clients of `workloads` against `addrs`.
+/// Starts the clients of `workloads` against `addrs` (each of the `members` alone, for the
+/// readers).
 pub async fn start(
     workloads: &[Workload],
     addrs: &str,
+    members: &[String],
     paths: &Paths,
     seed: u64,
     shared: &Shared,
@@ -79,12 +82,14 @@ pub async fn start(
     let on = |w| workloads.contains(&w);
     let mut r = Running::default();
     let seeded = |p: u64| seed.wrapping_add(p);
-    for p in (1..=REGISTER_WORKERS + 1).filter(|_| on(Workload::Registers)) {
-        let mut worker = registers::Worker::new(p, addrs, Arc::clone(&paths.keys), seeded(p)).await?;
-        if p > REGISTER_WORKERS {
-            worker = worker.reading_only();
-        }
+    for p in (1..=REGISTER_WORKERS).filter(|_| on(Workload::Registers)) {
+        let worker = registers::Worker::new(p, addrs, Arc::clone(&paths.keys), seeded(p)).await?;
         r.registers.push(tokio::spawn(worker.run(shared.clone())));
+    }
+    // Every member's answers to `sync` are read at once, whichever member a fault hits.
+    for (p, member) in (REGISTER_WORKERS + 1..).zip(members).filter(|_| on(Workload::Registers)) {
+        let worker = registers::Worker::new(p, member, Arc::clone(&paths.keys), seeded(p)).await?;
+        r.registers.push(tokio::spawn(worker.reading_only().run(shared.clone())));
     }
     for p in (LOCK_BASE + 1..=LOCK_BASE + LOCK_WORKERS).filter(|_| on(Workload::Locks)) {
         let worker = locks::Worker::new(p, addrs, &paths.lock_dir, &paths.counter).await?;
@@ -165,13 +170,13 @@ async fn all<W>(tasks: Vec<JoinHandle<W>>) -> Result<Vec<W>, CheckError> {
 }
 
 /// Each process's lane on the timeline, in process order.
-pub fn lanes(workloads: &[Workload]) -> Vec<(u64, String)> {
+pub fn lanes(workloads: &[Workload], members: usize) -> Vec<(u64, String)> {
     let on = |w| workloads.contains(&w);
     let mut lanes = Vec::new();
     let mut add = |name: &str, from: u64, n: u64| lanes.extend((from..from + n).map(|p| (p, format!("{name} p{p}"))));
     if on(Workload::Registers) {
         add("registers", 1, REGISTER_WORKERS);
-        add("reader", REGISTER_WORKERS + 1, 1);
+        add("reader", REGISTER_WORKERS + 1, members as u64);
     }
     if on(Workload::Locks) {
         add("locks", LOCK_BASE + 1, LOCK_WORKERS);
