@@ -22,8 +22,8 @@ impl Seen {
 ///   create's acknowledgement, an owner's write to it, a look that found it);
 /// * a look that found it present cannot start after it was seen gone, or after its
 ///   session's `close()` returned ("no ephemeral of a closed session observed later");
-/// * the node of a session cut off from the servers is gone within its timeout and a
-///   leader change ([`GONE_WITHIN`]).
+/// * the node of a session cut off from the servers is gone within its timeout, given
+///   afresh by each leader change ([`GONE_WITHIN`]).
 pub fn ephemerals(nodes: &[Ephemeral]) -> Verdict {
     let mut verdict = Verdict::new("sessions");
     verdict.operations = nodes.iter().map(|n| 1 + n.alive.len() + n.looks.len()).sum();
