@@ -22,6 +22,11 @@ impl OpId {
     pub fn index(self) -> usize {
         self.0
     }
+
+    /// The id of the record at `index` of [`History::records`].
+    pub fn at(index: usize) -> OpId {
+        OpId(index)
+    }
 }
 
 /// One recorded operation.

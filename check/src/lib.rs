@@ -23,6 +23,9 @@
 //!   links).
 //! * `wgl`: the search (Wing & Gong, Lowe's memo, as in Porcupine), within a step budget.
 //! * [`report`]: per-key [`Verdict`]s and the explanation of a violation.
+//! * [`sample`]: seeded valid histories, for benchmarks.
+//! * [`mod@shrink`]: the shortest failing slice of a key's history, to show a violation with a
+//!   handful of operations.
 //!
 //! Linearizability is local (Herlihy & Wing): a history is linearizable if and only if each
 //! key's part is, so keys are checked one by one.
@@ -31,6 +34,8 @@ pub mod history;
 mod links;
 pub mod model;
 pub mod report;
+pub mod sample;
+pub mod shrink;
 mod timeline;
 mod wgl;
 
@@ -40,6 +45,7 @@ mod tests;
 pub use history::{Clock, Completion, History, HistoryError, OpId, Record};
 pub use model::{Node, Op, Outcome};
 pub use report::{KeyReport, Report, Verdict, Violation};
+pub use shrink::{shrink, Slice};
 
 /// Checks each key of `history`. `budget` bounds the search per key, in steps (one step looks
 /// at one candidate operation; a linearizable history of n operations takes a few n when its

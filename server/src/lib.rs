@@ -19,8 +19,9 @@
 //! * [`metrics`]: requests per listener and operation, log fsyncs and batches, lock waits, connections
 //!   refused or overflowed,
 //!   open connections, Raft figures.
-//! * [`admin`]: the admin HTTP listener: Prometheus `/metrics`, `/healthz`, `/readyz`, and
-//!   the web console with its JSON API.
+//! * [`admin`]: the admin HTTP listener: Prometheus `/metrics`, `/healthz`, `/readyz`,
+//!   `/digest`, and the web console with its JSON API.
+//! * [`digest`]: a digest of the replicated state, to compare members.
 //! * [`core`]: the state machine behind its lock, and the sink its effects go to.
 //! * [`local`]: this server's own registries (watches, session deadlines), the sink of a
 //!   serving server.
@@ -36,6 +37,8 @@
 //! * [`acl`]: ACLs, identities and `AddAuth`, ZooKeeper's rules for who may do what.
 //! * [`tls`]: TLS for the client listeners and the peer link: certificates from PEM files,
 //!   reloaded on SIGHUP; a client certificate's subject.
+//! * [`unsafe_break`]: promises broken on purpose for the tests that show `ward check`
+//!   catching each (hidden, refused unless a test's environment allows it).
 //! * [`config`], [`error`].
 
 pub mod acl;
@@ -44,6 +47,7 @@ pub mod cleanup;
 pub mod command;
 pub mod config;
 pub mod core;
+pub mod digest;
 pub mod error;
 pub mod local;
 pub mod lock;
@@ -60,6 +64,7 @@ pub mod state;
 mod sync;
 pub mod tls;
 pub mod tree;
+pub mod unsafe_break;
 pub mod watch;
 pub mod zk;
 

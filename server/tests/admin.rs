@@ -218,7 +218,8 @@ async fn metrics_show_a_lock_queue_its_holder_and_a_growing_hold_time() {
     .await
 }
 
-// /healthz answers while the process serves, /readyz while it can serve clients; other
+// /healthz answers while the process serves, /readyz while it can serve clients, /digest
+// with the state's zxid and digest (docs/operations.md "Checking an ensemble"); other
 // paths get 404, other methods 405, malformed requests 400, and the server goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_readiness_and_bad_requests() {
@@ -227,6 +228,9 @@ async fn health_readiness_and_bad_requests() {
         let admin = server.admin_addr();
         assert_eq!(get(admin, "/healthz").await.0, 200);
         assert_eq!(get(admin, "/readyz").await.0, 200);
+        let (status, digest) = get(admin, "/digest").await;
+        assert_eq!(status, 200);
+        assert!(digest.starts_with("zxid ") && digest.contains(" digest "), "{digest}");
         assert_eq!(get(admin, "/nowhere").await.0, 404);
         let post = b"POST /metrics HTTP/1.1\r\nHost: ward\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
         assert_eq!(exchange(admin, post).await.0, 405);

@@ -5,14 +5,22 @@
 //!   (`f`: `read`, `write`, `cas`; `outcome`: `{"value":…,"version":…}`, `{"written":V}`,
 //!   `"bad_version"`, `"no_node"`, or `null` with `complete_ns` `null` when unknown);
 //! * `{"type":"lock","process":2,"token":…,"acquired_ns":…,"released_ns":…,"lost":false,"read":{"value":7,"version":7},"write":{"value":8,"invoke_ns":…,"complete_ns":…,"outcome":"accepted","version":8}}`;
-//! * `{"type":"fault","kind":"kill","member":2,"leader":true,"start_ns":…,"end_ns":…}`;
-//! * `{"type":"final","member":"127.0.0.1:7181","path":…,"value":…,"version":…}` (or
-//!   `"error"`): what each member showed at the end.
+//! * `{"type":"ephemeral","process":201,"path":…,"session":…,"create":[invoke_ns, complete_ns|null],"alive":[[…,…]],"looks":[{"invoke_ns":…,"complete_ns":…,"present":true}],"end":{"closed":[…,…]}|{"expired":{"cut_ns":…,"gone_ns":…|null}}|"unknown"}`;
+//! * `{"type":"watch_write","process":300,"key":…,"invoke_ns":…,"complete_ns":…|null,"zxid":…|null}`
+//!   and `{"type":"watch","process":301,"key":…,"zxid":…,"invoke_ns":…,"complete_ns":…,"event":{"kind":"NodeDataChanged","zxid":…,"at_ns":…}|null,"early":{"zxid":…,"at_ns":…}|null,"reconnected":false}`;
+//! * `{"type":"seq","process":401,"data":"p401-7","invoke_ns":…,"name":"n-0000000012"|null,"complete_ns":…|null}`;
+//! * `{"type":"fault","kind":"kill","member":2,"leader":true,"detail":"kill -9 2","start_ns":…,"end_ns":…}`;
+//! * `{"type":"final","member":"127.0.0.1:7181","path":…,"value":…,"version":…}` (`"value":null`
+//!   for a node gone, or `"error"`): what each member showed at the end; `{"type":"listing","member":…,"children":N,"unclaimed":[[name,data]]}`
+//!   its sequential nodes; `{"type":"digest","member":…,"zxid":…,"line":…}` its state digest.
 
-use super::checkers::FinalRead;
+use super::checkers::{FinalRead, Listing, MemberDigest};
 use super::locks::{Hold, WriteOutcome};
 use super::nemesis::FaultEvent;
 use super::registers::RegisterOp;
+use super::sequential::SeqCreate;
+use super::sessions::{End, Ephemeral};
+use super::watches::{Armed, WatchWrite};
 use super::CheckError;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -20,21 +28,35 @@ use std::path::Path;
 use ward_check::{Op, Outcome};
 
 /// Everything recorded, to be written.
+#[derive(Default)]
 pub struct Recorded<'a> {
     pub keys: &'a [String],
     pub ops: &'a [RegisterOp],
     pub holds: &'a [Hold],
+    pub ephemerals: &'a [Ephemeral],
+    pub watch_keys: &'a [String],
+    pub watch_writes: &'a [WatchWrite],
+    pub armed: &'a [Armed],
+    pub creates: &'a [SeqCreate],
     pub faults: &'a [FaultEvent],
     pub finals: &'a [FinalRead],
+    pub listings: &'a [Listing],
+    pub digests: &'a [MemberDigest],
 }
 
 /// Writes `history.jsonl` under `dir`.
-pub fn write(dir: &Path, recorded: &Recorded<'_>) -> Result<(), CheckError> {
+pub fn write(dir: &Path, r: &Recorded<'_>) -> Result<(), CheckError> {
     let mut lines: Vec<(u64, Value)> = Vec::new();
-    lines.extend(recorded.ops.iter().map(|o| (o.invoked, op(recorded.keys, o))));
-    lines.extend(recorded.holds.iter().map(|h| (h.acquired, hold(h))));
-    lines.extend(recorded.faults.iter().map(|f| (f.start, fault(f))));
-    lines.extend(recorded.finals.iter().map(|f| (u64::MAX, fin(f))));
+    lines.extend(r.ops.iter().map(|o| (o.invoked, op(r.keys, o))));
+    lines.extend(r.holds.iter().map(|h| (h.acquired, hold(h))));
+    lines.extend(r.ephemerals.iter().map(|e| (e.created.0, ephemeral(e))));
+    lines.extend(r.watch_writes.iter().map(|w| (w.invoked, watch_write(r.watch_keys, w))));
+    lines.extend(r.armed.iter().map(|a| (a.invoked, armed(r.watch_keys, a))));
+    lines.extend(r.creates.iter().map(|c| (c.invoked, seq(c))));
+    lines.extend(r.faults.iter().map(|f| (f.start, fault(f))));
+    lines.extend(r.finals.iter().map(|f| (u64::MAX, fin(f))));
+    lines.extend(r.listings.iter().map(|l| (u64::MAX, listing(l))));
+    lines.extend(r.digests.iter().map(|d| (u64::MAX, digest(d))));
     lines.sort_by_key(|(at, _)| *at);
     let path = dir.join("history.jsonl");
     let failed = |source| CheckError::Io { path: path.clone(), source };
@@ -98,18 +120,81 @@ fn hold(h: &Hold) -> Value {
     })
 }
 
+fn ephemeral(e: &Ephemeral) -> Value {
+    let looks: Vec<Value> = e
+        .looks
+        .iter()
+        .map(|l| json!({ "invoke_ns": l.invoked, "complete_ns": l.completed, "present": l.present }))
+        .collect();
+    let end = match e.end {
+        End::Closed { invoked, completed } => json!({ "closed": [invoked, completed] }),
+        End::Expired { cut, gone } => json!({ "expired": { "cut_ns": cut, "gone_ns": gone } }),
+        End::Unknown => json!("unknown"),
+    };
+    json!({
+        "type": "ephemeral", "process": e.process, "path": e.path, "session": e.session,
+        "create": [e.created.0, e.created.1], "alive": e.alive, "looks": looks, "end": end,
+    })
+}
+
+fn watch_write(keys: &[String], w: &WatchWrite) -> Value {
+    json!({
+        "type": "watch_write", "process": w.process, "key": keys.get(w.key), "invoke_ns": w.invoked,
+        "complete_ns": w.done.map(|d| d.0), "zxid": w.done.map(|d| d.1),
+    })
+}
+
+fn armed(keys: &[String], a: &Armed) -> Value {
+    json!({
+        "type": "watch", "process": a.process, "key": keys.get(a.key), "zxid": a.zxid,
+        "invoke_ns": a.invoked, "complete_ns": a.completed,
+        "event": a.event.map(|e| json!({ "kind": format!("{:?}", e.kind), "zxid": e.zxid, "at_ns": e.at })),
+        "early": a.early.map(|(zxid, at)| json!({ "zxid": zxid, "at_ns": at })),
+        "reconnected": a.reconnected,
+    })
+}
+
+fn seq(c: &SeqCreate) -> Value {
+    json!({
+        "type": "seq", "process": c.process, "data": c.data, "invoke_ns": c.invoked,
+        "name": c.created.as_ref().map(|(name, _)| name), "complete_ns": c.created.as_ref().map(|(_, at)| at),
+    })
+}
+
 fn fault(f: &FaultEvent) -> Value {
     json!({
         "type": "fault", "kind": f.kind.name(), "member": f.member, "leader": f.was_leader,
-        "start_ns": f.start, "end_ns": f.end,
+        "detail": f.detail, "start_ns": f.start, "end_ns": f.end,
     })
 }
 
 fn fin(f: &FinalRead) -> Value {
     match &f.read {
-        Ok((data, version)) => {
+        Ok(Some((data, version))) => {
             json!({ "type": "final", "member": f.member, "path": f.path, "value": text(data), "version": version })
         }
+        Ok(None) => json!({ "type": "final", "member": f.member, "path": f.path, "value": null }),
         Err(why) => json!({ "type": "final", "member": f.member, "path": f.path, "error": why }),
+    }
+}
+
+fn listing(l: &Listing) -> Value {
+    match &l.names {
+        Ok(names) => {
+            let unclaimed: Vec<Value> = l
+                .unclaimed
+                .iter()
+                .map(|(name, data)| json!([name, data.as_ref().map_or_else(|e| format!("unread: {e}"), Clone::clone)]))
+                .collect();
+            json!({ "type": "listing", "member": l.member, "children": names.len(), "unclaimed": unclaimed })
+        }
+        Err(why) => json!({ "type": "listing", "member": l.member, "error": why }),
+    }
+}
+
+fn digest(d: &MemberDigest) -> Value {
+    match &d.read {
+        Ok((zxid, line)) => json!({ "type": "digest", "member": d.member, "zxid": zxid, "line": line }),
+        Err(why) => json!({ "type": "digest", "member": d.member, "error": why }),
     }
 }

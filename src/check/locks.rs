@@ -8,7 +8,7 @@ use super::registers::version;
 use super::shared::{connect, recover, Shared, OP_LIMIT};
 use super::CheckError;
 use tokio::time::timeout;
-use ward_client::{Client, CreateMode, Error};
+use ward_client::{Client, Error};
 
 /// What the fenced write came to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,18 +151,6 @@ impl Worker {
 /// The counter's value, a decimal number.
 pub fn parse_counter(data: &[u8]) -> Option<u64> {
     std::str::from_utf8(data).ok()?.parse().ok()
-}
-
-/// Creates the lock directory and the counter (value 0, version 0).
-pub async fn prepare(client: &Client, dir: &str, counter: &str) -> Result<(), CheckError> {
-    for (path, data) in [(dir, &b""[..]), (counter, &b"0"[..])] {
-        match timeout(OP_LIMIT, client.create(path, data, CreateMode::Persistent)).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(CheckError::Client { what: format!("create {path}"), source: e }),
-            Err(_) => return Err(CheckError::Timeout(format!("create {path} took over {OP_LIMIT:?}"))),
-        }
-    }
-    Ok(())
 }
 
 /// Figures of a run.

@@ -3,58 +3,78 @@
 //!
 //! With [`Target::Ensemble`] it starts that many local `ward-server` processes (durable data
 //! directories under the system temp dir, removed at the end) behind one proxy per directed
-//! peer link (`ward-testkit`'s `Ensemble`, the same harness the
-//! ensemble tests use), and inflicts [`FaultKind`]s on them; with [`Target::Servers`] it runs
-//! the workloads only, against servers it cannot touch. The same seed gives the same fault
-//! schedule and the same workload choices.
+//! peer link (`ward-testkit`'s `Ensemble`, the same harness the ensemble tests use), and
+//! inflicts [`FaultKind`]s on them; with [`Target::Servers`] it runs the workloads only,
+//! against servers it cannot touch. The same seed gives the same fault schedule and the same
+//! workload choices.
 //!
 //! # Layout
-//! * [`registers`], [`locks`]: the workloads and what each operation came to.
+//! * [`registers`], [`locks`], [`sessions`], [`watches`], [`sequential`]: the workloads and
+//!   what each operation came to; `workers`: starting and stopping them together.
 //! * [`nemesis`]: the faults and their seeded schedule.
-//! * [`checkers`]: linearizability, lock safety, durability.
+//! * `finals`: what the servers show after healing (synced reads, listings, digests).
+//! * [`checkers`]: linearizability, lock safety, sessions, watches, sequential creates,
+//!   durability, convergence.
 //! * [`history`]: the history as JSON lines in the output directory.
 //! * [`report`]: a verdict per checker, with counts and the slices of history that show
-//!   each violation.
-//! * `shared`: the clock, the stop flag and bounded connecting, shared by the workers.
+//!   each violation; [`svg`]: the run drawn as a timeline (`timeline`: its bars).
+//! * `cluster`: the servers; `shared`: the clock, the stop flag and bounded connecting.
 
 pub mod checkers;
+mod cluster;
 mod error;
+mod finals;
 pub mod history;
 pub mod locks;
 pub mod nemesis;
 pub mod registers;
 pub mod report;
+pub mod sequential;
+pub mod sessions;
 mod shared;
+pub mod svg;
+mod timeline;
+pub mod watches;
+mod workers;
 
 pub use error::CheckError;
 pub use nemesis::FaultKind;
-pub use report::{Finding, Report, Verdict};
+pub use report::{Finding, Mark, Report, Verdict};
 pub use shared::{connect, Shared, OP_LIMIT, SETTLE};
 
-use checkers::FinalRead;
+use cluster::Cluster;
+use std::collections::HashSet;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use ward_check::History;
 use ward_client::{Client, CreateMode, Error};
-use ward_testkit::{Ensemble, EnsembleOptions};
+use workers::{Done, Paths};
 
 /// Where the workloads run.
 #[derive(Clone, Debug)]
 pub enum Target {
     /// Start this many local members, running `server_binary`.
     Ensemble { members: u64, server_binary: PathBuf },
-    /// A connect string of servers that are already running; no faults.
-    Servers(String),
+    /// A connect string of servers that are already running, and their admin listeners
+    /// when known (for the convergence checker); no faults.
+    Servers { addrs: String, admin: Vec<SocketAddr> },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Workload {
     Registers,
     Locks,
+    Sessions,
+    Watches,
+    Sequential,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 5] =
+        [Workload::Registers, Workload::Locks, Workload::Sessions, Workload::Watches, Workload::Sequential];
 }
 
 #[derive(Clone, Debug)]
@@ -68,53 +88,11 @@ pub struct Config {
     pub faults: Vec<FaultKind>,
     /// Where `history.jsonl` goes (made if missing).
     pub out: PathBuf,
-}
-
-const REGISTER_WORKERS: u64 = 4;
-const LOCK_WORKERS: u64 = 3;
-const KEYS: usize = 3;
-/// Lock workers' process numbers start here, apart from the register workers'.
-const LOCK_PROCESS_BASE: u64 = 100;
-
-/// The servers of a run.
-enum Cluster {
-    Local(Box<Ensemble>),
-    Remote(String),
-}
-
-impl Cluster {
-    async fn start(config: &Config) -> Result<Cluster, CheckError> {
-        match &config.target {
-            Target::Servers(addrs) => Ok(Cluster::Remote(addrs.clone())),
-            Target::Ensemble { members, server_binary } => {
-                let options = EnsembleOptions {
-                    members: *members,
-                    flags: Vec::new(),
-                    seed: config.seed,
-                    binary: Some(server_binary.clone()),
-                };
-                let ensemble = Ensemble::launch(&options).await?;
-                ensemble.try_leader(&[], SETTLE).await?;
-                Ok(Cluster::Local(Box::new(ensemble)))
-            }
-        }
-    }
-
-    fn connect_string(&self) -> String {
-        match self {
-            Cluster::Local(ensemble) => ensemble.connect_string(),
-            Cluster::Remote(addrs) => addrs.clone(),
-        }
-    }
-
-    fn member_addrs(&self) -> Vec<String> {
-        match self {
-            Cluster::Local(ensemble) => ensemble.ids().into_iter().map(|id| ensemble.addr(id)).collect(),
-            Cluster::Remote(addrs) => {
-                addrs.split(',').map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned).collect()
-            }
-        }
-    }
+    /// Where to draw the run's timeline, if anywhere.
+    pub svg: Option<PathBuf>,
+    /// Added to every local member's command line (tests use it to break a promise on
+    /// purpose; see `ward_server::unsafe_break`).
+    pub server_args: Vec<String>,
 }
 
 /// Runs the workloads (and faults) of `config`, then the checkers. `say` hears progress
@@ -128,82 +106,154 @@ pub async fn run(config: &Config, say: &(dyn Fn(&str) + Sync)) -> Result<Report,
     let admin = connect(&addrs).await?;
     let root = run_root(&admin).await?;
     say(&format!("nodes under {root}"));
-    let keys: Arc<[String]> = (0..KEYS).map(|i| format!("{root}/reg-{i}")).collect();
-    let (lock_dir, counter) = (format!("{root}/lock"), format!("{root}/counter"));
-    let registers = config.workloads.contains(&Workload::Registers);
-    let with_locks = config.workloads.contains(&Workload::Locks);
-    let mut history = History::new();
-    if registers {
-        history = registers::prepare_keys(&admin, &keys).await?;
-    }
-    if with_locks {
-        locks::prepare(&admin, &lock_dir, &counter).await?;
-    }
+    let paths = Paths::new(&root);
+    let history = prepare(&admin, &config.workloads, &paths).await?;
 
     let shared = Shared::new();
-    let mut register_tasks = Vec::new();
-    for p in (1..=REGISTER_WORKERS).filter(|_| registers) {
-        let worker = registers::Worker::new(p, &addrs, Arc::clone(&keys), config.seed.wrapping_add(p)).await?;
-        register_tasks.push(tokio::spawn(worker.run(shared.clone())));
-    }
-    let mut lock_tasks = Vec::new();
-    for p in (1..=LOCK_WORKERS).filter(|_| with_locks) {
-        let worker = locks::Worker::new(LOCK_PROCESS_BASE + p, &addrs, &lock_dir, &counter).await?;
-        lock_tasks.push(tokio::spawn(worker.run(shared.clone())));
-    }
+    let members = cluster.member_addrs();
+    let running = workers::start(&config.workloads, &addrs, &members, &paths, config.seed, &shared).await?;
     let started = Instant::now();
     let until = started + config.duration;
     let faults = match &mut cluster {
         Cluster::Local(ensemble) if !config.faults.is_empty() => {
-            let mut schedule = nemesis::Schedule::new(config.seed, &config.faults);
+            let members = ensemble.ids().len();
+            let mut schedule = nemesis::Schedule::new(config.seed, &config.faults, members);
             nemesis::run(ensemble, &mut schedule, until, &shared, say).await?
         }
         _ => Vec::new(),
     };
     tokio::time::sleep_until(until.into()).await;
-    // Every fault is healed: the clients must get on again, and every key is then also
+    // Every fault is healed: the clients must get on again, and every node is then also
     // read on a healthy cluster.
     if !shared.progressed(5, SETTLE).await {
         say(&format!("warning: no operation completed within {SETTLE:?} after the faults"));
     }
     shared.stop.store(true, Ordering::Relaxed);
-    let register_workers = join(register_tasks).await?;
-    let lock_workers = join(lock_tasks).await?;
+    let done = workers::join(running).await?;
     let ran = started.elapsed();
-
-    let ops: Vec<_> = register_workers.iter().flat_map(|w| w.done.iter().cloned()).collect();
-    let holds: Vec<_> = lock_workers.iter().flat_map(|w| w.holds.iter().cloned()).collect();
-    let mut paths: Vec<String> = if registers { keys.to_vec() } else { Vec::new() };
-    paths.extend(with_locks.then(|| counter.clone()));
-    let finals = final_reads(&cluster.member_addrs(), &paths).await;
     let _ = timeout(OP_LIMIT, admin.close()).await;
 
-    registers::record(&mut history, &keys, &ops);
+    let report = judge(config, &cluster, &paths, history, &done, faults, ran).await?;
+    if let Some(file) = &config.svg {
+        let title = format!(
+            "ward check, seed {}: {} operations, {} faults",
+            config.seed,
+            report.operations,
+            report.faults.len()
+        );
+        let findings: Vec<&Finding> = report.verdicts.iter().flat_map(|v| &v.violations).collect();
+        let lanes = workers::lanes(&config.workloads, members.len());
+        let drawn = svg::render(&title, &lanes, &timeline::spans(&done), &report.faults, &findings);
+        std::fs::write(file, drawn).map_err(|source| CheckError::Io { path: file.clone(), source })?;
+    }
+    Ok(report)
+}
+
+/// Creates the nodes the workloads start from; the registers' history starts there.
+async fn prepare(client: &Client, workloads: &[Workload], paths: &Paths) -> Result<History, CheckError> {
+    let on = |w| workloads.contains(&w);
+    let mut history = History::new();
+    if on(Workload::Registers) {
+        history = registers::prepare_keys(client, &paths.keys).await?;
+    }
+    let mut nodes: Vec<(&str, &[u8])> = Vec::new();
+    if on(Workload::Locks) {
+        // The counter starts at 0, version 0.
+        nodes.extend([(paths.lock_dir.as_str(), &b""[..]), (paths.counter.as_str(), &b"0"[..])]);
+    }
+    if on(Workload::Sessions) {
+        nodes.push((&paths.ephemerals, b""));
+    }
+    if on(Workload::Watches) {
+        nodes.extend(paths.watch_keys.iter().map(|k| (k.as_str(), &b""[..])));
+    }
+    if on(Workload::Sequential) {
+        nodes.push((&paths.sequence, b""));
+    }
+    for (path, data) in nodes {
+        shared::create(client, path, data).await?;
+    }
+    Ok(history)
+}
+
+/// Reads what the servers show at the end, runs every checker, writes the history.
+async fn judge(
+    config: &Config,
+    cluster: &Cluster,
+    paths: &Paths,
+    mut history: History,
+    done: &Done,
+    faults: Vec<nemesis::FaultEvent>,
+    ran: Duration,
+) -> Result<Report, CheckError> {
+    let on = |w| config.workloads.contains(&w);
+    let members = cluster.member_addrs();
+    let mut read: Vec<String> = if on(Workload::Registers) { paths.keys.to_vec() } else { Vec::new() };
+    read.extend(on(Workload::Locks).then(|| paths.counter.clone()));
+    let finals = finals::reads(&members, &read).await;
+    let claimed: HashSet<&str> =
+        done.creates.iter().filter_map(|c| c.created.as_ref().map(|(n, _)| n.as_str())).collect();
+    let listings = match on(Workload::Sequential) {
+        true => finals::listings(&members, &paths.sequence, &claimed).await,
+        false => Vec::new(),
+    };
+    let admins = cluster.admin_addrs();
+    let digests = if admins.is_empty() { Vec::new() } else { finals::digests(&admins).await };
+
+    registers::record(&mut history, &paths.keys, &done.ops);
     let mut verdicts = Vec::new();
-    let mut workloads = Vec::new();
-    if registers {
+    if on(Workload::Registers) {
         verdicts.push(checkers::linearizability(&history));
-        let lost = register_workers.iter().map(|w| w.sessions_lost).sum();
-        workloads.push(format!("registers: {}", registers::summary(&ops, lost)));
     }
-    if with_locks {
-        verdicts.push(checkers::lock_safety(&holds));
-        let failed = lock_workers.iter().map(|w| w.failed_acquires).sum();
-        let lost = lock_workers.iter().map(|w| w.sessions_lost).sum();
-        workloads.push(format!("locks: {}", locks::summary(&holds, failed, lost)));
+    if on(Workload::Locks) {
+        verdicts.push(checkers::lock_safety(&done.holds));
     }
-    let counted = with_locks.then_some((counter.as_str(), holds.as_slice()));
-    verdicts.push(checkers::durability(&keys, &ops, counted, &finals));
-    let recorded = history::Recorded { keys: &keys, ops: &ops, holds: &holds, faults: &faults, finals: &finals };
-    history::write(out, &recorded)?;
+    if on(Workload::Sessions) {
+        verdicts.push(checkers::ephemerals(&done.ephemerals));
+    }
+    if on(Workload::Watches) {
+        verdicts.push(checkers::watch_order(&paths.watch_keys, &done.watch_writes, &done.armed));
+    }
+    if on(Workload::Sequential) {
+        verdicts.push(checkers::sequential(&done.creates, &listings));
+    }
+    let counted = on(Workload::Locks).then_some((paths.counter.as_str(), done.holds.as_slice()));
+    verdicts.push(checkers::durability(&paths.keys, &done.ops, counted, &finals));
+    let mut notes = Vec::new();
+    match digests.is_empty() {
+        true => notes.push("convergence: not checked (give --admin ADDR,... with --servers)".to_owned()),
+        false => verdicts.push(checkers::convergence(&digests)),
+    }
+    let recorded = history::Recorded {
+        keys: &paths.keys,
+        ops: &done.ops,
+        holds: &done.holds,
+        ephemerals: &done.ephemerals,
+        watch_keys: &paths.watch_keys,
+        watch_writes: &done.watch_writes,
+        armed: &done.armed,
+        creates: &done.creates,
+        faults: &faults,
+        finals: &finals,
+        listings: &listings,
+        digests: &digests,
+    };
+    history::write(&config.out, &recorded)?;
+    let operations = done.ops.len()
+        + done.holds.len()
+        + done.ephemerals.len()
+        + done.watch_writes.len()
+        + done.armed.len()
+        + done.creates.len();
     Ok(Report {
         seed: config.seed,
         ran,
-        operations: ops.len() + holds.len(),
+        operations,
         faults,
-        workloads,
+        workloads: done.summaries.clone(),
+        notes,
         verdicts,
-        history: out.join("history.jsonl"),
+        history: config.out.join("history.jsonl"),
     })
 }
 
@@ -221,50 +271,5 @@ async fn run_root(client: &Client) -> Result<String, CheckError> {
         Ok(Ok(path)) => Ok(path),
         Ok(Err(e)) => Err(CheckError::Client { what: format!("create {prefix}N"), source: e }),
         Err(_) => Err(CheckError::Timeout(format!("create {prefix}N took over {OP_LIMIT:?}"))),
-    }
-}
-
-/// Waits for the workers to stop: each is at most one call or one reconnect away.
-async fn join<W>(tasks: Vec<JoinHandle<W>>) -> Result<Vec<W>, CheckError> {
-    let mut workers = Vec::new();
-    for task in tasks {
-        match timeout(SETTLE + OP_LIMIT * 2, task).await {
-            Ok(Ok(worker)) => workers.push(worker),
-            Ok(Err(e)) => return Err(CheckError::Task(e.to_string())),
-            Err(_) => return Err(CheckError::Timeout("a workload client did not stop".into())),
-        }
-    }
-    Ok(workers)
-}
-
-/// What each member shows of `paths` at the end: its own client, `sync`, then a read.
-async fn final_reads(members: &[String], paths: &[String]) -> Vec<FinalRead> {
-    let mut finals = Vec::new();
-    for member in members {
-        let client = connect(member).await;
-        for path in paths {
-            let read = match &client {
-                Err(e) => Err(e.to_string()),
-                Ok(client) => read_synced(client, path).await,
-            };
-            finals.push(FinalRead { member: member.clone(), path: path.clone(), read });
-        }
-        if let Ok(client) = client {
-            let _ = timeout(OP_LIMIT, client.close()).await;
-        }
-    }
-    finals
-}
-
-async fn read_synced(client: &Client, path: &str) -> Result<(Vec<u8>, u64), String> {
-    match timeout(OP_LIMIT, client.sync(path)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(format!("sync: {e}")),
-        Err(_) => return Err(format!("sync took over {OP_LIMIT:?}")),
-    }
-    match timeout(OP_LIMIT, client.get_data(path)).await {
-        Ok(Ok((data, stat))) => Ok((data, registers::version(&stat))),
-        Ok(Err(e)) => Err(format!("read: {e}")),
-        Err(_) => Err(format!("read took over {OP_LIMIT:?}")),
     }
 }

@@ -1,5 +1,6 @@
 //! The registers workload: clients read (after `sync`), write and compare-and-set a few keys,
-//! each value their own (`p3-17`), so that a read names the write it saw. Checked for
+//! each value their own (`p3-17`), so that a read names the write it saw; a client on each
+//! member only reads. Checked for
 //! linearizability per key (G17) and, at the end, for durability.
 
 use super::shared::{connect, recover, Shared, OP_LIMIT};
@@ -7,7 +8,7 @@ use super::CheckError;
 use std::sync::Arc;
 use tokio::time::{error::Elapsed, timeout};
 use ward_check::{History, Node, Op, Outcome};
-use ward_client::{Client, CreateMode, Error, Stat};
+use ward_client::{Client, Error, Stat};
 use ward_testkit::Rng;
 
 /// What every key holds at the start (version 0).
@@ -63,6 +64,9 @@ pub struct Worker {
     pub done: Vec<RegisterOp>,
     /// Sessions this worker had to replace (expired or closed under it).
     pub sessions_lost: u32,
+    /// Only reads: never held up behind a write of its own, so that whatever its server
+    /// answers a `sync` with is seen at once (a member cut off from the leader, say).
+    reader: bool,
 }
 
 impl Worker {
@@ -80,19 +84,31 @@ impl Worker {
             writes: 0,
             done: Vec::new(),
             sessions_lost: 0,
+            reader: false,
         })
+    }
+
+    /// A worker that only reads.
+    pub fn reading_only(self) -> Worker {
+        Worker { reader: true, ..self }
     }
 
     pub async fn run(mut self, shared: Shared) -> Worker {
         while !shared.stopped() {
             let k = self.rng.below(self.keys.len() as u64) as usize;
             let known = match self.rng.below(10) {
+                _ if self.reader => self.read(k, &shared).await,
                 0..=3 => self.read(k, &shared).await,
                 4..=6 => self.write(k, None, &shared).await,
                 _ => self.write(k, Some(self.seen[k]), &shared).await,
             };
             if known {
                 shared.completed();
+                if self.reader {
+                    // Many reads, not all of them: the writers' operations must be most of a key's
+                    // history, which the checker searches.
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
             } else if recover(&mut self.client, &self.addrs, &shared).await {
                 self.sessions_lost += 1;
             }
@@ -153,12 +169,7 @@ impl Worker {
 pub async fn prepare_keys(client: &Client, keys: &[String]) -> Result<History, CheckError> {
     let mut history = History::new();
     for key in keys {
-        let created = timeout(OP_LIMIT, client.create(key, INITIAL, CreateMode::Persistent)).await;
-        match created {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(CheckError::Client { what: format!("create {key}"), source: e }),
-            Err(_) => return Err(CheckError::Timeout(format!("create {key} took over {OP_LIMIT:?}"))),
-        }
+        super::shared::create(client, key, INITIAL).await?;
         history.set_initial(key.as_str(), Some(Node { value: INITIAL.to_vec(), version: 0 }));
     }
     Ok(history)

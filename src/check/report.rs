@@ -37,11 +37,40 @@ impl Verdict {
     }
 }
 
-/// A violation: what is wrong, and the history lines that show it.
+/// A violation: what is wrong, the history lines that show it, and where on the run's
+/// timeline it happened.
 #[derive(Clone, Debug)]
 pub struct Finding {
     pub what: String,
     pub slice: Vec<String>,
+    pub marks: Vec<Mark>,
+}
+
+/// Where a violation shows on the timeline: a process's operation (or, without a
+/// process, every lane), over `[from, to]` on the run's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mark {
+    pub process: Option<u64>,
+    pub from: u64,
+    pub to: u64,
+}
+
+impl Finding {
+    pub fn new(what: impl Into<String>, slice: Vec<String>) -> Finding {
+        Finding { what: what.into(), slice, marks: Vec::new() }
+    }
+
+    /// Marks `process`'s operation over `[from, to]`.
+    pub fn at(mut self, process: u64, from: u64, to: u64) -> Finding {
+        self.marks.push(Mark { process: Some(process), from, to: to.max(from) });
+        self
+    }
+
+    /// Marks a moment of the run as a whole (`at`, on the run's clock).
+    pub fn when(mut self, at: u64) -> Finding {
+        self.marks.push(Mark { process: None, from: at, to: at });
+        self
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -54,6 +83,8 @@ pub struct Report {
     pub faults: Vec<FaultEvent>,
     /// One line of figures per workload.
     pub workloads: Vec<String>,
+    /// What was not checked, and why.
+    pub notes: Vec<String>,
     pub verdicts: Vec<Verdict>,
     /// The history, as JSON lines.
     pub history: PathBuf,
@@ -87,6 +118,9 @@ impl Report {
             let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
             let _ = writeln!(out, "  faults: {}", kinds.join(", "));
         }
+        for note in &self.notes {
+            let _ = writeln!(out, "  {note}");
+        }
         for v in &self.verdicts {
             let _ = writeln!(
                 out,
@@ -117,8 +151,18 @@ impl Report {
             .verdicts
             .iter()
             .map(|v| {
-                let violations: Vec<Value> =
-                    v.violations.iter().map(|f| json!({ "what": f.what, "slice": f.slice })).collect();
+                let violations: Vec<Value> = v
+                    .violations
+                    .iter()
+                    .map(|f| {
+                        let marks: Vec<Value> = f
+                            .marks
+                            .iter()
+                            .map(|m| json!({ "process": m.process, "from_ns": m.from, "to_ns": m.to }))
+                            .collect();
+                        json!({ "what": f.what, "slice": f.slice, "marks": marks })
+                    })
+                    .collect();
                 json!({
                     "checker": v.checker,
                     "passed": v.passed(),
@@ -135,6 +179,7 @@ impl Report {
             "operations": self.operations,
             "faults": self.faults.len(),
             "workloads": self.workloads,
+            "notes": self.notes,
             "checkers": checkers,
             "history": self.history.display().to_string(),
         })

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::time::timeout;
 use ward_check::Clock;
-use ward_client::{Client, SessionState};
+use ward_client::{Client, CreateMode, SessionState};
 
 /// One call's bound: past it the outcome is unknown. Generous, because a write forwarded to
 /// a leader that has just been cut off waits out the member's commit timeout (10 s).
@@ -62,8 +62,13 @@ impl Default for Shared {
 
 /// A client of `addrs`, bounded by [`SETTLE`].
 pub async fn connect(addrs: &str) -> Result<Client, CheckError> {
+    connect_with(addrs, SESSION_TIMEOUT).await
+}
+
+/// [`connect`], asking for `session_timeout`.
+pub async fn connect_with(addrs: &str, session_timeout: Duration) -> Result<Client, CheckError> {
     let connecting =
-        Client::builder(addrs).connect_timeout(Duration::from_secs(10)).session_timeout(SESSION_TIMEOUT).connect();
+        Client::builder(addrs).connect_timeout(Duration::from_secs(10)).session_timeout(session_timeout).connect();
     match timeout(SETTLE, connecting).await {
         Ok(outcome) => outcome.map_err(CheckError::client(format!("connect to {addrs}"))),
         Err(_) => Err(CheckError::Timeout(format!("connecting to {addrs} took over {SETTLE:?}"))),
@@ -104,4 +109,14 @@ pub async fn recover(client: &mut Client, addrs: &str, shared: &Shared) -> bool 
         }
     }
     false
+}
+
+/// Creates the persistent node `path` holding `data`, bounded by [`OP_LIMIT`]: a node a
+/// workload starts from.
+pub async fn create(client: &Client, path: &str, data: &[u8]) -> Result<(), CheckError> {
+    match timeout(OP_LIMIT, client.create(path, data, CreateMode::Persistent)).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(CheckError::Client { what: format!("create {path}"), source: e }),
+        Err(_) => Err(CheckError::Timeout(format!("create {path} took over {OP_LIMIT:?}"))),
+    }
 }

@@ -2,7 +2,8 @@
 //! directed link (member `a` reaches member `b` only through link `(a, b)`), so a test can
 //! cut any member off, or any one direction between two members, without touching the
 //! processes: partitions, one-way partitions and bridges. Members are real processes with
-//! both listeners, killed, paused and restarted through [`ServerProcess`].
+//! both listeners, killed, paused and restarted through [`ServerProcess`], and replaced by
+//! newcomers ([`Ensemble::try_rejoin`]) after a membership change removed them.
 
 use crate::error::HarnessError;
 use crate::proxy::Proxy;
@@ -19,6 +20,10 @@ pub struct Ensemble {
     members: BTreeMap<u64, ServerProcess>,
     /// `(from, to)`: the proxy `from` uses to reach `to`'s peer port.
     links: BTreeMap<(u64, u64), Proxy>,
+    /// Each member's own peer listener (its peers reach it through the links).
+    peer_addrs: BTreeMap<u64, SocketAddr>,
+    /// The flags every member was started with beyond the ensemble's own.
+    flags: Vec<String>,
 }
 
 /// A free port on 127.0.0.1 now. Another process could take it before the member binds it;
@@ -38,6 +43,9 @@ pub struct EnsembleOptions {
     pub seed: u64,
     /// `None`: the test build's `ward-server` ([`crate::locate::server_binary`]).
     pub binary: Option<PathBuf>,
+    /// Environment variables for every member (the harness passes none of its own
+    /// `WARD_*` variables on).
+    pub envs: Vec<(String, String)>,
 }
 
 impl Ensemble {
@@ -48,7 +56,7 @@ impl Ensemble {
         let seed = seed();
         eprintln!("ensemble of {n}: start order from WARD_TEST_SEED={seed}");
         let flags = flags.iter().map(|f| f.to_string()).collect();
-        let options = EnsembleOptions { members: n, flags, seed, binary: None };
+        let options = EnsembleOptions { members: n, flags, seed, binary: None, envs: Vec::new() };
         Ensemble::launch(&options).await.unwrap_or_else(|why| panic!("ensemble of {n} did not start: {why}"))
     }
 
@@ -87,31 +95,18 @@ impl Ensemble {
         }
         let mut members = BTreeMap::new();
         for id in order {
-            let routes = links
-                .iter()
-                .filter(|((from, _), _)| *from == id)
-                .map(|((_, to), proxy)| format!("{to}={}", proxy.addr_str()))
-                .collect::<Vec<_>>()
-                .join(",");
-            let mut args = vec![
-                "--id".to_string(),
-                id.to_string(),
-                "--ensemble".into(),
-                list.clone(),
-                "--peer-listen".into(),
-                peer_addrs[&id].to_string(),
-                "--peer-route".into(),
-                routes,
-            ];
+            let mut args = vec!["--id".to_string(), id.to_string(), "--ensemble".into(), list.clone()];
+            args.extend(peer_flags(id, &peer_addrs, &links));
             args.extend(options.flags.iter().cloned());
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let mut builder = ServerProcess::builder().zookeeper().admin().flags(&args);
+            let envs: Vec<(&str, &str)> = options.envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let mut builder = ServerProcess::builder().zookeeper().admin().flags(&args).envs(&envs);
             if let Some(binary) = &options.binary {
                 builder = builder.binary(binary.clone());
             }
             members.insert(id, builder.launch()?);
         }
-        Ok(Ensemble { members, links })
+        Ok(Ensemble { members, links, peer_addrs, flags: options.flags.clone() })
     }
 
     pub fn ids(&self) -> Vec<u64> {
@@ -202,6 +197,23 @@ impl Ensemble {
         self.links[&(from, to)].release();
     }
 
+    /// Member `id`'s peer listener: where `members add` tells the others to reach it (they
+    /// go through their links to it all the same).
+    pub fn peer_addr(&self, id: u64) -> SocketAddr {
+        self.peer_addrs[&id]
+    }
+
+    /// Restarts member `id` as a newcomer: killed, its data directory emptied, started again
+    /// on the same ports with `--join` (no group of its own; it waits to be added with
+    /// `members add`). For a member that was removed from the ensemble. Blocking.
+    pub fn try_rejoin(&mut self, id: u64) -> Result<(), HarnessError> {
+        let mut flags = vec!["--id".to_string(), id.to_string(), "--join".into()];
+        flags.extend(peer_flags(id, &self.peer_addrs, &self.links));
+        flags.extend(self.flags.iter().cloned());
+        let member = self.members.get_mut(&id).ok_or_else(|| HarnessError::Start(format!("no member {id}")))?;
+        member.try_restart_fresh(flags)
+    }
+
     /// Lets every link carry traffic again (new connections; the partitioned ones stay
     /// dead, and members reconnect on their own).
     pub fn heal(&self) {
@@ -210,6 +222,21 @@ impl Ensemble {
             proxy.unblock();
         }
     }
+}
+
+/// `--peer-listen` and, in an ensemble of more than one, `--peer-route` through the member's
+/// outgoing links.
+fn peer_flags(id: u64, peer_addrs: &BTreeMap<u64, SocketAddr>, links: &BTreeMap<(u64, u64), Proxy>) -> Vec<String> {
+    let mut flags = vec!["--peer-listen".to_string(), peer_addrs[&id].to_string()];
+    let routes: Vec<String> = links
+        .iter()
+        .filter(|((from, _), _)| *from == id)
+        .map(|((_, to), proxy)| format!("{to}={}", proxy.addr_str()))
+        .collect();
+    if !routes.is_empty() {
+        flags.extend(["--peer-route".to_string(), routes.join(",")]);
+    }
+    flags
 }
 
 /// The leader as a member of `addrs` reports it, if one answers.

@@ -81,7 +81,7 @@ async fn rejoined(ensemble: &Ensemble, id: u64) {
 async fn kill_leader(ensemble: &mut Ensemble, shared: &Shared) -> String {
     let leader = ensemble.leader(&[]).await;
     let at = Instant::now();
-    nemesis::inject(ensemble, FaultKind::Kill, leader).await.expect("kill -9");
+    nemesis::inject(ensemble, FaultKind::Kill, leader, 0).await.expect("kill -9");
     let rest: Vec<u64> = ensemble.ids().into_iter().filter(|&id| id != leader).collect();
     let next = ensemble.leader(&rest).await;
     let elected = at.elapsed();
@@ -98,7 +98,7 @@ async fn kill_leader(ensemble: &mut Ensemble, shared: &Shared) -> String {
 /// among the others and for the clients to go on, then heals.
 async fn isolate(ensemble: &mut Ensemble, id: u64, shared: &Shared) -> String {
     let at = Instant::now();
-    nemesis::inject(ensemble, FaultKind::Partition, id).await.expect("partition");
+    nemesis::inject(ensemble, FaultKind::Partition, id, 0).await.expect("partition");
     let rest: Vec<u64> = ensemble.ids().into_iter().filter(|&m| m != id).collect();
     let leader = ensemble.leader(&rest).await;
     let elected = at.elapsed();

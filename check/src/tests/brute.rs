@@ -2,8 +2,8 @@
 //! plain enumeration of every order (which knows nothing of the memo, the entry list, value
 //! interning, or the shortcuts for safe and pending operations).
 
-use super::random::Rng;
 use crate::model::apply;
+use crate::sample::Rng;
 use crate::{check, History, Node, Op, Outcome, Record, Verdict};
 
 /// Whether some order of the completed operations, with any of the pending ones that take

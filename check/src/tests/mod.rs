@@ -4,6 +4,7 @@
 mod brute;
 mod random;
 mod scenarios;
+mod shrink;
 
 use crate::{check, History, Node, Op, OpId, Outcome, Verdict};
 

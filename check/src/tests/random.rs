@@ -6,89 +6,17 @@
 use std::time::Instant;
 
 use super::BUDGET;
-use crate::model::apply;
-use crate::{check, History, Node, Op, Outcome};
+use crate::sample::{generate, record, Planned};
+use crate::{check, Op, Outcome};
 
 const OPS: usize = 4000;
-const KEYS: usize = 4;
-const PROCESSES: u64 = 8;
-/// How far an interval may reach either side of its operation's effect: up to 60 operations
-/// (15 on its key) overlap each one.
-const REACH: u64 = 3000;
-
-/// xorshift64*: seeded, good enough to scatter intervals.
-pub(super) struct Rng(pub(super) u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    pub(super) fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-/// One generated operation; `completion` is `None` for a timed-out one.
-struct Planned {
-    key: String,
-    op: Op,
-    invoked: u64,
-    completion: Option<(Outcome, u64)>,
-    /// The state it left, if it changed the register.
-    effect: Option<Option<Node>>,
-}
-
-fn generate(seed: u64, ops: usize) -> Vec<Planned> {
-    let mut rng = Rng(seed);
-    let mut states: Vec<Option<Node>> = vec![None; KEYS];
-    (0..ops)
-        .map(|i| {
-            let k = rng.below(KEYS as u64) as usize;
-            let state = &states[k];
-            let version = state.as_ref().map_or(0, |n| n.version);
-            let value = format!("v{i}").into_bytes();
-            let op = match rng.below(10) {
-                0..=3 => Op::Read,
-                4 | 5 => Op::Write { value },
-                // Mostly the current version, so that most succeed.
-                6 | 7 => Op::Cas { expected_version: version.saturating_sub(rng.below(3) / 2), value },
-                8 => Op::Create { value },
-                _ => Op::Delete { expected_version: (rng.below(2) == 0).then_some(version) },
-            };
-            let at = 100 * (i as u64 + 1) + REACH;
-            let invoked = at - rng.below(REACH);
-            let timed_out = op != Op::Read && rng.below(100) == 0;
-            let (after, outcome) = apply(state, &op);
-            let changed = outcome.is_effect() && (!timed_out || rng.below(2) == 0);
-            if changed {
-                states[k] = after.clone();
-            }
-            let completion = (!timed_out).then(|| (outcome, at + rng.below(REACH)));
-            Planned { key: format!("/key{k}"), op, invoked, completion, effect: changed.then_some(after) }
-        })
-        .collect()
-}
-
-fn record(plan: &[Planned]) -> History {
-    let mut h = History::new();
-    for (i, p) in plan.iter().enumerate() {
-        let id = h.invoke(i as u64 % PROCESSES, p.key.as_str(), p.op.clone(), p.invoked);
-        if let Some((outcome, at)) = &p.completion {
-            h.complete(id, outcome.clone(), *at).expect("generated completions are well formed");
-        }
-    }
-    h
-}
+const KEYS: usize = crate::sample::KEYS;
 
 /// Makes some read return a value overwritten before it started: a completed operation X
 /// left the node in that state, then a completed W changed it, X having returned before W
 /// was sent and W before the read was. Values are unique, so no order can bring X's state
 /// back after W. Returns the read's index.
-fn make_a_read_stale(plan: &mut [Planned]) -> usize {
+pub(super) fn make_a_read_stale(plan: &mut [Planned]) -> usize {
     for r in plan.len() / 2..plan.len() {
         if plan[r].op != Op::Read || plan[r].completion.is_none() {
             continue;
@@ -145,7 +73,7 @@ fn large_history_with_one_stale_read_is_rejected() {
 #[test]
 fn ten_thousand_operations_checked_with_their_speed_printed() {
     const N: usize = 10_000;
-    let history = record(&generate(11, N));
+    let history = crate::sample::valid_history(11, N);
     let start = Instant::now();
     let report = check(&history, BUDGET);
     let elapsed = start.elapsed();

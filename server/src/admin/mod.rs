@@ -4,6 +4,8 @@
 //! * `GET /healthz`: 200 while the process serves;
 //! * `GET /readyz`: 200 while this server can serve clients (a member of an ensemble: while
 //!   in contact with a leader), 503 otherwise;
+//! * `GET /digest`: the zxid this server has applied to and a digest of its state there
+//!   ([`crate::digest`]): members at the same zxid must report the same digest;
 //! * `GET /` and `/assets/...`: the web console; `/api/...`: its JSON API ([`console`]);
 //! * anything else: 404 (405 for a method other than GET or HEAD, or POST for an action).
 //!

@@ -11,6 +11,7 @@
 
 use super::error::{FileError, OpenError};
 use super::fsutil::{magic, read_versioned, remove_stale_tmp, write_checked};
+use super::late::Late;
 use super::readback;
 use super::record::{Record, RecordRef};
 use super::types::{Entry, LogId, LogState, StorageError, TypeConfig, Vote};
@@ -47,6 +48,9 @@ pub struct LogStore {
     vote: Option<Vote>,
     /// The highest entry index each segment holds, to know which segments a purge frees.
     segment_max: BTreeMap<u64, u64>,
+    /// Appends acknowledged before they are written: only under `--unsafe-break
+    /// ack-before-fsync` (`raft/late.rs`); `None` always otherwise.
+    late: Option<Late>,
 }
 
 /// A reader of the log for openraft's apply and replication tasks: unapplied entries from
@@ -127,7 +131,7 @@ impl LogStore {
             last = %cache.entries.last_key_value().map_or_else(|| "none".to_string(), |(i, _)| i.to_string()),
             "log opened"
         );
-        Ok(LogStore { wal, log_dir, cache: Arc::new(RwLock::new(cache)), vote_path, vote, segment_max })
+        Ok(LogStore { wal, log_dir, cache: Arc::new(RwLock::new(cache)), vote_path, vote, segment_max, late: None })
     }
 
     /// The entries missing at the front of the log, if any: those after the last purge (or
@@ -149,6 +153,31 @@ impl LogStore {
     /// The oldest segment's number.
     pub fn oldest_segment(&self) -> u64 {
         self.wal.oldest_segment()
+    }
+
+    /// Breaks durability on purpose: appends are acknowledged before they are written
+    /// (`--unsafe-break ack-before-fsync`, for the tests that show `ward check` catching it).
+    pub fn acknowledge_before_writing(&mut self) {
+        tracing::warn!("unsafe break ack-before-fsync: log appends are acknowledged before they are written");
+        self.late = Some(Late::default());
+    }
+
+    /// Writes what `--unsafe-break ack-before-fsync` has held back, before a record that
+    /// must follow it.
+    fn write_late(&mut self) -> Result<(), FileError> {
+        match self.late.as_mut().map(Late::take) {
+            Some(entries) if !entries.is_empty() => self.write_entries(&entries),
+            _ => Ok(()),
+        }
+    }
+
+    /// One record of `entries`, durable when this returns.
+    fn write_entries(&mut self, entries: &[Entry]) -> Result<(), FileError> {
+        let Some(last) = entries.last().map(|e| e.log_id.index) else { return Ok(()) };
+        let segment = self.write_record(&RecordRef::Entries(entries))?;
+        crate::metrics::log::appended(entries.len(), commands(entries));
+        self.segment_max.insert(segment, last);
+        Ok(())
     }
 
     /// The handle through which the state machine drops applied entries from memory.
@@ -302,15 +331,20 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: Send,
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
-        let Some(last) = entries.last().map(|e| e.log_id.index) else {
+        if entries.is_empty() {
             callback.log_io_completed(Ok(()));
             return Ok(());
-        };
+        }
+        if let Some(late) = self.late.as_mut() {
+            // Broken on purpose (`late.rs`): acknowledged first, written later.
+            write(&self.cache).entries.extend(entries.iter().map(|e| (e.log_id.index, e.clone())));
+            callback.log_io_completed(Ok(()));
+            let due = late.hold(entries);
+            return self.write_entries(&due).map_err(|e| write_failed(&e));
+        }
         // The write includes the fdatasync: the callback below is the acknowledgement.
-        match self.write_record(&RecordRef::Entries(&entries)) {
-            Ok(segment) => {
-                crate::metrics::log::appended(entries.len(), commands(&entries));
-                self.segment_max.insert(segment, last);
+        match self.write_entries(&entries) {
+            Ok(()) => {
                 write(&self.cache).entries.extend(entries.into_iter().map(|e| (e.log_id.index, e)));
                 callback.log_io_completed(Ok(()));
                 Ok(())
@@ -323,12 +357,14 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        self.write_late().map_err(|e| write_failed(&e))?;
         self.write_record(&RecordRef::Truncate { since: log_id.index }).map_err(|e| write_failed(&e))?;
         drop(write(&self.cache).entries.split_off(&log_id.index));
         Ok(())
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        self.write_late().map_err(|e| write_failed(&e))?;
         self.write_record(&RecordRef::Purge { upto: log_id }).map_err(|e| write_failed(&e))?;
         write(&self.cache).purge(log_id);
         // The purge is durable; failing to delete old files only wastes space until the next.

@@ -35,6 +35,7 @@ pub mod error;
 pub mod extent;
 pub mod fsutil;
 pub mod identity;
+mod late;
 pub mod leadership;
 pub mod log_store;
 pub mod membership;
@@ -113,6 +114,9 @@ pub struct RaftOptions {
     pub replay_timeout: Duration,
     /// What to do when files of the log are found missing or cut (docs/storage.md).
     pub on_loss: OnLoss,
+    /// Acknowledge appends before writing them: a promise broken on purpose
+    /// ([`crate::unsafe_break::Break::AckBeforeFsync`]); never set otherwise.
+    pub ack_before_fsync: bool,
 }
 
 impl Default for RaftOptions {
@@ -124,6 +128,7 @@ impl Default for RaftOptions {
             batch: BatchLimits::default(),
             replay_timeout: Duration::from_secs(600),
             on_loss: OnLoss::Refuse,
+            ack_before_fsync: false,
         }
     }
 }
@@ -267,6 +272,9 @@ pub async fn open_member(
     let mut sm = StateMachineStore::open(data_dir, core.clone())?;
     continuity::before_log_opens(data_dir, sm.applied(), options.on_loss)?;
     let mut store = LogStore::open_with(data_dir, options.segment_bytes, options.on_loss)?;
+    if options.ack_before_fsync {
+        store.acknowledge_before_writing();
+    }
     continuity::check(data_dir, &mut store, sm.applied(), options.on_loss).await?;
     // An ensemble keeps a tail of applied entries for followers a little behind (bounded:
     // an entry is a batch of at most ~1 MiB, usually far less).

@@ -15,31 +15,54 @@ pub fn run(args: CheckArgs, out: Out) -> Result<u8, Failure> {
                 .map_err(|e| Failure::Check(ward::check::CheckError::Harness(e)))?;
             Target::Ensemble { members, server_binary }
         }
-        (None, Some(servers)) => Target::Servers(servers),
+        (None, Some(addrs)) => Target::Servers { addrs, admin: args.admin },
         // clap requires one of the two.
         (None, None) => return Err(Failure::Usage("give --ensemble N or --servers ADDR,...".into())),
     };
     let dir =
         args.out.unwrap_or_else(|| std::env::temp_dir().join(format!("ward-check-{}-{seed}", std::process::id())));
-    let workloads = args
-        .workload
-        .iter()
-        .map(|w| match w {
-            CheckWorkload::Registers => Workload::Registers,
-            CheckWorkload::Locks => Workload::Locks,
-        })
-        .collect();
-    let faults = args
-        .nemesis
-        .iter()
-        .filter_map(|f| match f {
-            CheckFault::Kill => Some(FaultKind::Kill),
-            CheckFault::Pause => Some(FaultKind::Pause),
-            CheckFault::Partition => Some(FaultKind::Partition),
-            CheckFault::None => None,
-        })
-        .collect();
-    let config = Config { target, duration: Duration::from_secs(args.duration), seed, workloads, faults, out: dir };
+    let workloads = match args.workload.contains(&CheckWorkload::All) {
+        true => Workload::ALL.to_vec(),
+        false => args
+            .workload
+            .iter()
+            .filter_map(|w| match w {
+                CheckWorkload::Registers => Some(Workload::Registers),
+                CheckWorkload::Locks => Some(Workload::Locks),
+                CheckWorkload::Sessions => Some(Workload::Sessions),
+                CheckWorkload::Watches => Some(Workload::Watches),
+                CheckWorkload::Sequential => Some(Workload::Sequential),
+                CheckWorkload::All => None,
+            })
+            .collect(),
+    };
+    let faults = match args.nemesis.contains(&CheckFault::All) {
+        true => FaultKind::ALL.to_vec(),
+        false => args
+            .nemesis
+            .iter()
+            .filter_map(|f| match f {
+                CheckFault::Kill => Some(FaultKind::Kill),
+                CheckFault::Pause => Some(FaultKind::Pause),
+                CheckFault::Partition => Some(FaultKind::Partition),
+                CheckFault::OneWay => Some(FaultKind::OneWay),
+                CheckFault::Bridge => Some(FaultKind::Bridge),
+                CheckFault::Restart => Some(FaultKind::Restart),
+                CheckFault::Member => Some(FaultKind::Member),
+                CheckFault::All | CheckFault::None => None,
+            })
+            .collect(),
+    };
+    let config = Config {
+        target,
+        duration: Duration::from_secs(args.duration),
+        seed,
+        workloads,
+        faults,
+        out: dir,
+        svg: args.svg,
+        server_args: args.server_arg,
+    };
     warn(format!("check: seed {seed}; history in {}", config.out.display()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

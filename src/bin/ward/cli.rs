@@ -289,9 +289,11 @@ that cannot be started exits 127.")]
     /// Run workloads against an ensemble while injecting faults, and check the history
     #[command(long_about = "Run workloads against an ensemble while injecting faults, record the history \
 (JSON lines in --out), and check it against docs/guarantees.md: linearizable registers, lock safety \
-with fencing, durability. --ensemble N starts N local ward-server members (the binary beside this \
-program, or $WARD_SERVER_BIN) behind proxies it controls and kills, pauses and partitions them; \
---servers runs the workloads only. Exit 0 only when every checker passed, 1 otherwise.")]
+with fencing, sessions and their ephemerals, watch order, sequential creates, durability, and \
+convergence of the members' state. --ensemble N starts N local ward-server members (the binary beside \
+this program, or $WARD_SERVER_BIN) behind proxies it controls and kills, pauses, partitions, restarts \
+and removes and adds them; --servers runs the workloads only. --svg FILE draws the run as a timeline. \
+Exit 0 only when every checker passed, 1 otherwise.")]
     Check(CheckArgs),
     /// Print the shell completion script for SHELL
     #[command(long_about = "Print the shell completion script for SHELL, e.g.
@@ -309,6 +311,10 @@ pub struct CheckArgs {
     /// Run against these running servers, without faults
     #[arg(long, value_name = "ADDR[,ADDR...]")]
     pub servers: Option<String>,
+    /// The admin listeners of the --servers (HOST:PORT of each one's --admin-listen), for the
+    /// convergence checker
+    #[arg(long, value_name = "ADDR[,ADDR...]", requires = "servers", value_delimiter = ',')]
+    pub admin: Vec<std::net::SocketAddr>,
     /// How long the workloads run, in seconds
     #[arg(long, value_name = "SECS", default_value_t = 60)]
     pub duration: u64,
@@ -316,7 +322,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// The workloads to run
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "registers,locks")]
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
     pub workload: Vec<CheckWorkload>,
     /// The faults to inject (--ensemble only)
     #[arg(long, value_enum, value_delimiter = ',', default_value = "kill,pause,partition")]
@@ -324,6 +330,12 @@ pub struct CheckArgs {
     /// Where to write the history [default: a new directory under the system temp dir]
     #[arg(long, value_name = "DIR")]
     pub out: Option<std::path::PathBuf>,
+    /// Draw the run as a timeline (SVG) in FILE
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<std::path::PathBuf>,
+    /// An argument added to every member's command line (repeatable; for tests)
+    #[arg(long, value_name = "ARG", hide = true, allow_hyphen_values = true)]
+    pub server_arg: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -332,6 +344,14 @@ pub enum CheckWorkload {
     Registers,
     /// Lock, read a counter, fenced write of counter + 1, unlock
     Locks,
+    /// Short sessions each owning an ephemeral node, closed or expired
+    Sessions,
+    /// Data watches armed and read until they fire, on keys a writer sets
+    Watches,
+    /// Persistent sequential creates under one parent
+    Sequential,
+    /// All of them
+    All,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -342,6 +362,16 @@ pub enum CheckFault {
     Pause,
     /// Cut a member off from its peers, then heal
     Partition,
+    /// Drop what a member sends its peers, or what they send it, then heal
+    OneWay,
+    /// Split the other members in two that cannot reach each other; the member reaches both
+    Bridge,
+    /// SIGTERM a member (a clean stop), then start it again
+    Restart,
+    /// Remove a member from the ensemble, then add it back with an empty data directory
+    Member,
+    /// Every kind
+    All,
     /// No faults
     None,
 }

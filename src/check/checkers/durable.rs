@@ -8,8 +8,8 @@ use ward_check::{Op, Outcome};
 pub struct FinalRead {
     pub member: String,
     pub path: String,
-    /// (data, version), or why the member did not answer.
-    pub read: Result<(Vec<u8>, u64), String>,
+    /// (data, version), `None` if the node is gone, or why the member did not answer.
+    pub read: Result<Option<(Vec<u8>, u64)>, String>,
 }
 
 /// Every acknowledged write is visible on every member at the end, and nothing that was
@@ -27,7 +27,16 @@ pub fn durability(
     verdict.operations = finals.len();
     for fin in finals {
         let (data, version) = match &fin.read {
-            Ok(read) => read,
+            Ok(Some(read)) => read,
+            Ok(None) => {
+                // Every node read at the end was created before the workloads began.
+                let what = format!("{} is gone: created, written, then lost", fin.path);
+                push(
+                    &mut verdict,
+                    Finding::new(what, vec![format!("{} on {}: no node at the end", fin.path, fin.member)]),
+                );
+                continue;
+            }
             Err(why) => {
                 verdict.undecided.push(format!("{} on {} unread at the end: {why}", fin.path, fin.member));
                 continue;
@@ -70,15 +79,23 @@ fn register(k: usize, ops: &[RegisterOp], fin: &FinalRead, data: &[u8], version:
     if let Some((v, w)) = newest.filter(|(v, _)| *v > version) {
         push(
             verdict,
-            Finding { what: format!("acknowledged write of v{v} lost"), slice: vec![op_line(w), seen.clone()] },
+            Finding::new(format!("acknowledged write of v{v} lost"), vec![op_line(w), seen.clone()]).at(
+                w.process,
+                w.invoked,
+                w.outcome.as_ref().map_or(w.invoked, |(_, at)| *at),
+            ),
         );
     }
     if !known_value {
-        push(verdict, Finding { what: "phantom value: never written".to_owned(), slice: vec![seen.clone()] });
+        push(verdict, Finding::new("phantom value: never written", vec![seen.clone()]));
     } else if let Some(w) = same_version {
         push(
             verdict,
-            Finding { what: format!("v{version} holds another value than its write"), slice: vec![op_line(w), seen] },
+            Finding::new(format!("v{version} holds another value than its write"), vec![op_line(w), seen]).at(
+                w.process,
+                w.invoked,
+                w.outcome.as_ref().map_or(w.invoked, |(_, at)| *at),
+            ),
         );
     }
 }
@@ -99,17 +116,15 @@ fn count(holds: &[Hold], fin: &FinalRead, data: &[u8], version: u64, verdict: &m
     let facts = format!("{} fenced writes accepted (highest v{highest}), {unknown} of unknown outcome", accepted.len());
     match parse_counter(data) {
         Some(value) if value != version => {
-            push(verdict, Finding { what: format!("counter {value} at version {version}"), slice: vec![seen] })
+            push(verdict, Finding::new(format!("counter {value} at version {version}"), vec![seen]))
         }
-        None => push(verdict, Finding { what: "counter is not a number".to_owned(), slice: vec![seen] }),
-        Some(_) if version < highest => push(
-            verdict,
-            Finding { what: format!("accepted fenced write of v{highest} lost"), slice: vec![facts, seen] },
-        ),
-        Some(_) if version > most => push(
-            verdict,
-            Finding { what: "counter above every write that may have applied".to_owned(), slice: vec![facts, seen] },
-        ),
+        None => push(verdict, Finding::new("counter is not a number", vec![seen])),
+        Some(_) if version < highest => {
+            push(verdict, Finding::new(format!("accepted fenced write of v{highest} lost"), vec![facts, seen]))
+        }
+        Some(_) if version > most => {
+            push(verdict, Finding::new("counter above every write that may have applied", vec![facts, seen]))
+        }
         Some(_) => {}
     }
 }

@@ -26,10 +26,12 @@ fn overlaps(holds: &[Hold], verdict: &mut Verdict) {
             if h.acquired < r.released && h.process != r.process {
                 push(
                     verdict,
-                    Finding {
-                        what: format!("two holds overlap: p{} and p{} both held the lock", r.process, h.process),
-                        slice: vec![hold_line(r), hold_line(h)],
-                    },
+                    Finding::new(
+                        format!("two holds overlap: p{} and p{} both held the lock", r.process, h.process),
+                        vec![hold_line(r), hold_line(h)],
+                    )
+                    .at(r.process, r.acquired, r.released)
+                    .at(h.process, h.acquired, h.released),
                 );
             }
         }
@@ -54,10 +56,12 @@ fn tokens_and_counter(holds: &[Hold], verdict: &mut Verdict) {
         if let Some(top) = highest.filter(|top| h.token < top.token) {
             push(
                 verdict,
-                Finding {
-                    what: format!("stale token {} accepted after token {}", h.token, top.token),
-                    slice: vec![hold_line(top), hold_line(h)],
-                },
+                Finding::new(
+                    format!("stale token {} accepted after token {}", h.token, top.token),
+                    vec![hold_line(top), hold_line(h)],
+                )
+                .at(top.process, top.acquired, top.released)
+                .at(h.process, h.acquired, h.released),
             );
         }
         if highest.is_none_or(|top| h.token > top.token) {
@@ -69,13 +73,15 @@ fn tokens_and_counter(holds: &[Hold], verdict: &mut Verdict) {
             slice.push(hold_line(h));
             push(
                 verdict,
-                Finding { what: format!("counter set to {value} at version {version}: an increment was lost"), slice },
+                Finding::new(format!("counter set to {value} at version {version}: an increment was lost"), slice)
+                    .at(h.process, h.acquired, h.released),
             );
         }
         if previous.is_some_and(|(v, _)| v == version) {
             push(
                 verdict,
-                Finding { what: format!("two writes acknowledged with version {version}"), slice: vec![hold_line(h)] },
+                Finding::new(format!("two writes acknowledged with version {version}"), vec![hold_line(h)])
+                    .at(h.process, h.acquired, h.released),
             );
         }
         previous = Some((version, h));

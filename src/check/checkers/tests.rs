@@ -52,7 +52,7 @@ fn lock_safety_rejects_a_lost_increment() {
 }
 
 fn final_read(path: &str, data: &[u8], version: u64) -> FinalRead {
-    FinalRead { member: "m1".into(), path: path.into(), read: Ok((data.to_vec(), version)) }
+    FinalRead { member: "m1".into(), path: path.into(), read: Ok(Some((data.to_vec(), version))) }
 }
 
 fn written(value: &str, version: u64) -> RegisterOp {
@@ -61,12 +61,15 @@ fn written(value: &str, version: u64) -> RegisterOp {
 }
 
 #[test]
-fn durability_passes_the_last_write_and_rejects_a_lost_or_phantom_one() {
+fn durability_passes_the_last_write_and_rejects_a_lost_gone_or_phantom_one() {
     let keys = vec!["/k".to_owned()];
     let ops = vec![written("a", 1), written("b", 2)];
     assert!(durability(&keys, &ops, None, &[final_read("/k", b"b", 2)]).passed());
     let lost = durability(&keys, &ops, None, &[final_read("/k", b"a", 1)]);
     assert!(lost.violations.iter().any(|f| f.what.contains("v2 lost")), "{lost:?}");
+    let gone = FinalRead { member: "m1".into(), path: "/k".into(), read: Ok(None) };
+    let gone = durability(&keys, &ops, None, &[gone]);
+    assert!(gone.violations.iter().any(|f| f.what.contains("gone")), "{gone:?}");
     let phantom = durability(&keys, &ops, None, &[final_read("/k", b"zz", 3)]);
     assert!(phantom.violations.iter().any(|f| f.what.contains("phantom")), "{phantom:?}");
     assert!(durability(&keys, &[], None, &[final_read("/k", INITIAL, 0)]).passed());

@@ -182,6 +182,45 @@ impl ServerProcess {
     /// call it in `block_in_place` or `spawn_blocking`).
     pub fn try_restart(&mut self) -> Result<(), HarnessError> {
         self.kill9();
+        self.spawn_retrying()
+    }
+
+    /// Kills the server if it runs, empties its data directory and starts it again on the
+    /// same ports with `flags` instead of the test's flags it ran with: a machine replaced
+    /// by a new one at the same address (an ensemble member removed, then added back as a
+    /// newcomer). Blocking, like [`try_restart`](Self::try_restart).
+    pub fn try_restart_fresh(&mut self, flags: Vec<String>) -> Result<(), HarnessError> {
+        self.kill9();
+        if !self.options.in_memory {
+            let data = self.data_dir();
+            match std::fs::remove_dir_all(&data) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(HarnessError::io(format!("remove {}", data.display()), e)),
+            }
+        }
+        self.options.flags = flags;
+        self.spawn_retrying()
+    }
+
+    /// SIGTERM, and waits (bounded by [`DEADLINE`]) for the process to exit by itself: a
+    /// clean stop, to be followed by [`try_restart`](Self::try_restart). Blocking.
+    pub fn try_stop(&mut self) -> Result<ExitStatus, HarnessError> {
+        self.try_signal("-TERM")?;
+        let start = Instant::now();
+        while start.elapsed() < DEADLINE {
+            let child = self.child.as_mut().ok_or_else(|| HarnessError::Start("not running".into()))?;
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Ok(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(HarnessError::Start(format!("ward-server {} did not exit within {DEADLINE:?} of SIGTERM", self.addr)))
+    }
+
+    /// Starts an incarnation, binding the previous ports again (they may briefly be taken).
+    fn spawn_retrying(&mut self) -> Result<(), HarnessError> {
         let mut attempt = 1;
         loop {
             match self.spawn() {

@@ -33,6 +33,12 @@ pub enum ConfigError {
     /// TLS half-configured: `given` without what it needs.
     #[error("--{given} needs {missing}: TLS is half-configured")]
     TlsIncomplete { given: &'static str, missing: String },
+    /// `--unsafe-break` outside a test's environment.
+    #[error(
+        "--unsafe-break {0} breaks a promise on purpose and is for tests only: refused unless {var}=1",
+        var = ward_server::unsafe_break::ALLOW_VAR
+    )]
+    UnsafeBreakRefused(ward_server::unsafe_break::Break),
 }
 
 #[derive(Debug, thiserror::Error)]

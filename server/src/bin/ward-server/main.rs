@@ -89,10 +89,14 @@ async fn run(args: Args) -> Result<(), StartError> {
             None
         }
     };
-    let log: Arc<dyn CommandLog> = match &durable {
+    let mut log: Arc<dyn CommandLog> = match &durable {
         Some(raft) => raft.clone(),
         None => Arc::new(MemoryLog::new(core.clone())),
     };
+    if let Some(broken) = args.unsafe_break {
+        tracing::warn!(%broken, "unsafe break: this server breaks a promise on purpose, for a test");
+        log = ward_server::unsafe_break::wrap(log, broken);
+    }
     let listener = listen::bind_tokio(&args.listen, "client")?;
     let mut config = args.config;
     // Default listeners that could not bind, said on stdout after the listening lines.

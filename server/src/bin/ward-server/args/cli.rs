@@ -22,6 +22,11 @@ pub struct Cli {
     /// [env: WARD_CONFIG]
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Breaks one promise on purpose, for the tests that show `ward check` catching it
+    /// (ward_server::unsafe_break): hidden, and refused unless WARD_ALLOW_UNSAFE_BREAK=1.
+    /// Not a setting: no environment variable or config key sets it.
+    #[arg(long, value_name = "NAME", hide = true)]
+    pub unsafe_break: Option<ward_server::unsafe_break::Break>,
     #[command(flatten)]
     pub settings: Settings,
 }
@@ -34,6 +39,15 @@ mod tests {
     #[test]
     fn the_command_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn unsafe_break_parses_and_is_hidden_from_help() {
+        let cli = Cli::try_parse_from(["ward-server", "--unsafe-break", "stale-follower-read"]).expect("parse");
+        assert_eq!(cli.unsafe_break, Some(ward_server::unsafe_break::Break::StaleFollowerRead));
+        assert!(Cli::try_parse_from(["ward-server", "--unsafe-break", "sometimes"]).is_err());
+        let help = Cli::command().render_long_help().to_string();
+        assert!(!help.contains("unsafe"), "{help}");
     }
 
     #[test]

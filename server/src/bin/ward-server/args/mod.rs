@@ -22,6 +22,7 @@ use ward_server::acl::identity::SuperDigest;
 use ward_server::admin::console::AdminToken;
 use ward_server::raft::{OnLoss, RaftOptions};
 use ward_server::tls::{PeerTlsFiles, ServerTlsFiles};
+use ward_server::unsafe_break::{self, Break};
 use ward_server::Config;
 
 /// What the server runs with, every option decided and every host name resolved.
@@ -47,6 +48,8 @@ pub struct Args {
     pub log_format: LogFormat,
     /// The options as given (all sources merged), for the members `--dev-ensemble` starts.
     pub settings: Settings,
+    /// A promise broken on purpose (tests only; see `ward_server::unsafe_break`).
+    pub unsafe_break: Option<Break>,
 }
 
 /// An address to listen on, resolved.
@@ -84,7 +87,18 @@ pub fn load(cli: Cli) -> Result<Args, ConfigError> {
         None => Settings::default(),
     };
     let settings = cli.settings.over(env::load()?.over(file));
-    decide(settings)
+    let mut args = decide(settings)?;
+    if let Some(broken) = cli.unsafe_break {
+        if !unsafe_break::allowed() {
+            return Err(ConfigError::UnsafeBreakRefused(broken));
+        }
+        if broken == Break::AckBeforeFsync && args.data_dir.is_none() {
+            return combination("--unsafe-break ack-before-fsync needs a durable log: leave out --in-memory");
+        }
+        args.raft.ack_before_fsync = broken == Break::AckBeforeFsync;
+        args.unsafe_break = Some(broken);
+    }
+    Ok(args)
 }
 
 fn decide(settings: Settings) -> Result<Args, ConfigError> {
@@ -171,6 +185,7 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
         dev_ensemble,
         log_format: s.log_format.unwrap_or_default(),
         settings,
+        unsafe_break: None,
     })
 }
 

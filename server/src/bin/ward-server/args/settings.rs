@@ -229,7 +229,7 @@ impl Settings {
 pub fn keys() -> Vec<String> {
     super::cli::Cli::command()
         .get_arguments()
-        .filter(|arg| !matches!(arg.get_id().as_str(), "config" | "help" | "version"))
+        .filter(|arg| !matches!(arg.get_id().as_str(), "config" | "unsafe_break" | "help" | "version"))
         .filter_map(|arg| arg.get_long().map(str::to_string))
         .collect()
 }

@@ -1,42 +1,23 @@
 //! The faults `ward check --ensemble` inflicts on its local ensemble, one at a time so that a
-//! majority always remains: kill -9 (then a restart on the same data directory), SIGSTOP
-//! (then SIGCONT), and a partition that cuts one member off from its peers (its clients still
-//! reach it; then healed). The schedule (kinds, targets, how long each lasts, the pauses
-//! between) is drawn from the run's seed.
+//! majority always remains ([`FaultKind`]: kill -9, SIGSTOP, full, one-way and bridge
+//! partitions, a clean restart, and a membership change), each healed and waited out
+//! before the next. The schedule (kinds, targets, how long each lasts, the pauses between)
+//! is drawn from the run's seed.
+//!
+//! # Layout
+//! * `faults`: starting and ending each kind.
+//! * here: the seeded schedule and the loop that follows it.
+
+mod faults;
+
+pub use faults::{heal, inject, FaultKind};
 
 use super::shared::{Shared, SETTLE};
 use super::CheckError;
-use std::fmt;
 use std::time::{Duration, Instant};
 use tokio::time::timeout;
 use ward_client::Client;
 use ward_testkit::{Ensemble, Rng};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FaultKind {
-    /// SIGKILL, and a restart when the fault ends.
-    Kill,
-    /// SIGSTOP, and SIGCONT when the fault ends.
-    Pause,
-    /// Every peer link to and from the member drops everything, until healed.
-    Partition,
-}
-
-impl FaultKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            FaultKind::Kill => "kill",
-            FaultKind::Pause => "pause",
-            FaultKind::Partition => "partition",
-        }
-    }
-}
-
-impl fmt::Display for FaultKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// One fault as it happened, on the run's clock (nanoseconds).
 #[derive(Clone, Debug)]
@@ -45,29 +26,11 @@ pub struct FaultEvent {
     pub member: u64,
     /// The member led when the fault began.
     pub was_leader: bool,
+    /// What was done (`kill -9 2`, `[1] and [3] apart, 2 reaches both`).
+    pub detail: String,
     pub start: u64,
     /// When it was healed and the member served synced reads again.
     pub end: u64,
-}
-
-/// Starts `kind` on `member`. Blocking steps (kill and reap) run off the async workers.
-pub async fn inject(ensemble: &mut Ensemble, kind: FaultKind, member: u64) -> Result<(), CheckError> {
-    match kind {
-        FaultKind::Kill => tokio::task::block_in_place(|| ensemble.member(member).kill9()),
-        FaultKind::Pause => ensemble.member(member).try_pause()?,
-        FaultKind::Partition => ensemble.isolate(member),
-    }
-    Ok(())
-}
-
-/// Ends `kind` on `member` (restart, SIGCONT, heal), without waiting for it to catch up.
-pub async fn heal(ensemble: &mut Ensemble, kind: FaultKind, member: u64) -> Result<(), CheckError> {
-    match kind {
-        FaultKind::Kill => tokio::task::block_in_place(|| ensemble.member(member).try_restart())?,
-        FaultKind::Pause => ensemble.member(member).try_resume()?,
-        FaultKind::Partition => ensemble.heal(),
-    }
-    Ok(())
 }
 
 /// True if a client of member `addr` alone gets a `sync` through: the member is in contact
@@ -100,6 +63,8 @@ pub struct Planned {
     /// On the leader of the moment, or on member `n` of the ensemble (by position).
     pub on_leader: bool,
     pub position: u64,
+    /// A choice within the kind (the direction of a one-way partition).
+    pub variant: u64,
     pub hold: Duration,
     pub gap: Duration,
 }
@@ -113,9 +78,11 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    pub fn new(seed: u64, kinds: &[FaultKind]) -> Schedule {
+    /// A schedule of `kinds` (those that mean something in an ensemble of `members`).
+    pub fn new(seed: u64, kinds: &[FaultKind], members: usize) -> Schedule {
+        let kinds = kinds.iter().copied().filter(|k| k.min_members() <= members).collect();
         // Apart from the workers' streams, which use seed + process.
-        Schedule { rng: Rng::new(seed ^ 0x6e65_6d65_7369_7300), kinds: kinds.to_vec(), round: Vec::new() }
+        Schedule { rng: Rng::new(seed ^ 0x6e65_6d65_7369_7300), kinds, round: Vec::new() }
     }
 }
 
@@ -133,9 +100,10 @@ impl Iterator for Schedule {
         let kind = self.round.pop()?;
         let on_leader = self.rng.below(2) == 0;
         let position = self.rng.next_u64();
-        let hold = Duration::from_millis(1000 + self.rng.below(2000));
-        let gap = Duration::from_millis(300 + self.rng.below(700));
-        Some(Planned { kind, on_leader, position, hold, gap })
+        let variant = self.rng.next_u64();
+        let hold = Duration::from_millis(800 + self.rng.below(1700));
+        let gap = Duration::from_millis(200 + self.rng.below(500));
+        Some(Planned { kind, on_leader, position, variant, hold, gap })
     }
 }
 
@@ -158,14 +126,14 @@ pub async fn run(
         let member = if plan.on_leader { leader } else { ids[(plan.position % ids.len() as u64) as usize] };
         let start = shared.clock.now();
         let began = Instant::now();
-        inject(ensemble, plan.kind, member).await?;
+        let detail = inject(ensemble, plan.kind, member, plan.variant).await?;
         tokio::time::sleep(plan.hold).await;
         heal(ensemble, plan.kind, member).await?;
         rejoined(ensemble, member, SETTLE).await?;
         let end = shared.clock.now();
-        let role = if member == leader { "leader " } else { "" };
-        say(&format!("fault: {} {role}{member} for {:?}, back after {:?}", plan.kind, plan.hold, began.elapsed()));
-        faults.push(FaultEvent { kind: plan.kind, member, was_leader: member == leader, start, end });
+        let role = if member == leader { " (the leader)" } else { "" };
+        say(&format!("fault: {detail}{role} for {:?}, back after {:.1?}", plan.hold, began.elapsed()));
+        faults.push(FaultEvent { kind: plan.kind, member, was_leader: member == leader, detail, start, end });
         tokio::time::sleep(plan.gap).await;
     }
     Ok(faults)
@@ -177,18 +145,28 @@ mod tests {
 
     #[test]
     fn a_seed_gives_one_schedule_and_every_round_has_every_kind() {
-        let kinds = [FaultKind::Kill, FaultKind::Pause, FaultKind::Partition];
+        let kinds = FaultKind::ALL;
         let plans = |seed| {
-            let mut schedule = Schedule::new(seed, &kinds);
-            (0..6).map(|_| schedule.next().map(|p| (p.kind, p.on_leader, p.position, p.hold))).collect::<Vec<_>>()
+            let mut schedule = Schedule::new(seed, &kinds, 3);
+            (0..14).map(|_| schedule.next().map(|p| (p.kind, p.on_leader, p.position, p.hold))).collect::<Vec<_>>()
         };
         assert_eq!(plans(1), plans(1));
         assert_ne!(plans(1), plans(2));
-        for round in plans(1).chunks(3) {
+        for round in plans(1).chunks(kinds.len()) {
             for kind in kinds {
                 assert!(round.iter().any(|p| p.map(|p| p.0) == Some(kind)), "{round:?}");
             }
         }
-        assert!(Schedule::new(1, &[]).next().is_none());
+        assert!(Schedule::new(1, &[], 3).next().is_none());
+    }
+
+    #[test]
+    fn kinds_that_need_more_members_are_left_out() {
+        let mut one = Schedule::new(1, &FaultKind::ALL, 1);
+        let kinds: Vec<FaultKind> = (0..6).filter_map(|_| one.next().map(|p| p.kind)).collect();
+        assert!(
+            kinds.iter().all(|k| matches!(k, FaultKind::Kill | FaultKind::Pause | FaultKind::Restart)),
+            "{kinds:?}"
+        );
     }
 }
