@@ -49,6 +49,17 @@ pub enum Error {
     /// The answer would exceed the reply limit (64 MiB): a listing of that many children.
     #[error("the reply would exceed the server's reply limit")]
     ReplyTooLarge,
+    /// In a [`WatchStream`](crate::WatchStream): changes may have been missed here, while
+    /// the client was away longer than the server's history of changes reaches back. The
+    /// stream goes on with the changes after the gap; read the state again to catch up.
+    #[error("changes may have been missed: the server's history no longer reaches back")]
+    EventsMissed,
+    /// `remove_watches`: there is no such watch.
+    #[error("no such watch")]
+    NoWatcher,
+    /// A lock was asked for with another lock-delay than its directory has.
+    #[error("lock-delay mismatch")]
+    LockDelayMismatch,
     /// The client was closed.
     #[error("client closed")]
     Closed,
@@ -83,6 +94,8 @@ impl From<ErrorCode> for Error {
             // Only a connection the session already left hears this; the client is elsewhere.
             ErrorCode::SessionMoved => Error::ConnectionLoss,
             ErrorCode::ReplyTooLarge => Error::ReplyTooLarge,
+            ErrorCode::NoWatcher => Error::NoWatcher,
+            ErrorCode::LockDelayMismatch => Error::LockDelayMismatch,
             other => Error::Protocol(format!("unknown error code {other:?}")),
         }
     }

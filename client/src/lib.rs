@@ -27,6 +27,7 @@
 //! * [`queue`]: reading a lock queue: holder, waiters, their context.
 //! * [`election`]: leader election on the lock: [`Election`], [`Leadership`], [`Observer`].
 //! * [`watch`]: [`Watch`], a one-shot watch as a future.
+//! * [`stream`]: [`WatchStream`], a persistent watch as a stream that survives reconnects.
 //! * [`state`]: the session states, [`SessionState`].
 //! * [`error`]: the typed [`Error`].
 
@@ -40,6 +41,7 @@ pub mod lock;
 pub mod mutex;
 pub mod queue;
 pub mod state;
+pub mod stream;
 mod sync;
 pub mod watch;
 
@@ -51,8 +53,9 @@ pub use lock::{Fence, LockGuard};
 pub use mutex::{Mutex, MutexGuard};
 pub use queue::Contender;
 pub use state::SessionState;
+pub use stream::WatchStream;
 pub use ward_proto::{
     CreateMode, ErrorCode, EventKind, LockKind, MemberInfo, MemberRole, Op, OpResult, ServerStats, SessionId, Stat,
-    WatchEvent, MAX_TTL_MS,
+    WatchEvent, WatchMode, MAX_LOCK_DELAY_MS, MAX_TTL_MS,
 };
 pub use watch::Watch;

@@ -63,4 +63,10 @@ pub enum ErrorCode {
     /// that many children. Nothing was sent but this error; asking again fails the same way.
     #[error("the reply would exceed the reply limit")]
     ReplyTooLarge,
+    /// `RemoveWatches`: this connection has no such watch. ZooKeeper's `NOWATCHER`.
+    #[error("no such watch")]
+    NoWatcher,
+    /// A lock acquire asked for another lock-delay than the directory has.
+    #[error("lock-delay mismatch")]
+    LockDelayMismatch,
 }

@@ -77,7 +77,7 @@ fn watch_armed_while_the_node_is_deleted_fires_or_is_never_armed() {
     loom::model(|| {
         let (core, local, session) = core_with_node();
         let (outbox, mut rx) = Outbox::channel();
-        local.watches.add_conn(1, outbox.clone());
+        local.watches.add_conn(1, outbox.clone(), crate::watch::Delivery::Streams);
         // Armed before the race: the delete also changes `/`'s children, and that event tells
         // whether the read's reply would go out after the events it depends on.
         let armed = read(&core, &local, &outbox, 1, session, Request::GetChildren { path: "/".into(), watch: true });
@@ -125,7 +125,7 @@ fn watch_of_a_closing_connection_is_not_leaked() {
     loom::model(|| {
         let (core, local, session) = core_with_node();
         let (outbox, _rx) = Outbox::channel();
-        local.watches.add_conn(1, outbox.clone());
+        local.watches.add_conn(1, outbox.clone(), crate::watch::Delivery::Streams);
 
         let reader = {
             let (core, local) = (core.clone(), local.clone());

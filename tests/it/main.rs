@@ -21,6 +21,7 @@ mod t20_sequential;
 mod t30_multi;
 mod t40_sessions;
 mod t50_watches;
+mod t51_persistent_watches;
 mod t60_reconnect;
 mod t70_bad_input;
 mod t80_cli;

@@ -8,6 +8,7 @@ use super::pending::{complete_user, watched_path, PendingTable, Waiter};
 use super::Cmd;
 use crate::error::Error;
 use crate::state::{SessionCell, SessionState};
+use crate::stream::{LocalStreams, StreamWaiter, WatchStream};
 use crate::sync::Arc;
 use crate::watch::{LocalWatches, SET_WATCHES_BATCH};
 use futures_util::{SinkExt, StreamExt};
@@ -42,6 +43,8 @@ pub(crate) struct Task {
     pub next_xid: u64,
     pub pending: PendingTable,
     pub watches: LocalWatches,
+    /// The application's persistent watches ([`crate::Client::watch`]).
+    pub streams: LocalStreams,
     /// The session state for the application ([`crate::Client::state_changes`]).
     pub state: watch::Sender<SessionState>,
     /// The same for lock guards, and whether the session may have expired without our
@@ -84,6 +87,13 @@ impl Task {
         for watches in self.watches.batches(SET_WATCHES_BATCH) {
             let request = Request::SetWatches { last_zxid: self.last_zxid, watches };
             if let Err(e) = self.feed(&mut writer, request, Waiter::Internal).await {
+                return End::Lost(e.to_string());
+            }
+        }
+        for watches in self.streams.rearm(SET_WATCHES_BATCH) {
+            let keys = watches.iter().map(|w| (w.path.clone(), w.mode)).collect();
+            let waiter = Waiter::Streams(StreamWaiter::Rearm { keys });
+            if let Err(e) = self.feed(&mut writer, Request::AddWatches { watches }, waiter).await {
                 return End::Lost(e.to_string());
             }
         }
@@ -139,6 +149,9 @@ impl Task {
                         if let Some(end) = self.on_message(msg) {
                             return end;
                         }
+                        if let Err(e) = self.disarm_abandoned(&mut writer).await {
+                            return End::Lost(e.to_string());
+                        }
                     }
                 },
                 _ = &mut unconfirmed => {
@@ -187,6 +200,17 @@ impl Task {
                 Cmd::Release { dirs, tag, done } => {
                     self.locks.release(tag, dirs.clone(), done);
                     self.feed(writer, Request::LockRelease { dirs, tag }, Waiter::LockRelease { tag }).await?;
+                }
+                Cmd::Watch { path, mode, reply } => {
+                    let (tx, stream) = WatchStream::new();
+                    let request = LocalStreams::arm(path.clone(), mode);
+                    let waiter = StreamWaiter::Watch { key: (path, mode), tx, stream, reply };
+                    self.feed(writer, request, Waiter::Streams(waiter)).await?;
+                }
+                Cmd::RemoveWatch { path, mode, reply } => {
+                    let request = Request::RemoveWatches { path: path.clone(), mode };
+                    let waiter = StreamWaiter::Remove { key: (path, mode), reply };
+                    self.feed(writer, request, Waiter::Streams(waiter)).await?;
                 }
             }
             next = self.rx.try_recv().ok();
@@ -247,6 +271,7 @@ impl Task {
                         });
                         return Some(End::Closed);
                     }
+                    Waiter::Streams(waiter) => self.streams.complete(waiter, zxid, result.map_err(Error::from)),
                     Waiter::Ping | Waiter::Internal => {}
                 }
                 None
@@ -258,6 +283,11 @@ impl Task {
             ServerMessage::Event(event) => {
                 self.last_zxid = self.last_zxid.max(event.zxid);
                 self.watches.fire(&event);
+                None
+            }
+            ServerMessage::Streamed(event) => {
+                self.last_zxid = self.last_zxid.max(event.event.zxid);
+                self.streams.on_event(&event);
                 None
             }
             ServerMessage::SessionExpired => match self.pending.take_close() {
@@ -347,6 +377,18 @@ impl Task {
         Ok(())
     }
 
+    /// Removes the server's watches whose every stream was dropped.
+    async fn disarm_abandoned(&mut self, writer: &mut Writer) -> Result<(), CodecError> {
+        let abandoned = self.streams.take_abandoned();
+        if abandoned.is_empty() {
+            return Ok(());
+        }
+        for (path, mode) in abandoned {
+            self.feed(writer, Request::RemoveWatches { path, mode }, Waiter::Internal).await?;
+        }
+        writer.flush().await
+    }
+
     /// Requests made while disconnected fail at once, as ZooKeeper's do.
     fn while_disconnected(&mut self, cmd: Option<Cmd>) -> Result<(), End> {
         match cmd {
@@ -362,6 +404,14 @@ impl Task {
                 Err(End::Closed)
             }
             Some(Cmd::Lock { reply, .. }) => {
+                let _ = reply.send(Err(Error::ConnectionLoss));
+                Ok(())
+            }
+            Some(Cmd::Watch { reply, .. }) => {
+                let _ = reply.send(Err(Error::ConnectionLoss));
+                Ok(())
+            }
+            Some(Cmd::RemoveWatch { reply, .. }) => {
                 let _ = reply.send(Err(Error::ConnectionLoss));
                 Ok(())
             }
@@ -392,6 +442,7 @@ impl Task {
         self.publish(state);
         self.pending.fail_all(&error);
         self.watches.fail_all(&error);
+        self.streams.fail_all(&error);
         self.locks.session_over(&error);
         Some(error)
     }
@@ -401,6 +452,12 @@ impl Task {
 fn after_end(cmd: Cmd, error: &Error) {
     match cmd {
         Cmd::Request { reply, .. } | Cmd::Lock { reply, .. } => {
+            let _ = reply.send(Err(error.clone()));
+        }
+        Cmd::RemoveWatch { reply, .. } => {
+            let _ = reply.send(Err(error.clone()));
+        }
+        Cmd::Watch { reply, .. } => {
             let _ = reply.send(Err(error.clone()));
         }
         Cmd::Close { reply } => {
