@@ -49,7 +49,7 @@ pub use builder::ClientBuilder;
 pub use client::Client;
 pub use election::{Election, Leader, Leadership, Observer};
 pub use error::{Error, Result};
-pub use lock::{Fence, LockGuard};
+pub use lock::{Fence, LockGuard, LockOptions};
 pub use mutex::{Mutex, MutexGuard};
 pub use queue::Contender;
 pub use state::SessionState;

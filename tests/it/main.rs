@@ -16,6 +16,7 @@ mod t103_linearizable;
 mod t104_membership;
 mod t105_session_moves;
 mod t106_ward_check;
+mod t107_lock_delay;
 mod t10_crud;
 mod t20_sequential;
 mod t30_multi;

@@ -28,6 +28,8 @@ pub(crate) enum Cmd {
         tag: u64,
         kind: LockKind,
         data: Vec<u8>,
+        /// The lock-delay asked for (`LockAcquireDelayed`), if any.
+        lock_delay_ms: Option<u64>,
         reply: oneshot::Sender<Result<Response, Error>>,
         granted: locks::GrantSender,
     },

@@ -192,9 +192,12 @@ impl Task {
                     self.feed(writer, request, Waiter::User { reply, watch, resend }).await?;
                 }
                 Cmd::Close { reply } => self.feed(writer, Request::CloseSession, Waiter::Close(reply)).await?,
-                Cmd::Lock { dirs, tag, kind, data, reply, granted } => {
+                Cmd::Lock { dirs, tag, kind, data, lock_delay_ms, reply, granted } => {
                     self.locks.attempt(tag, granted);
-                    let request = Request::LockAcquire { dirs, tag, kind, data };
+                    let request = match lock_delay_ms {
+                        Some(lock_delay_ms) => Request::LockAcquireDelayed { dirs, tag, kind, data, lock_delay_ms },
+                        None => Request::LockAcquire { dirs, tag, kind, data },
+                    };
                     self.feed(writer, request, Waiter::LockAcquire { tag, reply }).await?;
                 }
                 Cmd::Release { dirs, tag, done } => {
