@@ -159,6 +159,6 @@ fn the_first_acquire_on_an_empty_queue_fixes_the_delay_and_others_must_match() {
     assert_eq!(w.acquire(b, LockKind::Semaphore { permits: 3 }, None), Err(ErrorCode::PermitsMismatch));
     w.acquire(b, LockKind::Semaphore { permits: 2 }, None).expect("b");
     // Both hold a permit; one expires and keeps it for the delay.
-    w.apply(T + 1, a, CommandOp::ExpireSession);
+    w.apply(T + 1, a, CommandOp::ExpireSession).0.expect("expire");
     assert_eq!(w.sm.tree().lock_delayed().count(), 1);
 }

@@ -138,12 +138,13 @@ async fn an_orderly_unlock_close_or_cli_exit_hands_over_at_once_whatever_the_del
         let waiting = queued_waiter(&fourth, "/lc", HOUR).await;
         cli.close_stdin();
         assert!(cli.wait_exit().await.success());
-        within("the hand-over after ward lock exits", DEADLINE, waiting).await.expect("fourth");
+        let (held, _) = within("the hand-over after ward lock exits", DEADLINE, waiting).await.expect("fourth");
         assert_eq!(
             fourth.lock_with("/lc", &LockOptions::new().lock_delay(Duration::from_secs(1))).await.err(),
             Some(Error::LockDelayMismatch),
             "the delay is the directory's"
         );
+        held.unlock().await.expect("unlock");
     })
     .await
 }

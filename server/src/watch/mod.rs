@@ -417,7 +417,10 @@ mod tests {
         assert_eq!((reg.len(), reg.summary()), (0, (0, 0, 0)));
     }
 
-    fn streamed(rx: &mut crate::outbox::OutboxRx) -> (Vec<(EventKind, String)>, Vec<(Zxid, u32, EventKind, String)>) {
+    /// One-shot events, and streamed ones with their positions.
+    type Split = (Vec<(EventKind, String)>, Vec<(Zxid, u32, EventKind, String)>);
+
+    fn streamed(rx: &mut crate::outbox::OutboxRx) -> Split {
         let (mut events, mut streamed) = (Vec::new(), Vec::new());
         while let Ok(msg) = rx.try_recv() {
             match msg {
