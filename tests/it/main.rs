@@ -1,8 +1,9 @@
 //! Integration tests of Ward: real `ward-server` processes driven through the public
 //! client API, the `ward` CLI and raw sockets. Each test names the guarantee of
-//! docs/guarantees.md (G1..G20) it checks: the lock, election and recipe tests (t90..t98)
+//! docs/guarantees.md (G1..G23) it checks: the lock, election and recipe tests (t90..t98)
 //! G12 and docs/recipes.md, the cleanup of containers and TTL nodes (t99) G20, the ensemble
-//! tests (t100..t105) G13..G19, and t106 runs `ward check`.
+//! tests (t100..t105) G13..G19, t106 runs `ward check`, persistent watches (t51) G22 and
+//! lock-delay (t107) G23.
 //!
 //! One test binary, so the server is built and started from one place (`harness`, over
 //! `ward-testkit`).
