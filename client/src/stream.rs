@@ -141,6 +141,12 @@ impl LocalStreams {
                     last: Position::after(zxid),
                     armed: true,
                 });
+                if !entry.armed {
+                    // Its re-arm failed on this connection and this request armed it afresh:
+                    // what came between is not known.
+                    send(&mut entry.senders, Err(Error::EventsMissed));
+                    (entry.armed, entry.last) = (true, entry.last.max(Position::after(zxid)));
+                }
                 entry.senders.push(tx);
                 let _ = reply.send(Ok(stream));
             }
