@@ -201,6 +201,7 @@ async fn a_lock_held_over_across_a_leader_kill_is_granted_no_earlier_than_its_de
         let until = held_over(&waiter, "/le").await.lock_delay_until_ms.expect("held over");
         // A second before its end, when the old leader would soon have ended it.
         wait_until("the delay's last second", DEADLINE, || async { now_ms() >= until - 1000 }).await;
+        let leader = ensemble.leader(&[]).await;
         let killed_ms = now_ms();
         ensemble.member(leader).kill9_now();
         let (guard, granted_ms) = within("the waiter to be granted", DEADLINE, waiting).await.expect("waiter");
