@@ -44,7 +44,7 @@ pub fn lock_delay_ms(tree: &DataTree, dir: &str) -> u64 {
 
 /// The contenders of `session` that hold their lock (their whole attempt holds) in a
 /// directory with a lock-delay, with that delay: what the end of the session without a
-/// release keeps in place ([`crate::tree::DataTree::hold_over`]).
+/// release keeps in place (`DataTree::hold_over`).
 pub fn held_with_delay(state: &StateMachine, session: SessionId) -> Vec<(String, u64)> {
     let contenders = state.tree.ephemerals(session).filter(|p| lock::sequence(path::name(p)).is_some());
     contenders
