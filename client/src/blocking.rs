@@ -6,7 +6,7 @@
 //! client there.
 
 use crate::error::{Error, Result};
-use crate::{CreateMode, Fence, Leader, Op, OpResult, ServerStats, SessionId, SessionState, Stat};
+use crate::{Acl, CreateMode, Fence, Leader, Op, OpResult, ServerStats, SessionId, SessionState, Stat};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::runtime::Runtime;
@@ -43,6 +43,11 @@ impl ClientBuilder {
 
     pub fn connect_timeout(self, timeout: Duration) -> Self {
         ClientBuilder { inner: self.inner.connect_timeout(timeout) }
+    }
+
+    /// See [`crate::ClientBuilder::auth`].
+    pub fn auth(self, scheme: &str, credentials: impl AsRef<[u8]>) -> Self {
+        ClientBuilder { inner: self.inner.auth(scheme, credentials) }
     }
 
     pub fn connect(self) -> Result<Client> {
@@ -97,6 +102,23 @@ impl Client {
 
     pub fn delete(&self, path: &str, version: Option<i32>) -> Result<()> {
         self.block(self.shared.client.delete(path, version))
+    }
+
+    /// See [`crate::Client::add_auth`].
+    pub fn add_auth(&self, scheme: &str, credentials: impl AsRef<[u8]>) -> Result<()> {
+        self.block(self.shared.client.add_auth(scheme, credentials))
+    }
+
+    pub fn create_with_acl(&self, path: &str, data: &[u8], mode: CreateMode, acl: &[Acl]) -> Result<String> {
+        self.block(self.shared.client.create_with_acl(path, data, mode, acl))
+    }
+
+    pub fn get_acl(&self, path: &str) -> Result<(Vec<Acl>, Stat)> {
+        self.block(self.shared.client.get_acl(path))
+    }
+
+    pub fn set_acl(&self, path: &str, acl: &[Acl], version: Option<i32>) -> Result<Stat> {
+        self.block(self.shared.client.set_acl(path, acl, version))
     }
 
     pub fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<Stat> {
@@ -273,6 +295,11 @@ pub struct Election {
 }
 
 impl Election {
+    /// See [`crate::Election::with_acl`].
+    pub fn with_acl(self, acl: Vec<Acl>) -> Election {
+        Election { shared: self.shared, inner: self.inner.with_acl(acl) }
+    }
+
     /// Blocks until this candidate leads.
     pub fn campaign(&self, data: &[u8]) -> Result<Leadership> {
         let inner = self.shared.rt.block_on(self.inner.campaign(data))?;

@@ -1,15 +1,16 @@
-//! Connecting: addresses, session timeout, connect timeout.
+//! Connecting: addresses, session timeout, connect timeout, TLS.
 
 use crate::client::{Client, Inner};
 use crate::conn::dial::{dial, Connection, DialError};
 use crate::conn::task::Task;
 use crate::error::{Error, Result};
 use crate::state::{SessionCell, SessionState};
+use crate::tls::Tls;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
-use ward_proto::{ErrorCode, Hello};
+use ward_proto::{Credentials, ErrorCode, Hello};
 
 /// Settings for a new [`Client`]. Start from [`Client::builder`].
 #[derive(Clone, Debug)]
@@ -18,6 +19,9 @@ pub struct ClientBuilder {
     session_timeout: Duration,
     connect_timeout: Duration,
     owner: Option<String>,
+    tls: Option<Tls>,
+    /// Shown with `AddAuth` once connected; `Credentials`' `Debug` hides them.
+    auth: Vec<(String, Credentials)>,
 }
 
 impl ClientBuilder {
@@ -27,7 +31,16 @@ impl ClientBuilder {
             session_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
             owner: None,
+            tls: None,
+            auth: Vec::new(),
         }
+    }
+
+    /// Connects over TLS (docs/security.md "TLS"): to servers started with `--tls-cert`,
+    /// which then speak nothing else.
+    pub fn tls(mut self, tls: Tls) -> Self {
+        self.tls = Some(tls);
+        self
     }
 
     /// The session timeout to ask for (default 10 s); the server clamps it into its range.
@@ -51,6 +64,15 @@ impl ClientBuilder {
     /// session's timeout. Give each instance its own name.
     pub fn owner(mut self, name: &str) -> Self {
         self.owner = Some(name.to_string());
+        self
+    }
+
+    /// Credentials to authenticate with as soon as the session is open, and again on every
+    /// reconnect (ZooKeeper's `addAuth`): for the `digest` scheme, `user:password`. The
+    /// connect fails with [`Error::AuthFailed`] if the server cannot authenticate the scheme.
+    /// May be given more than once.
+    pub fn auth(mut self, scheme: &str, credentials: impl AsRef<[u8]>) -> Self {
+        self.auth.push((scheme.to_string(), Credentials(credentials.as_ref().to_vec())));
         self
     }
 
@@ -80,6 +102,7 @@ impl ClientBuilder {
             requested_timeout_ms,
             timeout,
             connect_timeout: self.connect_timeout,
+            tls: self.tls.clone(),
             last_zxid: 0,
             next_xid: 1,
             pending: Default::default(),
@@ -91,6 +114,7 @@ impl ClientBuilder {
             last_ack: hello_sent,
             locks: Default::default(),
             resend: Vec::new(),
+            auth: Vec::new(),
             rx,
         };
         tokio::spawn(task.run(conn));
@@ -104,7 +128,14 @@ impl ClientBuilder {
             mutexes: Default::default(),
             runtime: tokio::runtime::Handle::current(),
         };
-        Ok(Client { inner: Arc::new(inner) })
+        let client = Client { inner: Arc::new(inner) };
+        for (scheme, credentials) in self.auth {
+            if let Err(e) = client.add_auth(&scheme, &credentials.0).await {
+                let _ = client.close().await;
+                return Err(e);
+            }
+        }
+        Ok(client)
     }
 
     /// Dials the listed servers in turn until one welcomes a new session. A server that
@@ -125,7 +156,7 @@ impl ClientBuilder {
                 let hello = Hello { owner: self.owner.clone(), ..Hello::new(None, requested_timeout_ms, 0) };
                 let hello_sent = tokio::time::Instant::now();
                 let limit = self.connect_timeout.min(deadline.saturating_duration_since(hello_sent));
-                match dial(addr, hello, limit.max(Duration::from_millis(1))).await {
+                match dial(addr, hello, limit.max(Duration::from_millis(1)), self.tls.as_ref()).await {
                     Ok(conn) => return Ok((index, conn, hello_sent)),
                     Err(DialError::Unreachable(why)) => failures.push(why),
                     Err(DialError::Refused(ErrorCode::ProtocolVersion, why)) => {

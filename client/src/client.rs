@@ -165,7 +165,7 @@ impl Client {
     /// each event names the node that changed; no children changes, as the creates and
     /// deletes below are reported themselves). It stays armed when it fires, and across
     /// reconnects: armed again since the last change it had, it gets what it missed, so every
-    /// change arrives once and in zxid order (docs/guarantees.md, G22). The watch covers the
+    /// change arrives once and in zxid order (docs/guarantees.md, G23). The watch covers the
     /// changes after the call; the node need not exist.
     pub async fn watch(&self, path: &str, mode: WatchMode) -> Result<WatchStream> {
         let path = checked(path)?;
@@ -186,19 +186,14 @@ impl Client {
     /// Applies every op or none. On failure, `Error::MultiFailed` names the op that failed.
     pub async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
         for op in &ops {
-            let (Op::Create { path, .. }
-            | Op::Delete { path, .. }
-            | Op::SetData { path, .. }
-            | Op::Check { path, .. }
-            | Op::CheckFence { path, .. }
-            | Op::CheckLast { path }) = op;
-            let valid = match op {
-                Op::Create { mode, .. } if mode.is_sequential() => path::validate_sequential_prefix(path),
+            let path = op.path();
+            let valid = match op.create_mode() {
+                Some(mode) if mode.is_sequential() => path::validate_sequential_prefix(path),
                 _ => path::validate(path),
             };
             valid.map_err(|e| Error::BadArguments(format!("{path:?}: {e}")))?;
-            if let Op::Create { data, .. } | Op::SetData { data, .. } = op {
-                check_data(data)?;
+            if op.data_len() > ward_proto::MAX_DATA_LEN {
+                return Err(Error::BadArguments(format!("{path:?}: too much data")));
             }
         }
         match self.call(Request::Multi(ops), None).await? {

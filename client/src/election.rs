@@ -8,12 +8,15 @@
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::lock::{holder_of, LockGuard};
+use ward_proto::{Acl, LockKind};
 
 /// An election: a lock directory whose holder leads.
 #[derive(Clone, Debug)]
 pub struct Election {
     client: Client,
     dir: String,
+    /// What the directory gets if a campaign creates it (`None`: open to all).
+    acl: Option<Vec<Acl>>,
 }
 
 /// The current leader as observers see it.
@@ -61,14 +64,23 @@ impl Leadership {
 impl Client {
     /// The election whose candidates queue in `dir`.
     pub fn election(&self, dir: &str) -> Election {
-        Election { client: self.clone(), dir: dir.to_string() }
+        Election { client: self.clone(), dir: dir.to_string(), acl: None }
     }
 }
 
 impl Election {
+    /// The ACL the election's directory gets if a campaign creates it: who may campaign
+    /// (CREATE), resign (DELETE) and see the leader (READ). An existing directory keeps
+    /// its own.
+    pub fn with_acl(mut self, acl: Vec<Acl>) -> Election {
+        self.acl = Some(acl);
+        self
+    }
+
     /// Waits until this candidate leads. `data` is what observers see as the leader's.
     pub async fn campaign(&self, data: &[u8]) -> Result<Leadership> {
-        Ok(Leadership { guard: self.client.lock_with_data(&self.dir, data).await? })
+        let (dirs, acl) = ([self.dir.as_str()], self.acl.as_deref());
+        Ok(Leadership { guard: self.client.acquire_with_acl(&dirs, LockKind::Exclusive, data, acl).await? })
     }
 
     /// The current leader, if any.

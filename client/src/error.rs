@@ -49,6 +49,20 @@ pub enum Error {
     /// The answer would exceed the reply limit (64 MiB): a listing of that many children.
     #[error("the reply would exceed the server's reply limit")]
     ReplyTooLarge,
+    /// The node's ACL does not give this client's identities the permission the operation
+    /// needs (ZooKeeper's `NoAuth`): show other credentials with [`Client::add_auth`].
+    ///
+    /// [`Client::add_auth`]: crate::Client::add_auth
+    #[error("not authorized by the node's ACL")]
+    NoAuth,
+    /// The ACL given is empty, names an unknown scheme or a malformed id, or uses `auth`
+    /// before the client authenticated.
+    #[error("invalid ACL")]
+    InvalidAcl,
+    /// The server cannot authenticate that scheme (only `digest`, `ip`, and `x509` over
+    /// TLS with a client certificate).
+    #[error("authentication failed")]
+    AuthFailed,
     /// In a [`WatchStream`](crate::WatchStream): changes may have been missed here, while
     /// the client was away longer than the server's history of changes reaches back. The
     /// stream goes on with the changes after the gap; read the state again to catch up.
@@ -66,6 +80,10 @@ pub enum Error {
     /// No listed server could be reached at connect time.
     #[error("cannot connect: {0}")]
     Connect(String),
+    /// The TLS settings cannot be used (a file unreadable or not PEM, a key that is not the
+    /// certificate's).
+    #[error("TLS: {0}")]
+    Tls(String),
     /// The server sent something this client does not understand.
     #[error("protocol error: {0}")]
     Protocol(String),
@@ -94,6 +112,9 @@ impl From<ErrorCode> for Error {
             // Only a connection the session already left hears this; the client is elsewhere.
             ErrorCode::SessionMoved => Error::ConnectionLoss,
             ErrorCode::ReplyTooLarge => Error::ReplyTooLarge,
+            ErrorCode::NoAuth => Error::NoAuth,
+            ErrorCode::InvalidAcl => Error::InvalidAcl,
+            ErrorCode::AuthFailed => Error::AuthFailed,
             ErrorCode::NoWatcher => Error::NoWatcher,
             ErrorCode::LockDelayMismatch => Error::LockDelayMismatch,
             other => Error::Protocol(format!("unknown error code {other:?}")),

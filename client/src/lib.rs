@@ -18,8 +18,10 @@
 //!
 //! # Layout
 //! * [`client`]: [`Client`], the operations as `async fn`s on `&self`.
+//! * [`acl`]: credentials (`auth` on the builder, [`Client::add_auth`]) and nodes' ACLs.
 //! * [`blocking`]: the same client, locks and elections for plain threads.
-//! * [`builder`]: [`ClientBuilder`]: addresses, session timeout, connect timeout.
+//! * [`builder`]: [`ClientBuilder`]: addresses, session timeout, connect timeout, TLS.
+//! * [`tls`]: [`Tls`]: the CA to trust, the client's own certificate, the server name.
 //! * `conn`: the background task owning the socket: pending requests by xid, heartbeats,
 //!   reconnect and session resume, watch re-arming.
 //! * [`lock`]: [`LockGuard`] and fencing: herd-free locks with server-side handoff.
@@ -31,6 +33,7 @@
 //! * [`state`]: the session states, [`SessionState`].
 //! * [`error`]: the typed [`Error`].
 
+pub mod acl;
 pub mod blocking;
 pub mod builder;
 pub mod client;
@@ -43,6 +46,7 @@ pub mod queue;
 pub mod state;
 pub mod stream;
 mod sync;
+pub mod tls;
 pub mod watch;
 
 pub use builder::ClientBuilder;
@@ -54,8 +58,11 @@ pub use mutex::{Mutex, MutexGuard};
 pub use queue::Contender;
 pub use state::SessionState;
 pub use stream::WatchStream;
+pub use tls::Tls;
+pub use ward_proto::acl::{parse_acl, AclParseError};
+pub use ward_proto::digest::digest_id;
 pub use ward_proto::{
-    CreateMode, ErrorCode, EventKind, LockKind, MemberInfo, MemberRole, Op, OpResult, ServerStats, SessionId, Stat,
-    WatchEvent, WatchMode, MAX_LOCK_DELAY_MS, MAX_TTL_MS,
+    perms, Acl, CreateMode, ErrorCode, EventKind, LockKind, MemberInfo, MemberRole, Op, OpResult, ServerStats,
+    SessionId, Stat, WatchEvent, WatchMode, MAX_LOCK_DELAY_MS, MAX_TTL_MS,
 };
 pub use watch::Watch;

@@ -23,12 +23,13 @@ use crate::sync::{oneshot, Arc};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use ward_proto::{path, CreateMode, LockKind, Op, Response, MAX_LOCK_DELAY_MS};
+use ward_proto::{path, Acl, CreateMode, LockKind, Op, Response, MAX_LOCK_DELAY_MS};
 
 /// How a lock attempt asks for its lock, beyond its kind and data ([`Client::acquire_with`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LockOptions {
     lock_delay: Option<Duration>,
+    dir_acl: Option<Vec<Acl>>,
 }
 
 impl LockOptions {
@@ -47,6 +48,16 @@ impl LockOptions {
     /// for nothing (docs/recipes.md, "Lock-delay").
     pub fn lock_delay(mut self, delay: Duration) -> LockOptions {
         self.lock_delay = Some(delay);
+        self
+    }
+
+    /// The ACL given to the lock's directories (and the ancestors the acquire creates) if
+    /// they are missing; without it they are open to all. The directory's ACL guards the
+    /// lock: joining its queue needs CREATE on it, leaving DELETE, reading the queue READ
+    /// (and writing the directory's header, a semaphore's permits or a lock-delay, WRITE).
+    /// Directories that exist keep their ACL.
+    pub fn dir_acl(mut self, acl: Vec<Acl>) -> LockOptions {
+        self.dir_acl = Some(acl);
         self
     }
 
@@ -267,7 +278,20 @@ impl Client {
         self.acquire_with(dirs, kind, data, &LockOptions::default()).await
     }
 
-    /// [`acquire`](Self::acquire) with `options`.
+    /// [`acquire`](Self::acquire), giving the directories `dir_acl` if they are missing
+    /// ([`LockOptions::dir_acl`]; `None`: open to all).
+    pub async fn acquire_with_acl(
+        &self,
+        dirs: &[&str],
+        kind: LockKind,
+        data: &[u8],
+        dir_acl: Option<&[Acl]>,
+    ) -> Result<LockGuard> {
+        let options = LockOptions { dir_acl: dir_acl.map(<[Acl]>::to_vec), ..LockOptions::default() };
+        self.acquire_with(dirs, kind, data, &options).await
+    }
+
+    /// [`acquire`](Self::acquire) with `options`: a lock-delay, the directories' ACL.
     pub async fn acquire_with(
         &self,
         dirs: &[&str],
@@ -276,6 +300,7 @@ impl Client {
         options: &LockOptions,
     ) -> Result<LockGuard> {
         let lock_delay_ms = options.lock_delay_ms()?;
+        let dir_acl = options.dir_acl.as_deref();
         let dirs = dirs.iter().map(|d| checked(d)).collect::<Result<Vec<_>>>()?;
         if matches!(kind, LockKind::Semaphore { permits: 0 }) {
             return Err(Error::BadArguments("a semaphore needs at least one permit".into()));
@@ -299,7 +324,7 @@ impl Client {
                 Err(Error::ConnectionLoss) => self.wait_connected().await?,
                 Err(Error::NoNode) => {
                     for dir in &dirs {
-                        self.create_parents(dir).await?;
+                        self.create_parents(dir, dir_acl).await?;
                     }
                 }
                 Err(e) => return Err(e),
@@ -313,14 +338,19 @@ impl Client {
     /// Creates every missing ancestor of `path` and `path` itself, as containers (as
     /// Curator's recipes do): the server deletes a lock directory once its last contender
     /// has left, and then the ancestors this made, as each loses its last child. An acquire
-    /// that finds its directory deleted meanwhile gets `NoNode` and comes back here.
-    pub(crate) async fn create_parents(&self, path: &str) -> Result<()> {
+    /// that finds its directory deleted meanwhile gets `NoNode` and comes back here. Each
+    /// node made gets `acl` (`None`: the open ACL).
+    pub(crate) async fn create_parents(&self, path: &str, acl: Option<&[Acl]>) -> Result<()> {
         // An empty ancestor can be deleted between two of the creates: start again then.
         const TRIES: usize = 10;
         let ends: Vec<usize> = path.match_indices('/').map(|(i, _)| i).filter(|&i| i > 0).chain([path.len()]).collect();
         'again: for _ in 0..TRIES {
             for &end in &ends {
-                match self.create(&path[..end], b"", CreateMode::Container).await {
+                let created = match acl {
+                    Some(acl) => self.create_with_acl(&path[..end], b"", CreateMode::Container, acl).await,
+                    None => self.create(&path[..end], b"", CreateMode::Container).await,
+                };
+                match created {
                     Ok(_) | Err(Error::NodeExists) => {}
                     Err(Error::NoNode) => continue 'again,
                     Err(e) => return Err(e),

@@ -63,6 +63,17 @@ pub enum ErrorCode {
     /// that many children. Nothing was sent but this error; asking again fails the same way.
     #[error("the reply would exceed the reply limit")]
     ReplyTooLarge,
+    /// The node's ACL does not give the connection's identities the permission the operation
+    /// needs (ZooKeeper's `NOAUTH`).
+    #[error("not authorized by the node's ACL")]
+    NoAuth,
+    /// The ACL given is empty, names an unknown scheme or a malformed id, or uses `auth`
+    /// without an authenticated identity (ZooKeeper's `INVALIDACL`).
+    #[error("invalid ACL")]
+    InvalidAcl,
+    /// `AddAuth` with a scheme the server cannot authenticate (ZooKeeper's `AUTHFAILED`).
+    #[error("authentication failed")]
+    AuthFailed,
     /// `RemoveWatches`: this connection has no such watch. ZooKeeper's `NOWATCHER`.
     #[error("no such watch")]
     NoWatcher,

@@ -12,11 +12,15 @@
 //! * [`lock`]: lock contender names and their order.
 //! * [`error`]: [`ErrorCode`], the one error vocabulary on the wire.
 //! * [`ids`]: session ids, zxids and the session secret.
+//! * [`acl`]: ACLs and identities, zkCli's notation for them; [`digest`]: the digest
+//!   scheme's id of a password.
 //!
 //! Everything here is plain data plus pure functions, so the server, the client and tests
 //! share one definition of every message.
 
+pub mod acl;
 pub mod codec;
+pub mod digest;
 pub mod error;
 pub mod event;
 pub mod handshake;
@@ -27,6 +31,7 @@ pub mod path;
 pub mod request;
 pub mod response;
 
+pub use acl::{perms, Acl, Credentials, Id};
 pub use codec::{CodecError, FrameCodec};
 pub use error::ErrorCode;
 pub use event::{EventKind, Position, StreamEvent, WatchEvent};

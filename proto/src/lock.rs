@@ -103,6 +103,16 @@ fn class(name: &str) -> Class {
     }
 }
 
+/// What a contender asks for, as [`holders`] judges it: `"exclusive"`, `"shared"` or
+/// `"permit"` (for people and tools that show queues).
+pub fn contender_kind(name: &str) -> &'static str {
+    match class(name) {
+        Class::Exclusive => "exclusive",
+        Class::Shared => "shared",
+        Class::Permit => "permit",
+    }
+}
+
 /// Contenders among `children` in queue order (lowest sequence first). Children without a
 /// sequence suffix are not contenders.
 pub fn queue<'a>(children: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {

@@ -1,5 +1,6 @@
 //! Requests: one variant per operation.
 
+use crate::acl::{Acl, Credentials};
 use crate::event::Position;
 use crate::ids::Zxid;
 use crate::lock::LockKind;
@@ -193,7 +194,35 @@ pub enum Request {
     /// a later write of the session has been applied since (only the last reply is kept).
     /// Xids of one session must grow: the client's own counter does.
     Resend(Box<Request>),
-    // The variants below were appended, so that the ones above keep their encoding.
+    // The requests below were appended, so that older clients' requests keep their encoding.
+    /// [`Request::Create`] with the node's ACL (a plain create gives `world:anyone` every
+    /// permission). The `auth` scheme stands for the session's authenticated identities.
+    CreateWithAcl {
+        path: String,
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+        mode: CreateMode,
+        acl: Vec<Acl>,
+    },
+    /// Replaces a node's ACL; `version: Some(v)` fails with `BadVersion` unless the node's
+    /// `aversion` is `v`. Answered with [`Response::AclSet`](crate::Response::AclSet).
+    SetAcl {
+        path: String,
+        acl: Vec<Acl>,
+        version: Option<i32>,
+    },
+    /// A node's ACL and stat ([`Response::Acl`](crate::Response::Acl)).
+    GetAcl {
+        path: String,
+    },
+    /// Adds an identity to this connection (ZooKeeper's `addAuth`): for `digest`,
+    /// `user:password`. It lasts as long as the connection: a client sends it again after a
+    /// reconnect. Answered with [`Response::AuthAdded`](crate::Response::AuthAdded), or
+    /// `AuthFailed` for a scheme the server cannot authenticate.
+    AddAuth {
+        scheme: String,
+        credentials: Credentials,
+    },
     /// Arms persistent watches for this connection. Answered with
     /// [`Response::WatchesAdded`](crate::Response::WatchesAdded), which carries the events a
     /// watch with `since` missed; every later change it matches is sent as
@@ -236,6 +265,8 @@ impl Request {
                 | Request::LockAcquire { .. }
                 | Request::LockAcquireDelayed { .. }
                 | Request::LockRelease { .. }
+                | Request::CreateWithAcl { .. }
+                | Request::SetAcl { .. }
         ) || matches!(self, Request::Resend(inner) if inner.is_write())
     }
 }
@@ -275,6 +306,53 @@ pub enum Op {
     CheckLast {
         path: String,
     },
+    // Appended, so that the ops above keep their encoding (in requests and in the log).
+    /// [`Op::Create`] with the node's ACL.
+    CreateWithAcl {
+        path: String,
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+        mode: CreateMode,
+        acl: Vec<Acl>,
+    },
+    /// Replaces a node's ACL (a Ward extension: ZooKeeper's multi has no setACL).
+    SetAcl {
+        path: String,
+        acl: Vec<Acl>,
+        version: Option<i32>,
+    },
+}
+
+impl Op {
+    /// The node the op acts on.
+    pub fn path(&self) -> &str {
+        match self {
+            Op::Create { path, .. }
+            | Op::Delete { path, .. }
+            | Op::SetData { path, .. }
+            | Op::Check { path, .. }
+            | Op::CheckFence { path, .. }
+            | Op::CheckLast { path }
+            | Op::CreateWithAcl { path, .. }
+            | Op::SetAcl { path, .. } => path,
+        }
+    }
+
+    /// The bytes of node data the op writes.
+    pub fn data_len(&self) -> usize {
+        match self {
+            Op::Create { data, .. } | Op::SetData { data, .. } | Op::CreateWithAcl { data, .. } => data.len(),
+            _ => 0,
+        }
+    }
+
+    /// The mode of a create.
+    pub fn create_mode(&self) -> Option<CreateMode> {
+        match self {
+            Op::Create { mode, .. } | Op::CreateWithAcl { mode, .. } => Some(*mode),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]

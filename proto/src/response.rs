@@ -1,5 +1,6 @@
 //! Successful answers, and the node metadata they carry.
 
+use crate::acl::Acl;
 use crate::error::ErrorCode;
 use crate::event::StreamEvent;
 use crate::ids::{SessionId, Zxid};
@@ -22,7 +23,7 @@ pub struct Stat {
     pub version: i32,
     /// Number of child changes (creates and deletes).
     pub cversion: i32,
-    /// Number of ACL changes (always 0: Ward has no ACLs yet).
+    /// Number of ACL changes.
     pub aversion: i32,
     /// The owning session of an ephemeral node.
     pub ephemeral_owner: Option<SessionId>,
@@ -67,6 +68,17 @@ pub enum Response {
     Members(Vec<MemberInfo>),
     /// A membership change is done.
     MembersChanged,
+    // Appended, so that the responses above keep their encoding.
+    /// A node's ACL and stat. Digest ids show their hash only to a client with ADMIN on the
+    /// node; others see `user:x`, as ZooKeeper shows them.
+    Acl {
+        acl: Vec<Acl>,
+        stat: Stat,
+    },
+    /// The node's stat after its ACL was replaced.
+    AclSet(Stat),
+    /// `AddAuth` succeeded: the identity counts for this connection from now on.
+    AuthAdded,
     // The variants below were appended, so that the ones above keep their encoding.
     /// The watches of an `AddWatches` are armed. `replay`: in position order, the changes
     /// after their `since` positions that they match, which the client has not had (each
@@ -136,9 +148,14 @@ pub struct ServerStats {
 /// The result of one op of a multi.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum OpResult {
-    Created { path: String, stat: Stat },
+    Created {
+        path: String,
+        stat: Stat,
+    },
     Deleted,
     DataSet(Stat),
     Checked,
     Error(ErrorCode),
+    /// Appended: [`Op::SetAcl`](crate::Op::SetAcl)'s result.
+    AclSet(Stat),
 }

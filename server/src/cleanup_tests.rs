@@ -162,7 +162,7 @@ fn only_containers_and_ttl_nodes_are_ever_cleaned_up() {
     assert_eq!(w.cleanup(i64::MAX, "/e", 1).0, Err(ErrorCode::BadVersion));
     assert!(w.exists("/p") && w.exists("/e"));
     assert_eq!(w.sm.tree().get("/e").and_then(|n| n.ephemeral_owner()), Some(w.session));
-    assert_eq!(w.sm.tree().get("/p").map(|n| n.stat().ephemeral_owner), Some(None));
+    assert_eq!(w.sm.tree().get("/p").map(|n| n.stat(0).ephemeral_owner), Some(None));
 }
 
 /// The index the cleanup reads follows every create and delete, a rolled-back multi

@@ -4,6 +4,7 @@
 //! session, the session secret it chose), so apply reads no clock and no random source and
 //! every replica that applies the same log reaches the same state.
 
+use crate::acl::AuthId;
 use serde::{Deserialize, Serialize};
 use ward_proto::{ErrorCode, LockKind, Op, Response, SessionId, SessionSecret, Zxid};
 
@@ -74,6 +75,13 @@ pub enum CommandOp {
     /// take the session from the connection the client uses now. (Appended last, so that
     /// older logs decode unchanged.)
     AttachIf { expected: Zxid },
+    /// `op` on behalf of a connection with these identities: its address, the digests and
+    /// certificate it showed (docs/security.md, "How identities travel"). Apply checks the
+    /// ACLs against them, so every member of an ensemble reaches the same verdict. A
+    /// command without it has no identity (only `world:anyone` grants it anything): the
+    /// server's own commands, which need none, and writes logged before ACLs, which only
+    /// found open nodes. (Appended last, so that older logs decode unchanged.)
+    As { ids: Vec<AuthId>, op: Box<CommandOp> },
     /// [`CommandOp::LockAcquire`] asking for a lock-delay of `lock_delay_ms` (at least 1) in
     /// every directory: recorded in a directory whose queue is empty, else it must be the
     /// directory's (`LockDelayMismatch`). (Appended last, so that older logs decode

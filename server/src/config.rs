@@ -1,6 +1,8 @@
 //! Server settings.
 
 use crate::error::Error;
+use crate::tls::ServerTls;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The smallest bound on a connection's queued outbound bytes: room for a burst of events
@@ -36,9 +38,18 @@ pub struct Config {
     pub max_connections_per_ip: usize,
     /// A second listener speaking ZooKeeper's protocol, bound by the caller (`None`: off).
     pub zookeeper: Option<crate::zk::ZkListener>,
+    /// TLS for Ward's listener, and for [`zookeeper_tls`](Self::zookeeper_tls): with it,
+    /// Ward's listener speaks only TLS (docs/security.md "TLS"). `None`: plain TCP.
+    pub tls: Option<Arc<ServerTls>>,
+    /// ZooKeeper's secure client port: ZooKeeper's protocol over TLS (needs `tls`), bound
+    /// by the caller (`None`: off).
+    pub zookeeper_tls: Option<crate::zk::ZkListener>,
     /// The admin HTTP listener (`/metrics`, `/healthz`, `/readyz`), bound by the caller
     /// (`None`: off).
     pub admin: Option<crate::admin::AdminListener>,
+    /// The token the web console's actions (expire a session, delete a node) ask for
+    /// (`None`: actions are off). docs/console.md "Actions".
+    pub admin_token: Option<crate::admin::console::AdminToken>,
     /// `/metrics` reports the lock directories with the longest queues, at most this many,
     /// so that the number of series stays bounded however many locks there are.
     pub metrics_max_locks: usize,
@@ -50,6 +61,9 @@ pub struct Config {
     /// `znode.container.maxNeverUsedIntervalMs`, 5 minutes in its latest releases); zero
     /// keeps it for good.
     pub container_max_never_used: Duration,
+    /// The super user's digest (`--super-digest`): a connection that authenticates as it
+    /// passes every ACL check (docs/security.md). `None`: there is no super user.
+    pub super_digest: Option<crate::acl::identity::SuperDigest>,
 }
 
 impl Default for Config {
@@ -65,10 +79,14 @@ impl Default for Config {
             max_connections: 10_000,
             max_connections_per_ip: 60,
             zookeeper: None,
+            tls: None,
+            zookeeper_tls: None,
             admin: None,
+            admin_token: None,
             metrics_max_locks: 100,
             container_check_interval: Duration::from_secs(60),
             container_max_never_used: Duration::from_secs(5 * 60),
+            super_digest: None,
         }
     }
 }
@@ -91,6 +109,9 @@ impl Config {
         }
         if self.max_outbound_bytes < MIN_OUTBOUND_BYTES {
             return bad("max outbound bytes must be at least 64 KiB");
+        }
+        if self.zookeeper_tls.is_some() && self.tls.is_none() {
+            return bad("the ZooKeeper TLS listener needs a TLS certificate and key");
         }
         if self.container_check_interval.is_zero() {
             return bad("the container check interval must be positive");

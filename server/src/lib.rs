@@ -19,7 +19,8 @@
 //! * [`metrics`]: requests per listener and operation, log fsyncs and batches, lock waits, connections
 //!   refused or overflowed,
 //!   open connections, Raft figures.
-//! * [`admin`]: the admin HTTP listener: Prometheus `/metrics`, `/healthz`, `/readyz`.
+//! * [`admin`]: the admin HTTP listener: Prometheus `/metrics`, `/healthz`, `/readyz`, and
+//!   the web console with its JSON API.
 //! * [`core`]: the state machine behind its lock, and the sink its effects go to.
 //! * [`local`]: this server's own registries (watches, session deadlines), the sink of a
 //!   serving server.
@@ -33,8 +34,12 @@
 //! * [`lock_delay`]: the leader's end of lock-delays: deleting held-over lock contenders.
 //! * [`net`]: accept loop and connection limits, handshake, per-connection reader and writer.
 //! * [`zk`]: the optional ZooKeeper-protocol listener on the same core.
+//! * [`acl`]: ACLs, identities and `AddAuth`, ZooKeeper's rules for who may do what.
+//! * [`tls`]: TLS for the client listeners and the peer link: certificates from PEM files,
+//!   reloaded on SIGHUP; a client certificate's subject.
 //! * [`config`], [`error`].
 
+pub mod acl;
 pub mod admin;
 pub mod cleanup;
 pub mod command;
@@ -55,6 +60,7 @@ pub mod read;
 pub mod session;
 pub mod state;
 mod sync;
+pub mod tls;
 pub mod tree;
 pub mod watch;
 pub mod zk;
@@ -141,12 +147,19 @@ pub async fn serve_with(
             max_connections = c.max_connections,
             max_connections_per_ip = c.max_connections_per_ip,
             max_outbound_bytes = c.max_outbound_bytes,
+            max_in_flight_per_connection = c.max_inflight_per_conn,
+            tls = c.tls.is_some(),
             "serving"
         );
     }
     if let Some(zk) = &server.config.zookeeper {
         let zk_listener = zk.to_tokio()?;
-        tasks.spawn(zk::accept_loop(server.clone(), zk_listener, tasks.clone(), cancel.clone()));
+        tasks.spawn(zk::accept_loop(server.clone(), zk_listener, None, tasks.clone(), cancel.clone()));
+    }
+    if let (Some(zk), Some(tls)) = (&server.config.zookeeper_tls, &server.config.tls) {
+        let zk_listener = zk.to_tokio()?;
+        let tls = Some(tls.clone());
+        tasks.spawn(zk::accept_loop(server.clone(), zk_listener, tls, tasks.clone(), cancel.clone()));
     }
     if let Some(admin) = &server.config.admin {
         let admin_listener = admin.to_tokio()?;
@@ -180,3 +193,6 @@ mod lock_delay_tests;
 // The loom models of the state connection tasks and apply share (`--cfg ward_loom`).
 #[cfg(all(test, ward_loom))]
 mod loom_tests;
+
+#[cfg(test)]
+mod acl_tests;

@@ -45,7 +45,7 @@ fn delete_n(core: &Core, session: SessionId) -> Zxid {
 fn read(core: &Core, local: &Local, outbox: &Outbox, conn: ConnId, session: SessionId, request: Request) -> ReadSeen {
     let mut events = Vec::new();
     let (zxid, events_before, result) =
-        core.view(outbox, |state, _| Reader { local, conn, session }.execute(state, request, &mut events));
+        core.view(outbox, |state, _| Reader { local, conn, session, ids: &[] }.execute(state, request, &mut events));
     ReadSeen { zxid, events_before, result }
 }
 
@@ -314,7 +314,7 @@ fn set_n(core: &Core, session: SessionId, data: &[u8]) -> Zxid {
     core.apply(&command(session, CommandOp::Op(op))).zxid
 }
 
-/// G22: a persistent watch armed again after a reconnect (`AddWatches` since the last change
+/// G23: a persistent watch armed again after a reconnect (`AddWatches` since the last change
 /// its client had) races with a change being applied. The replay is taken and the watch
 /// armed in one view under the state's read lock, and apply records and fires under the
 /// write lock, so each change the client missed reaches it exactly once: the one made while

@@ -1,9 +1,10 @@
 //! Prep: the pure checks a write passes before it is logged (path syntax, sizes, modes, a
 //! TTL's range).
-//! Checks that depend on the tree (exists, versions) happen in apply, in log order.
+//! Checks that depend on the tree (exists, versions, ACLs) happen in apply, in log order;
+//! so does checking an ACL a client gives, which depends on the identities it travels with.
 
 use crate::command::CommandOp;
-use ward_proto::{path, ErrorCode, LockKind, Op, Request, MAX_LOCK_DELAY_MS, MAX_TTL_MS};
+use ward_proto::{path, CreateMode, ErrorCode, LockKind, Op, Request, MAX_LOCK_DELAY_MS, MAX_TTL_MS};
 
 /// Turns a write request into the command op to log, or refuses it.
 pub fn prep(request: Request, max_data: usize) -> Result<CommandOp, ErrorCode> {
@@ -13,8 +14,14 @@ pub fn prep(request: Request, max_data: usize) -> Result<CommandOp, ErrorCode> {
         Request::SetData { path, data, version } => {
             Ok(CommandOp::Op(check_op(Op::SetData { path, data, version }, max_data)?))
         }
+        Request::CreateWithAcl { path, data, mode, acl } => {
+            Ok(CommandOp::Op(check_op(Op::CreateWithAcl { path, data, mode, acl }, max_data)?))
+        }
+        Request::SetAcl { path, acl, version } => {
+            Ok(CommandOp::Op(check_op(Op::SetAcl { path, acl, version }, max_data)?))
+        }
         Request::Multi(ops) => {
-            let total: usize = ops.iter().map(op_data_len).sum();
+            let total: usize = ops.iter().map(Op::data_len).sum();
             if total > max_data {
                 return Err(ErrorCode::BadArguments);
             }
@@ -27,7 +34,9 @@ pub fn prep(request: Request, max_data: usize) -> Result<CommandOp, ErrorCode> {
             request @ (Request::Create { .. }
             | Request::Delete { .. }
             | Request::SetData { .. }
-            | Request::Multi(_)) => Ok(CommandOp::Resent(Box::new(prep(request, max_data)?))),
+            | Request::Multi(_)
+            | Request::CreateWithAcl { .. }
+            | Request::SetAcl { .. }) => Ok(CommandOp::Resent(Box::new(prep(request, max_data)?))),
             _ => Err(ErrorCode::BadArguments),
         },
         Request::LockAcquire { dirs, tag, kind, data } => {
@@ -49,29 +58,17 @@ pub fn prep(request: Request, max_data: usize) -> Result<CommandOp, ErrorCode> {
     }
 }
 
-fn op_data_len(op: &Op) -> usize {
-    match op {
-        Op::Create { data, .. } | Op::SetData { data, .. } => data.len(),
-        Op::Delete { .. } | Op::Check { .. } | Op::CheckFence { .. } | Op::CheckLast { .. } => 0,
-    }
-}
-
 fn check_op(op: Op, max_data: usize) -> Result<Op, ErrorCode> {
-    let path_ok = match &op {
-        Op::Create { path, mode, .. } if mode.is_sequential() => path::validate_sequential_prefix(path),
-        Op::Create { path, .. }
-        | Op::Delete { path, .. }
-        | Op::SetData { path, .. }
-        | Op::Check { path, .. }
-        | Op::CheckFence { path, .. }
-        | Op::CheckLast { path } => path::validate(path),
+    let path_ok = match op.create_mode() {
+        Some(mode) if mode.is_sequential() => path::validate_sequential_prefix(op.path()),
+        _ => path::validate(op.path()),
     };
     path_ok.map_err(|_| ErrorCode::BadArguments)?;
     let bad_ttl = |ttl| ttl == 0 || ttl > MAX_TTL_MS;
-    if matches!(&op, Op::Create { mode, .. } if mode.ttl_ms().is_some_and(bad_ttl)) {
+    if op.create_mode().and_then(CreateMode::ttl_ms).is_some_and(bad_ttl) {
         return Err(ErrorCode::BadArguments);
     }
-    if op_data_len(&op) > max_data {
+    if op.data_len() > max_data {
         return Err(ErrorCode::BadArguments);
     }
     Ok(op)

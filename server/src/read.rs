@@ -1,15 +1,20 @@
 //! Reads: served from the local state, with any watch armed in the same view.
 
+use crate::acl::{access, check, AuthId};
 use crate::local::Local;
 use crate::state::StateMachine;
 use crate::watch::{Armed, ConnId};
-use ward_proto::{path, ErrorCode, EventKind, Request, Response, SessionId, WatchEvent, WatchKind, Zxid};
+use ward_proto::{
+    path, perms, Acl, ErrorCode, EventKind, Request, Response, SessionId, Stat, WatchEvent, WatchKind, Zxid,
+};
 
-/// Who is reading: the watch registry and the connection that would own a watch.
+/// Who is reading: the watch registry, the connection that would own a watch, and the
+/// connection's identities, which the node's ACL must grant the read to (G24).
 pub struct Reader<'a> {
     pub local: &'a Local,
     pub conn: ConnId,
     pub session: SessionId,
+    pub ids: &'a [AuthId],
 }
 
 impl Reader<'_> {
@@ -27,24 +32,28 @@ impl Reader<'_> {
         match request {
             Request::GetData { path, watch } => {
                 valid(&path)?;
+                access::node(state.tree(), &path, perms::READ, self.ids)?;
                 let node = state.tree().get(&path).ok_or(ErrorCode::NoNode)?;
                 self.arm(watch, WatchKind::Data, &path);
-                Ok(Response::Data { data: node.data().to_vec(), stat: node.stat() })
+                Ok(Response::Data { data: node.data().to_vec(), stat: state.tree().stat(node) })
             }
             Request::Exists { path, watch } => {
                 valid(&path)?;
-                let stat = state.tree().get(&path).map(|n| n.stat());
+                // ZooKeeper 3.8.4 on: an existing node's stat is READ's to see.
+                access::if_exists(state.tree(), &path, perms::READ, self.ids)?;
+                let stat = state.tree().get(&path).map(|n| state.tree().stat(n));
                 let kind = if stat.is_some() { WatchKind::Data } else { WatchKind::Exists };
                 self.arm(watch, kind, &path);
                 Ok(Response::Exists(stat))
             }
             Request::GetChildren { path, watch } => {
                 valid(&path)?;
+                access::node(state.tree(), &path, perms::READ, self.ids)?;
                 let node = state.tree().get(&path).ok_or(ErrorCode::NoNode)?;
                 self.arm(watch, WatchKind::Child, &path);
                 Ok(Response::Children {
                     children: node.children.iter().map(str::to_string).collect(),
-                    stat: node.stat(),
+                    stat: state.tree().stat(node),
                 })
             }
             Request::Sync { path } => valid(&path).map(|()| Response::Synced),
@@ -73,17 +82,37 @@ impl Reader<'_> {
             }
             Request::LockWait { path } => {
                 valid(&path)?;
+                access::if_exists(state.tree(), path::parent(&path), perms::READ, self.ids)?;
                 state.lock_state(&path).map(Response::Lock).ok_or(ErrorCode::NoNode)
             }
             Request::CheckFence { path, token } => {
                 valid(&path)?;
+                access::if_exists(state.tree(), &path, perms::READ, self.ids)?;
                 crate::state::check_fence(state.tree(), &path, token).map(|()| Response::FenceValid)
+            }
+            Request::GetAcl { path } => {
+                valid(&path)?;
+                let (acl, stat) = self.acl(state, &path)?;
+                Ok(Response::Acl { acl, stat })
             }
             Request::Stats => Ok(Response::Stats(self.local.stats(state))),
             // Answered from the log before any read (`SessionConn::prepare`).
             Request::Members | Request::AddMember { .. } | Request::RemoveMember { .. } => Err(ErrorCode::BadArguments),
             _ => Err(ErrorCode::BadArguments),
         }
+    }
+
+    /// A node's ACL and stat, for a client with READ or ADMIN on it; digests shown only to
+    /// one with ADMIN (ZooKeeper's getACL).
+    pub fn acl(&self, state: &StateMachine, path: &str) -> Result<(Vec<Acl>, Stat), ErrorCode> {
+        access::node(state.tree(), path, perms::READ | perms::ADMIN, self.ids)?;
+        let node = state.tree().get(path).ok_or(ErrorCode::NoNode)?;
+        let acl = state.tree().acl(node);
+        let acl = match check::allows(acl, perms::ADMIN, self.ids) {
+            true => acl.to_vec(),
+            false => check::masked(acl),
+        };
+        Ok((acl, state.tree().stat(node)))
     }
 
     fn arm(&self, watch: bool, kind: WatchKind, path: &str) {

@@ -2,12 +2,14 @@
 //! [`StateMachine::apply`]. Apply is deterministic: same commands, same state, on every
 //! replica and on every replay.
 
+use crate::acl::table::{AclId, AclTable, OPEN};
+use crate::acl::{access, check, AuthId};
 use crate::command::{Applied, Change, Command, CommandOp, Outcome};
 use crate::tree::ops::Ctx;
 use crate::tree::{DataTree, Journal};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use ward_proto::{ErrorCode, Op, OpResult, Response, SessionId, SessionSecret, Zxid};
+use ward_proto::{perms, Acl, CreateMode, ErrorCode, Op, OpResult, Response, SessionId, SessionSecret, Zxid};
 
 /// A live session as every replica knows it. Deadlines are not here: heartbeats are not
 /// logged, so deadlines live in the serving node's tracker.
@@ -19,8 +21,8 @@ pub struct SessionRecord {
     pub owner: Option<String>,
 }
 
-/// Serializable as a whole: a snapshot is this value in postcard.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// Serializable as a whole: a snapshot is this value in postcard ([`Stored`]).
+#[derive(Clone, Debug, Default)]
 pub struct StateMachine {
     pub(crate) tree: DataTree,
     sessions: BTreeMap<SessionId, SessionRecord>,
@@ -36,6 +38,75 @@ pub struct StateMachine {
     /// is not the session's creation (whose zxid is the session's id). Last, as every field
     /// a snapshot version added: see `raft/state_machine.rs`.
     attachments: BTreeMap<SessionId, Zxid>,
+}
+
+/// The state machine as a snapshot holds it: its fields in order, then the nodes' ACLs
+/// (snapshot version 6), which the tree's own part leaves out so that its layout stays
+/// that of older snapshots. `T` and `A` are the tree and the ACLs owned (read) or borrowed
+/// (written).
+#[derive(Serialize, Deserialize)]
+struct Stored<T, S, L, W, A, C> {
+    tree: T,
+    sessions: S,
+    lock_groups: L,
+    last_zxid: Zxid,
+    last_writes: W,
+    attachments: A,
+    acls: C,
+}
+
+/// The ACL part of a snapshot: the table's slots other than the open one (id, list,
+/// aversion), then the nodes that point to one of them. An older snapshot has neither,
+/// which reads as two empty lists: every node open, at aversion 0.
+#[derive(Serialize, Deserialize)]
+struct StoredAcls<A, P> {
+    slots: Vec<(AclId, A, i32)>,
+    nodes: Vec<(P, AclId)>,
+}
+
+type Owned = Stored<
+    DataTree,
+    BTreeMap<SessionId, SessionRecord>,
+    BTreeMap<(SessionId, u64), Vec<String>>,
+    BTreeMap<SessionId, LastWrite>,
+    BTreeMap<SessionId, Zxid>,
+    StoredAcls<Vec<Acl>, String>,
+>;
+
+impl Serialize for StateMachine {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let acls = StoredAcls {
+            slots: self.tree.acl_table().stored().collect(),
+            nodes: self.tree.acl_assignments().collect(),
+        };
+        Stored {
+            tree: &self.tree,
+            sessions: &self.sessions,
+            lock_groups: &self.lock_groups,
+            last_zxid: self.last_zxid,
+            last_writes: &self.last_writes,
+            attachments: &self.attachments,
+            acls,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for StateMachine {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let stored = Owned::deserialize(d)?;
+        let mut tree = stored.tree;
+        let table = AclTable::restored(stored.acls.slots);
+        tree.restore_acls(table, stored.acls.nodes).map_err(serde::de::Error::custom)?;
+        Ok(StateMachine {
+            tree,
+            sessions: stored.sessions,
+            lock_groups: stored.lock_groups,
+            last_zxid: stored.last_zxid,
+            last_writes: stored.last_writes,
+            attachments: stored.attachments,
+        })
+    }
 }
 
 /// See [`StateMachine::apply_command`].
@@ -79,17 +150,27 @@ impl StateMachine {
     /// A fenced command from a connection the session has since left is refused
     /// (`SessionMoved`) before anything else, and takes no zxid either.
     pub fn apply_command(&mut self, cmd: &Command) -> (Applied, Vec<Change>) {
-        if let CommandOp::Fenced { epoch, op } = &cmd.op {
-            if self.sessions.contains_key(&cmd.session) && *epoch < self.attached_at(cmd.session) {
+        let result = self.apply_once(cmd, &cmd.op, &[]);
+        self.tree.collect_acls();
+        result
+    }
+
+    /// [`apply_command`](Self::apply_command) of `op` (the command's op, or one it wraps)
+    /// for a connection with identities `ids`.
+    fn apply_once(&mut self, cmd: &Command, op: &CommandOp, ids: &[AuthId]) -> (Applied, Vec<Change>) {
+        match op {
+            CommandOp::Fenced { epoch, .. }
+                if self.sessions.contains_key(&cmd.session) && *epoch < self.attached_at(cmd.session) =>
+            {
                 let outcome = Outcome::Reply(Err(ErrorCode::SessionMoved));
                 return (Applied { zxid: self.last_zxid, outcome }, Vec::new());
             }
-            return self.apply_command(&Command { op: (**op).clone(), ..cmd.clone() });
+            CommandOp::Fenced { op, .. } => return self.apply_once(cmd, op, ids),
+            CommandOp::As { ids, op } => return self.apply_once(cmd, op, ids),
+            _ => {}
         }
-        let client_write = matches!(
-            cmd.op,
-            CommandOp::Op(_) | CommandOp::Multi(_) | CommandOp::Resent(_) | CommandOp::NullData { .. }
-        );
+        let client_write =
+            matches!(op, CommandOp::Op(_) | CommandOp::Multi(_) | CommandOp::Resent(_) | CommandOp::NullData { .. });
         let last = self.last_writes.get(&cmd.session).filter(|_| client_write && cmd.xid != 0);
         if let Some(last) = last {
             if cmd.xid == last.xid {
@@ -100,7 +181,7 @@ impl StateMachine {
                 return (Applied { zxid: last.applied.zxid, outcome }, Vec::new());
             }
         }
-        let (outcome, changes) = self.apply(cmd);
+        let (outcome, changes) = self.apply_as(cmd, op, ids);
         let applied = Applied { zxid: self.last_zxid, outcome };
         if client_write && cmd.xid != 0 && self.sessions.contains_key(&cmd.session) {
             self.last_writes.insert(cmd.session, LastWrite { xid: cmd.xid, applied: applied.clone() });
@@ -109,16 +190,26 @@ impl StateMachine {
     }
 
     /// Applies one command under the next zxid. Failures (a missing parent, a version
-    /// conflict) are outcomes, decided here in log order, and still consume the zxid.
+    /// conflict, a permission the ACL does not grant) are outcomes, decided here in log
+    /// order, and still consume the zxid.
     pub fn apply(&mut self, cmd: &Command) -> (Outcome, Vec<Change>) {
-        if let CommandOp::Resent(op) | CommandOp::Fenced { op, .. } = &cmd.op {
+        let result = self.apply_as(cmd, &cmd.op, &[]);
+        self.tree.collect_acls();
+        result
+    }
+
+    /// [`apply`](Self::apply) of `op` for a connection with identities `ids`.
+    fn apply_as(&mut self, cmd: &Command, op: &CommandOp, ids: &[AuthId]) -> (Outcome, Vec<Change>) {
+        match op {
             // Deduplication and fencing are `apply_command`'s; here a command is what it wraps.
-            return self.apply(&Command { op: (**op).clone(), ..cmd.clone() });
+            CommandOp::Resent(op) | CommandOp::Fenced { op, .. } => return self.apply_as(cmd, op, ids),
+            CommandOp::As { ids, op } => return self.apply_as(cmd, op, ids),
+            _ => {}
         }
         self.last_zxid += 1;
         let zxid = self.last_zxid;
         let mut changes = Vec::new();
-        let outcome = match &cmd.op {
+        let outcome = match op {
             CommandOp::CreateSession { timeout_ms, secret, owner } => {
                 if let Some(owner) = owner {
                     // The owner's previous incarnation ends now, with its ephemerals and locks.
@@ -152,23 +243,25 @@ impl StateMachine {
                 Outcome::Reply(self.tree.delete_if_unused(&mut ctx, path, *never_used_ms).map(|()| Response::Deleted))
             }
             _ if !self.sessions.contains_key(&cmd.session) => Outcome::Reply(Err(ErrorCode::SessionExpired)),
-            CommandOp::Op(op) => Outcome::Reply(self.apply_single(zxid, cmd, op, false, &mut changes)),
-            CommandOp::Multi(ops) => Outcome::Reply(Ok(self.apply_multi(zxid, cmd, ops, &[], &mut changes))),
+            CommandOp::Op(op) => Outcome::Reply(self.apply_single(zxid, cmd, op, false, ids, &mut changes)),
+            CommandOp::Multi(ops) => Outcome::Reply(Ok(self.apply_multi(zxid, cmd, ops, &[], ids, &mut changes))),
             CommandOp::NullData { nulls, op } => match &**op {
-                CommandOp::Op(op) => Outcome::Reply(self.apply_single(zxid, cmd, op, nulls.contains(&0), &mut changes)),
-                CommandOp::Multi(ops) => Outcome::Reply(Ok(self.apply_multi(zxid, cmd, ops, nulls, &mut changes))),
+                CommandOp::Op(op) => {
+                    Outcome::Reply(self.apply_single(zxid, cmd, op, nulls.contains(&0), ids, &mut changes))
+                }
+                CommandOp::Multi(ops) => Outcome::Reply(Ok(self.apply_multi(zxid, cmd, ops, nulls, ids, &mut changes))),
                 _ => Outcome::Reply(Err(ErrorCode::BadArguments)),
             },
             CommandOp::LockAcquire { dirs, tag, kind, data }
             | CommandOp::LockAcquireDelayed { dirs, tag, kind, data, .. } => {
-                let lock_delay_ms = match &cmd.op {
+                let lock_delay_ms = match op {
                     CommandOp::LockAcquireDelayed { lock_delay_ms, .. } => Some(*lock_delay_ms),
                     _ => None,
                 };
                 let mut journal = Journal::on();
                 let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes: &mut changes, journal: &mut journal };
                 let attempt = crate::lock::Attempt { dirs, tag: *tag, kind: *kind, data, lock_delay_ms };
-                let result = self.lock_acquire(&mut ctx, cmd.session, attempt);
+                let result = self.lock_acquire(&mut ctx, cmd.session, attempt, ids);
                 if result.is_err() {
                     journal.rollback(&mut self.tree);
                     changes.clear();
@@ -178,7 +271,7 @@ impl StateMachine {
             CommandOp::LockRelease { dirs, tag } => {
                 let mut journal = Journal::off();
                 let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes: &mut changes, journal: &mut journal };
-                Outcome::Reply(self.lock_release(&mut ctx, cmd.session, dirs, *tag))
+                Outcome::Reply(self.lock_release(&mut ctx, cmd.session, dirs, *tag, ids))
             }
             CommandOp::Attach => {
                 self.attachments.insert(cmd.session, zxid);
@@ -192,7 +285,9 @@ impl StateMachine {
                 Outcome::Attached
             }
             // Unwrapped at the top.
-            CommandOp::Resent(_) | CommandOp::Fenced { .. } => Outcome::Reply(Err(ErrorCode::BadArguments)),
+            CommandOp::Resent(_) | CommandOp::Fenced { .. } | CommandOp::As { .. } => {
+                Outcome::Reply(Err(ErrorCode::BadArguments))
+            }
         };
         (outcome, changes)
     }
@@ -203,35 +298,90 @@ impl StateMachine {
         cmd: &Command,
         op: &Op,
         null: bool,
+        ids: &[AuthId],
         changes: &mut Vec<Change>,
     ) -> Result<Response, ErrorCode> {
         let mut journal = Journal::off();
         let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes, journal: &mut journal };
-        self.apply_op(&mut ctx, cmd.session, op.clone(), null).and_then(single_response)
+        self.apply_op(&mut ctx, cmd.session, op.clone(), null, ids).and_then(single_response)
     }
 
-    /// Applies one op; `null`: the data it writes is null ([`CommandOp::NullData`]).
-    fn apply_op(&mut self, ctx: &mut Ctx<'_>, session: SessionId, op: Op, null: bool) -> Result<OpResult, ErrorCode> {
+    /// Applies one op for a connection with identities `ids`, with ZooKeeper's checks in
+    /// ZooKeeper's order (the ACL's own validity, the node, its ACL, then versions:
+    /// [`crate::acl::access`]); `null`: the data it writes is null ([`CommandOp::NullData`]).
+    fn apply_op(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        session: SessionId,
+        op: Op,
+        null: bool,
+        ids: &[AuthId],
+    ) -> Result<OpResult, ErrorCode> {
+        let tree = &self.tree;
         match op {
-            Op::Create { path, data, mode } => {
-                let (path, stat) = self.tree.create(ctx, &path, data, mode, session)?;
-                if null {
-                    self.tree.null_data(&path);
-                }
-                Ok(OpResult::Created { path, stat })
+            Op::Create { path, data, mode } => self.create(ctx, session, &path, data, mode, None, null, ids),
+            Op::CreateWithAcl { path, data, mode, acl } => {
+                self.create(ctx, session, &path, data, mode, Some(&acl), null, ids)
             }
-            Op::Delete { path, version } => self.tree.delete(ctx, &path, version).map(|()| OpResult::Deleted),
+            Op::Delete { path, version } => {
+                if path != "/" {
+                    access::parent(tree, &path, perms::DELETE, ids)?;
+                }
+                self.tree.delete(ctx, &path, version).map(|()| OpResult::Deleted)
+            }
             Op::SetData { path, data, version } => {
+                access::node(tree, &path, perms::WRITE, ids)?;
                 let stat = self.tree.set_data(ctx, &path, data, version)?;
                 if null {
                     self.tree.null_data(&path);
                 }
                 Ok(OpResult::DataSet(stat))
             }
-            Op::Check { path, version } => self.tree.check(&path, version).map(|()| OpResult::Checked),
-            Op::CheckFence { path, token } => check_fence(&self.tree, &path, token).map(|()| OpResult::Checked),
-            Op::CheckLast { path } => check_last(&self.tree, &path).map(|()| OpResult::Checked),
+            Op::SetAcl { path, acl, version } => {
+                let acl = check::fixup(&acl, ids)?;
+                access::node(tree, &path, perms::ADMIN, ids)?;
+                self.tree.set_acl(ctx, &path, &acl, version).map(OpResult::AclSet)
+            }
+            Op::Check { path, version } => {
+                access::node(tree, &path, perms::READ, ids)?;
+                self.tree.check(&path, version).map(|()| OpResult::Checked)
+            }
+            Op::CheckFence { path, token } => {
+                access::if_exists(tree, &path, perms::READ, ids)?;
+                check_fence(tree, &path, token).map(|()| OpResult::Checked)
+            }
+            Op::CheckLast { path } => {
+                access::if_exists(tree, ward_proto::path::parent(&path), perms::READ, ids)?;
+                check_last(tree, &path).map(|()| OpResult::Checked)
+            }
         }
+    }
+
+    /// A create: the ACL given (`None`: the open one) is checked and expanded first, then
+    /// the parent's CREATE permission, then the tree's own checks.
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        session: SessionId,
+        path: &str,
+        data: Vec<u8>,
+        mode: CreateMode,
+        acl: Option<&[Acl]>,
+        null: bool,
+        ids: &[AuthId],
+    ) -> Result<OpResult, ErrorCode> {
+        let acl = match acl {
+            Some(acl) => Some(check::fixup(acl, ids)?),
+            None => None,
+        };
+        access::parent(&self.tree, path, perms::CREATE, ids)?;
+        let slot = acl.map_or(OPEN, |acl| self.tree.intern_acl(&acl));
+        let (path, stat) = self.tree.create(ctx, path, data, mode, session, slot)?;
+        if null {
+            self.tree.null_data(&path);
+        }
+        Ok(OpResult::Created { path, stat })
     }
 
     /// All ops or none: on the first failure every earlier op is undone, its changes are
@@ -243,6 +393,7 @@ impl StateMachine {
         cmd: &Command,
         ops: &[Op],
         nulls: &[u32],
+        ids: &[AuthId],
         changes: &mut Vec<Change>,
     ) -> Response {
         let mut journal = Journal::on();
@@ -252,7 +403,7 @@ impl StateMachine {
             let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes, journal: &mut journal };
             for (index, op) in ops.iter().enumerate() {
                 let null = u32::try_from(index).is_ok_and(|i| nulls.contains(&i));
-                match self.apply_op(&mut ctx, cmd.session, op.clone(), null) {
+                match self.apply_op(&mut ctx, cmd.session, op.clone(), null, ids) {
                     Ok(result) => results.push(result),
                     Err(code) => {
                         failed = Some((index, code));
@@ -333,6 +484,7 @@ fn single_response(result: OpResult) -> Result<Response, ErrorCode> {
         OpResult::Created { path, stat } => Ok(Response::Created { path, stat }),
         OpResult::Deleted => Ok(Response::Deleted),
         OpResult::DataSet(stat) => Ok(Response::DataSet(stat)),
+        OpResult::AclSet(stat) => Ok(Response::AclSet(stat)),
         // Prep refuses a lone check; keep apply total anyway.
         OpResult::Checked | OpResult::Error(_) => Err(ErrorCode::BadArguments),
     }

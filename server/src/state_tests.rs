@@ -65,7 +65,7 @@ fn sequence_suffix_counts_child_creates_not_deletes_like_zookeeper() {
     h.op(s, Op::Delete { path: "/q/n-0000000000".into(), version: None }).unwrap();
     assert_eq!(h.create(s, "/q/n-", CreateMode::EphemeralSequential).unwrap(), "/q/n-0000000001");
     assert_eq!(h.create(s, "/q/", CreateMode::PersistentSequential).unwrap(), "/q/0000000002");
-    let q = h.sm.tree().get("/q").unwrap().stat();
+    let q = h.sm.tree().get("/q").unwrap().stat(0);
     assert_eq!((q.cversion, q.num_children), (4, 2));
 }
 
@@ -90,12 +90,12 @@ fn stat_counters_follow_zookeeper() {
     let mut h = Harness::new();
     let s = h.session();
     h.create(s, "/n", CreateMode::Persistent).unwrap();
-    let created = h.sm.tree().get("/n").unwrap().stat();
+    let created = h.sm.tree().get("/n").unwrap().stat(0);
     assert_eq!((created.czxid, created.mzxid, created.pzxid, created.version), (2, 2, 2, 0));
     assert_eq!(created.ctime, created.mtime);
     h.op(s, Op::SetData { path: "/n".into(), data: b"four".to_vec(), version: Some(0) }).unwrap();
     h.create(s, "/n/c", CreateMode::Persistent).unwrap();
-    let n = h.sm.tree().get("/n").unwrap().stat();
+    let n = h.sm.tree().get("/n").unwrap().stat(0);
     assert_eq!((n.czxid, n.mzxid, n.pzxid, n.version, n.cversion), (2, 3, 4, 1, 1));
     assert_eq!((n.data_length, n.num_children, n.ephemeral_owner), (4, 1, None));
     assert!(n.mtime > n.ctime);
@@ -283,7 +283,7 @@ fn null_data_is_kept_apart_from_empty_data_and_rolled_back_with_its_multi() {
     h.run(s, nulls(vec![0], CommandOp::Op(create("/n"))));
     h.run(s, CommandOp::Op(create("/e")));
     assert_eq!((null(&h, "/n"), null(&h, "/e")), (Some(true), Some(false)));
-    assert_eq!(h.sm.tree().get("/n").map(|n| n.stat().data_length), Some(0));
+    assert_eq!(h.sm.tree().get("/n").map(|n| n.stat(0).data_length), Some(0));
 
     h.op(s, Op::SetData { path: "/n".into(), data: b"x".to_vec(), version: None }).unwrap();
     assert_eq!(null(&h, "/n"), Some(false));

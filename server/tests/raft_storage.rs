@@ -305,7 +305,7 @@ fn digest(core: &Core) -> Vec<u8> {
             for child in node.children.iter() {
                 stack.push(ward_proto::path::join(&path, child));
             }
-            nodes.push((path, node.data().to_vec(), node.stat()));
+            nodes.push((path, node.data().to_vec(), s.tree().stat(node)));
         }
         nodes.sort_by(|a, b| a.0.cmp(&b.0));
         let sessions: Vec<(SessionId, u32)> = s.sessions().map(|(id, r)| (id, r.timeout_ms)).collect();

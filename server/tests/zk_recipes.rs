@@ -73,7 +73,7 @@ async fn kazoo_lock_and_native_lock_exclude_each_other() {
     guard.unlock().await.expect("unlock");
 }
 
-// G23, docs/recipes.md "Lock-delay": a Ward holder with a lock-delay loses its session (cut
+// G25, docs/recipes.md "Lock-delay": a Ward holder with a lock-delay loses its session (cut
 // off past its timeout); kazoo's Lock queued behind it sees the held-over node as its
 // predecessor and gets the lock no earlier than the delay after the session's end, which the
 // server stamped as that node's mtime.

@@ -25,6 +25,16 @@ pub async fn connect_with(addrs: &str, session_timeout: Duration) -> Client {
     .unwrap_or_else(|e| panic!("connect to {addrs}: {e:?}"))
 }
 
+/// A client of `addrs` that authenticates with each `(scheme, credentials)` of `auth` as it
+/// connects (and again on every reconnect).
+pub async fn connect_as(addrs: &str, auth: &[(&str, &str)]) -> Client {
+    let mut builder = Client::builder(addrs).connect_timeout(CONNECT_TIMEOUT);
+    for (scheme, credentials) in auth {
+        builder = builder.auth(scheme, credentials);
+    }
+    within("connect", DEADLINE, builder.connect()).await.unwrap_or_else(|e| panic!("connect to {addrs}: {e:?}"))
+}
+
 /// Waits until the client's session state is `want`, remembering every state seen on the
 /// way for the panic message.
 pub async fn wait_state(client: &Client, want: SessionState, limit: Duration) {

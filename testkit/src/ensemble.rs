@@ -122,6 +122,11 @@ impl Ensemble {
         self.members.get_mut(&id).unwrap_or_else(|| panic!("no member {id}"))
     }
 
+    /// The tail of member `id`'s stderr ([`ServerProcess::log_tail`]).
+    pub fn log_tail(&self, id: u64) -> String {
+        self.members[&id].log_tail()
+    }
+
     /// Member `id`'s client address.
     pub fn addr(&self, id: u64) -> String {
         self.members[&id].addr_str()

@@ -22,6 +22,7 @@
 //!   mutes and partitions its links.
 //! - [`wait`]: bounded waiting ([`within`], [`wait_for`], [`wait_until`], [`bounded`]) and
 //!   [`serial`] for test bodies that must not share the CPU.
+//! - [`browser`]: Debian's headless Chromium under Playwright, for the web console's tests.
 //! - [`client`]: connecting clients with generous bounds, and waiting for a session state.
 //! - [`tree`]: a digest of the whole znode tree, compared node by node.
 //! - [`tempdir`]: [`TempDir`], a directory removed on drop.
@@ -29,9 +30,11 @@
 //! - [`run`]: running an outside program to completion within a bound.
 //! - [`mod@skip`]: skipping a test whose outside tools are missing, loudly, or failing it under
 //!   `WARD_REQUIRE_ALL_SUITES=1`.
+//! - `tls` (feature `tls`): test certificates, a CA and what it issues, as PEM files.
 //! - [`zk`]: kazoo (provisioned in a venv under the target directory) and ZooKeeper's Java
 //!   client and zkCli.
 
+pub mod browser;
 pub mod client;
 pub mod ensemble;
 pub mod error;
@@ -43,11 +46,13 @@ pub mod run;
 pub mod server;
 pub mod skip;
 pub mod tempdir;
+#[cfg(feature = "tls")]
+pub mod tls;
 pub mod tree;
 pub mod wait;
 pub mod zk;
 
-pub use client::{connect, connect_with, wait_state};
+pub use client::{connect, connect_as, connect_with, wait_state};
 pub use ensemble::{Ensemble, EnsembleOptions};
 pub use error::HarnessError;
 pub use proxy::Proxy;

@@ -80,6 +80,18 @@ fn build(profile_dir: &Path, package: &str, bin: &str, path: &Path) {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
+    // What cargo set for the running test (its package's name, manifest directory, ...) is
+    // none of this build's business, and build scripts that watch those variables (ring's
+    // does) would otherwise rebuild their crate here and again for the next `cargo test`.
+    for (var, _) in std::env::vars_os() {
+        let var_str = var.to_string_lossy();
+        let set_for_the_test = ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_CRATE_", "CARGO_BIN_", "CARGO_PRIMARY_"]
+            .iter()
+            .any(|prefix| var_str.starts_with(prefix));
+        if set_for_the_test || var_str == "OUT_DIR" || var_str == "CARGO_TARGET_TMPDIR" {
+            cmd.env_remove(&var);
+        }
+    }
     if let Some(target_dir) = profile_dir.parent() {
         cmd.arg("--target-dir").arg(target_dir);
     }

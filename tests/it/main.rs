@@ -1,9 +1,9 @@
 //! Integration tests of Ward: real `ward-server` processes driven through the public
 //! client API, the `ward` CLI and raw sockets. Each test names the guarantee of
-//! docs/guarantees.md (G1..G23) it checks: the lock, election and recipe tests (t90..t98)
+//! docs/guarantees.md (G1..G25) it checks: the lock, election and recipe tests (t90..t98)
 //! G12 and docs/recipes.md, the cleanup of containers and TTL nodes (t99) G20, the ensemble
-//! tests (t100..t105) G13..G19, t106 runs `ward check`, persistent watches (t51) G22 and
-//! lock-delay (t107) G23.
+//! tests (t100..t105) G13..G19, t106 runs `ward check`, persistent watches (t51) G23 and
+//! lock-delay (t107) G25.
 //!
 //! One test binary, so the server is built and started from one place (`harness`, over
 //! `ward-testkit`).
@@ -28,6 +28,8 @@ mod t60_reconnect;
 mod t70_bad_input;
 mod t80_cli;
 mod t81_cli_ops;
+mod t82_cli_acl;
+mod t82_cli_tls;
 mod t90_locks;
 mod t91_lock_faults;
 mod t92_election;

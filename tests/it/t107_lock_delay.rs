@@ -1,4 +1,4 @@
-//! Lock-delay (G23, docs/recipes.md "Lock-delay"): a holder whose process is killed with
+//! Lock-delay (G25, docs/recipes.md "Lock-delay"): a holder whose process is killed with
 //! SIGKILL is followed by the next holder no earlier than the lock's delay after its session
 //! ended (as the server stamped it), also across a restart of the server and a change of
 //! leader; an orderly unlock, close or `ward lock` exit hands over at once, whatever the delay.
@@ -58,7 +58,7 @@ async fn held_over(client: &Client, dir: &str) -> Queued {
     .await
 }
 
-// G23: kill -9 of the holder; its session expires (stamped by the server as the held-over
+// G25: kill -9 of the holder; its session expires (stamped by the server as the held-over
 // node's mtime), the lock is held over until that time plus the delay, during which the
 // stale fence is refused, and the waiter is granted no earlier than then (the server's
 // clock and the test's are the same machine's).
@@ -99,7 +99,7 @@ async fn a_killed_holder_is_followed_no_earlier_than_its_delay_after_its_session
     .await
 }
 
-// G23: an orderly hand-over is never delayed: with a delay of an hour, an unlock, a closed
+// G25: an orderly hand-over is never delayed: with a delay of an hour, an unlock, a closed
 // session and a `ward lock` whose command exits each let the next contender in at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_orderly_unlock_close_or_cli_exit_hands_over_at_once_whatever_the_delay() {
@@ -149,7 +149,7 @@ async fn an_orderly_unlock_close_or_cli_exit_hands_over_at_once_whatever_the_del
     .await
 }
 
-// G23, G11: the held-over node is state like any other: killed and restarted during the
+// G25, G11: the held-over node is state like any other: killed and restarted during the
 // delay, the server still holds the lock over, and its leader waits the delay out again in
 // full from its start (later, never sooner); the waiter, whose session survives the
 // restart, is granted no earlier than the delay after the holder's session ended.
@@ -182,7 +182,7 @@ async fn a_lock_held_over_across_a_server_restart_is_granted_no_earlier_than_its
     .await
 }
 
-// G23, G15: on an ensemble, the leader is killed near the end of a lock's delay; the next
+// G25, G15: on an ensemble, the leader is killed near the end of a lock's delay; the next
 // leader (whose clock may not be the first's) waits the delay out in full from when it
 // leads, and the waiter is granted no earlier than the delay after the holder's session
 // ended.

@@ -1,4 +1,4 @@
-//! Persistent and recursive watches through the native client (G22): ZooKeeper's rules for
+//! Persistent and recursive watches through the native client (G23): ZooKeeper's rules for
 //! which changes they report, every change of a subtree once and in zxid order across a
 //! cut connection, a server restart and the loss of the member serving the watch, and
 //! `remove_watches` (or dropping every stream) ending them.
@@ -70,7 +70,7 @@ async fn until_done(stream: &mut WatchStream, dir: &str) -> Vec<WatchEvent> {
     }
 }
 
-/// G22: each change once, in zxid order, and every set of every node: a node's version
+/// G23: each change once, in zxid order, and every set of every node: a node's version
 /// counts the sets applied to it, and its watcher must have seen exactly that many.
 async fn check_every_change_once(events: &[WatchEvent], reader: &Client, dir: &str) {
     assert!(events.windows(2).all(|w| w[0].zxid < w[1].zxid), "events out of zxid order (or twice)");
@@ -87,7 +87,7 @@ async fn check_every_change_once(events: &[WatchEvent], reader: &Client, dir: &s
     assert_eq!(total, events.len(), "only the sets were to be seen");
 }
 
-// G22: a persistent watch reports every change of its node, children changes included; a
+// G23: a persistent watch reports every change of its node, children changes included; a
 // recursive one every change of its subtree, naming the node, without children changes
 // (ZooKeeper's WatchManager). Both stay armed, and an event comes before the reply of the
 // write that made it (G6).
@@ -137,7 +137,7 @@ async fn persistent_and_recursive_watches_report_what_zookeeper_reports() {
     .await
 }
 
-// G22, G7: a watcher whose connection is cut (and kept off while the writer goes on) gets,
+// G23, G7: a watcher whose connection is cut (and kept off while the writer goes on) gets,
 // once it is back, the changes it missed and then the live ones: every set of the subtree
 // once, in zxid order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -170,7 +170,7 @@ async fn every_change_of_a_subtree_arrives_once_in_order_across_a_cut_connection
     .await
 }
 
-// G22, G7, G11: the watcher's link goes silent while sets go on, then the server is killed
+// G23, G7, G11: the watcher's link goes silent while sets go on, then the server is killed
 // with kill -9 and restarted; the watcher resumes its session there, and its stream goes on
 // from the last change it had: the restarted server's history of changes comes from
 // replaying its log, so the sets made before the kill that the watcher never got are sent.
@@ -204,7 +204,7 @@ async fn every_change_of_a_subtree_arrives_once_in_order_across_a_server_restart
     .await
 }
 
-// G22, G15: on an ensemble, the watcher's link to its member goes silent while sets go on,
+// G23, G15: on an ensemble, the watcher's link to its member goes silent while sets go on,
 // and that member is then killed with kill -9; the watcher moves to another member, whose
 // history (the same changes at the same positions: every member applies the same commands)
 // gives it what it missed.
@@ -246,7 +246,7 @@ async fn a_stream_moves_to_another_member_with_every_change_once_in_order() {
     .await
 }
 
-// G22: remove_watches ends every stream of the watch, and no event follows; a second removal
+// G23: remove_watches ends every stream of the watch, and no event follows; a second removal
 // finds none. Dropping every stream of a watch removes the server's watch too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remove_watches_ends_the_streams_and_dropped_streams_disarm_the_server() {

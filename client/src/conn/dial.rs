@@ -1,14 +1,22 @@
-//! Opening a connection: TCP, then the hello.
+//! Opening a connection: TCP, TLS if configured, then the hello.
 
+use crate::tls::Tls;
 use futures_util::{SinkExt, StreamExt};
 use std::time::Duration;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
 use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::either::Either;
 use ward_proto::{ClientMessage, ErrorCode, FrameCodec, Hello, ServerMessage, Welcome, MAX_REPLY_FRAME};
 
-pub(crate) type Reader = FramedRead<OwnedReadHalf, FrameCodec<ServerMessage, ClientMessage>>;
-pub(crate) type Writer = FramedWrite<OwnedWriteHalf, FrameCodec<ServerMessage, ClientMessage>>;
+/// A plain connection splits without a lock; a TLS one (one rustls state for both
+/// directions) through tokio's `split`.
+type ReadHalf = Either<OwnedReadHalf, tokio::io::ReadHalf<TlsStream<TcpStream>>>;
+type WriteHalf = Either<OwnedWriteHalf, tokio::io::WriteHalf<TlsStream<TcpStream>>>;
+
+pub(crate) type Reader = FramedRead<ReadHalf, FrameCodec<ServerMessage, ClientMessage>>;
+pub(crate) type Writer = FramedWrite<WriteHalf, FrameCodec<ServerMessage, ClientMessage>>;
 
 /// An open, welcomed connection.
 pub(crate) struct Connection {
@@ -24,19 +32,36 @@ pub(crate) enum DialError {
     Refused(ErrorCode, String),
 }
 
-/// Connects to `addr` and completes the handshake, all within `limit`.
-pub(crate) async fn dial(addr: &str, hello: Hello, limit: Duration) -> Result<Connection, DialError> {
-    match tokio::time::timeout(limit, dial_inner(addr, hello)).await {
+/// Connects to `addr` (with `tls`, if given) and completes the handshake, all within `limit`.
+pub(crate) async fn dial(
+    addr: &str,
+    hello: Hello,
+    limit: Duration,
+    tls: Option<&Tls>,
+) -> Result<Connection, DialError> {
+    match tokio::time::timeout(limit, dial_inner(addr, hello, tls)).await {
         Ok(result) => result,
         Err(_) => Err(DialError::Unreachable(format!("{addr}: timed out after {limit:?}"))),
     }
 }
 
-async fn dial_inner(addr: &str, hello: Hello) -> Result<Connection, DialError> {
+async fn dial_inner(addr: &str, hello: Hello, tls: Option<&Tls>) -> Result<Connection, DialError> {
     let unreachable = |e: &dyn std::fmt::Display| DialError::Unreachable(format!("{addr}: {e}"));
     let stream = TcpStream::connect(addr).await.map_err(|e| unreachable(&e))?;
     let _ = stream.set_nodelay(true);
-    let (r, w) = stream.into_split();
+    let (r, w) = match tls {
+        None => {
+            let (r, w) = stream.into_split();
+            (Either::Left(r), Either::Left(w))
+        }
+        Some(tls) => {
+            // A server that does not trust our certificate, or whose certificate we do not
+            // trust, or that speaks no TLS: unreachable, like any server we cannot talk to.
+            let stream = tls.connect(addr, stream).await.map_err(|e| unreachable(&format!("TLS: {e}")))?;
+            let (r, w) = tokio::io::split(stream);
+            (Either::Right(r), Either::Right(w))
+        }
+    };
     let mut reader = FramedRead::new(r, FrameCodec::new(MAX_REPLY_FRAME));
     let mut writer = FramedWrite::new(w, FrameCodec::new(MAX_REPLY_FRAME));
     writer.send(ClientMessage::Hello(hello)).await.map_err(|e| unreachable(&e))?;

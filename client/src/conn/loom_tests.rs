@@ -38,6 +38,7 @@ fn task() -> (Task, mpsc::UnboundedSender<Cmd>) {
         requested_timeout_ms: 3_000,
         timeout: Duration::from_secs(3),
         connect_timeout: Duration::from_secs(1),
+        tls: None,
         last_zxid: 0,
         next_xid: 1,
         pending: Default::default(),
@@ -48,6 +49,7 @@ fn task() -> (Task, mpsc::UnboundedSender<Cmd>) {
         last_ack: tokio::time::Instant::now(),
         locks: Default::default(),
         resend: Vec::new(),
+        auth: Vec::new(),
         rx,
     };
     (task, tx)

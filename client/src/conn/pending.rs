@@ -5,7 +5,7 @@ use crate::sync::oneshot;
 use crate::sync::HashMap;
 use crate::watch::{LocalWatches, WatchSender};
 use tokio::time::Instant;
-use ward_proto::{ErrorCode, Request, Response, WatchKind};
+use ward_proto::{Credentials, ErrorCode, Request, Response, WatchKind};
 
 /// Why a request is in flight.
 pub(crate) enum Waiter {
@@ -19,6 +19,13 @@ pub(crate) enum Waiter {
         resend: Option<Request>,
     },
     Close(oneshot::Sender<Result<(), Error>>),
+    /// `AddAuth`: once the server accepts it, the credentials are shown again on every later
+    /// connection, before anything else.
+    Auth {
+        scheme: String,
+        credentials: Credentials,
+        reply: oneshot::Sender<Result<Response, Error>>,
+    },
     LockAcquire {
         tag: u64,
         reply: oneshot::Sender<Result<Response, Error>>,
@@ -105,7 +112,7 @@ impl PendingTable {
                 Waiter::Close(reply) => {
                     let _ = reply.send(Err(error.clone()));
                 }
-                Waiter::LockAcquire { reply, .. } => {
+                Waiter::LockAcquire { reply, .. } | Waiter::Auth { reply, .. } => {
                     let _ = reply.send(Err(error.clone()));
                 }
                 Waiter::Streams(waiter) => waiter.fail(error),

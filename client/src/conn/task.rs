@@ -16,7 +16,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 use ward_proto::{
-    ClientMessage, CodecError, ErrorCode, Hello, Request, Response, ServerMessage, SessionId, SessionSecret, Zxid,
+    ClientMessage, CodecError, Credentials, ErrorCode, Hello, Request, Response, ServerMessage, SessionId,
+    SessionSecret, Zxid,
 };
 
 /// How a connection ended.
@@ -38,6 +39,7 @@ pub(crate) struct Task {
     /// The negotiated timeout: heartbeats every third of it.
     pub timeout: Duration,
     pub connect_timeout: Duration,
+    pub tls: Option<crate::tls::Tls>,
     /// The highest zxid seen, so a reconnect never lands on a server that is behind us.
     pub last_zxid: Zxid,
     pub next_xid: u64,
@@ -57,6 +59,9 @@ pub(crate) struct Task {
     pub locks: LockTable,
     /// Writes to send again on the next connection (see [`PendingTable::connection_lost`]).
     pub resend: Vec<(u64, Request)>,
+    /// Credentials the server accepted (`AddAuth`): an identity lasts as long as its
+    /// connection, so every new one shows them again first.
+    pub auth: Vec<(String, Credentials)>,
     pub rx: mpsc::UnboundedReceiver<Cmd>,
 }
 
@@ -84,6 +89,13 @@ impl Task {
 
     async fn serve(&mut self, conn: Connection) -> End {
         let Connection { mut reader, mut writer, .. } = conn;
+        // First, so that every request after them (resent writes too) has the identities.
+        for (scheme, credentials) in self.auth.clone() {
+            let request = Request::AddAuth { scheme, credentials };
+            if let Err(e) = self.feed(&mut writer, request, Waiter::Internal).await {
+                return End::Lost(e.to_string());
+            }
+        }
         for watches in self.watches.batches(SET_WATCHES_BATCH) {
             let request = Request::SetWatches { last_zxid: self.last_zxid, watches };
             if let Err(e) = self.feed(&mut writer, request, Waiter::Internal).await {
@@ -186,6 +198,10 @@ impl Task {
         let mut next = Some(first);
         while let Some(cmd) = next {
             match cmd {
+                Cmd::Request { request: Request::AddAuth { scheme, credentials }, reply, .. } => {
+                    let waiter = Waiter::Auth { scheme: scheme.clone(), credentials: credentials.clone(), reply };
+                    self.feed(writer, Request::AddAuth { scheme, credentials }, waiter).await?;
+                }
                 Cmd::Request { request, watch, reply } => {
                     let watch = watched_path(&request).map(str::to_string).zip(watch);
                     let resend = resendable(&request).then(|| request.clone());
@@ -275,6 +291,12 @@ impl Task {
                         return Some(End::Closed);
                     }
                     Waiter::Streams(waiter) => self.streams.complete(waiter, zxid, result.map_err(Error::from)),
+                    Waiter::Auth { scheme, credentials, reply } => {
+                        if result.is_ok() && !self.auth.iter().any(|(s, c)| *s == scheme && *c == credentials) {
+                            self.auth.push((scheme, credentials));
+                        }
+                        let _ = reply.send(result.map_err(Error::from));
+                    }
                     Waiter::Ping | Waiter::Internal => {}
                 }
                 None
@@ -318,7 +340,9 @@ impl Task {
                 self.next_addr += 1;
                 let hello = Hello::new(Some((self.session_id, self.secret)), self.requested_timeout_ms, self.last_zxid);
                 let hello_sent = Instant::now();
-                let attempt = dial(&addr, hello, self.connect_timeout);
+                // A clone (an `Arc` inside): the attempt must not borrow `self`.
+                let tls = self.tls.clone();
+                let attempt = dial(&addr, hello, self.connect_timeout, tls.as_ref());
                 tokio::pin!(attempt);
                 let result = loop {
                     tokio::select! {
@@ -491,5 +515,13 @@ mod loom_tests;
 /// Plain writes are sent again after a lost connection; lock requests have their own retry
 /// (by tag), and reads are simply failed.
 fn resendable(request: &Request) -> bool {
-    matches!(request, Request::Create { .. } | Request::Delete { .. } | Request::SetData { .. } | Request::Multi(_))
+    matches!(
+        request,
+        Request::Create { .. }
+            | Request::Delete { .. }
+            | Request::SetData { .. }
+            | Request::Multi(_)
+            | Request::CreateWithAcl { .. }
+            | Request::SetAcl { .. }
+    )
 }

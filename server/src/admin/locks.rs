@@ -117,7 +117,9 @@ mod tests {
             let (mut changes, mut journal) = (Vec::new(), Journal::off());
             let mut ctx =
                 Ctx { zxid: self.zxid, time_ms: self.zxid as i64 * 1000, changes: &mut changes, journal: &mut journal };
-            self.tree.create(&mut ctx, path, Vec::new(), mode, SessionId(owner)).expect("create");
+            self.tree
+                .create(&mut ctx, path, Vec::new(), mode, SessionId(owner), crate::acl::table::OPEN)
+                .expect("create");
         }
 
         fn contend(&mut self, dir: &str, session: u64, kind: LockKind) {

@@ -4,9 +4,11 @@
 //! * `GET /healthz`: 200 while the process serves;
 //! * `GET /readyz`: 200 while this server can serve clients (a member of an ensemble: while
 //!   in contact with a leader), 503 otherwise;
-//! * anything else: 404 (405 for a method other than GET or HEAD).
+//! * `GET /` and `/assets/...`: the web console; `/api/...`: its JSON API ([`console`]);
+//! * anything else: 404 (405 for a method other than GET or HEAD, or POST for an action).
 //!
-//! Plain HTTP/1.1 on hyper's server, with no framework: three fixed routes need no router.
+//! Plain HTTP/1.1 on hyper's server, with no framework: a handful of fixed routes need no
+//! router.
 //! A connection gets [`HEADER_TIMEOUT`] to send its request line and headers, at most
 //! [`MAX_BUF`] bytes of them, and [`CONNECTION_TIME`] in all; at most [`MAX_CONNECTIONS`]
 //! are served at once and the others are closed on accept, so a bad or slow client costs
@@ -17,7 +19,9 @@
 //! * [`exposition`]: the figures as Prometheus (OpenMetrics) text.
 //! * [`locks`]: per-lock figures surveyed from the tree, bounded in number.
 //! * [`traffic`]: requests, bytes, log fsyncs and lock handoffs from [`crate::metrics`].
+//! * [`console`]: the web console at `/` and its JSON API under `/api/`.
 
+pub mod console;
 pub mod exposition;
 pub mod locks;
 pub mod routes;
@@ -54,29 +58,44 @@ pub async fn serve(server: Arc<Server>, listener: TcpListener, cancel: Cancellat
     let addr = listener.local_addr().ok();
     tracing::info!(?addr, "serving admin HTTP");
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let console = Arc::new(console::Console::default());
+    tokio::spawn(console::sampler::run(server.clone(), console.clone(), cancel.clone()));
     crate::net::listener::accept_until(listener, cancel, "admin", |stream, peer, cancel| {
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             tracing::debug!(%peer, "admin connections are all taken; closing");
             return;
         };
-        let server = server.clone();
+        let (server, console) = (server.clone(), console.clone());
         tokio::spawn(async move {
             let service = service_fn(move |request| {
-                let response = routes::respond(&server, &request);
-                std::future::ready(Ok::<_, std::convert::Infallible>(response))
+                let (server, console) = (server.clone(), console.clone());
+                async move {
+                    let response = routes::respond(&server, &console, peer, &request).await;
+                    Ok::<_, std::convert::Infallible>(response)
+                }
             });
             let connection = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_TIMEOUT)
                 .max_buf_size(MAX_BUF)
                 .serve_connection(TokioIo::new(stream), service);
-            tokio::select! {
-                _ = cancel.cancelled() => {}
-                served = tokio::time::timeout(CONNECTION_TIME, connection) => match served {
-                    Ok(Err(error)) => tracing::debug!(%peer, %error, "admin connection failed"),
-                    Err(_) => tracing::debug!(%peer, "admin connection open too long; closed"),
-                    Ok(Ok(())) => {}
-                },
+            let mut connection = std::pin::pin!(connection);
+            let served = tokio::select! {
+                _ = cancel.cancelled() => return drop(slot),
+                served = tokio::time::timeout(CONNECTION_TIME, connection.as_mut()) => served,
+            };
+            let served = match served {
+                Ok(served) => served,
+                Err(_) => {
+                    // The console polls over one kept-alive connection: let the request in
+                    // hand finish, so that it is not cut off, then close.
+                    tracing::debug!(%peer, "admin connection open too long; closing");
+                    connection.as_mut().graceful_shutdown();
+                    tokio::time::timeout(HEADER_TIMEOUT, connection).await.unwrap_or(Ok(()))
+                }
+            };
+            if let Err(error) = served {
+                tracing::debug!(%peer, %error, "admin connection failed");
             }
             drop(slot);
         });

@@ -1,17 +1,27 @@
 //! The admin routes: a request to its response. Nothing here reads the request body.
 
+use super::console::{self, Console};
 use super::exposition;
 use crate::Server;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
+use std::net::SocketAddr;
 
 /// What Prometheus asks for and gets: the OpenMetrics text format.
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 const TEXT: &str = "text/plain; charset=utf-8";
 
-pub fn respond<B>(server: &Server, request: &Request<B>) -> Response<Full<Bytes>> {
+pub async fn respond<B>(
+    server: &Server,
+    console: &Console,
+    peer: SocketAddr,
+    request: &Request<B>,
+) -> Response<Full<Bytes>> {
+    if let Some(answer) = console::respond(server, console, peer, request).await {
+        return answer;
+    }
     if request.method() != Method::GET && request.method() != Method::HEAD {
         return reply(StatusCode::METHOD_NOT_ALLOWED, TEXT, "only GET and HEAD\n".into());
     }
@@ -28,7 +38,7 @@ pub fn respond<B>(server: &Server, request: &Request<B>) -> Response<Full<Bytes>
             true => reply(StatusCode::OK, TEXT, "ready\n".into()),
             false => reply(StatusCode::SERVICE_UNAVAILABLE, TEXT, "not in contact with a leader\n".into()),
         },
-        _ => reply(StatusCode::NOT_FOUND, TEXT, "not found: try /metrics, /healthz or /readyz\n".into()),
+        _ => reply(StatusCode::NOT_FOUND, TEXT, "not found: try /, /metrics, /healthz or /readyz\n".into()),
     }
 }
 

@@ -1,33 +1,40 @@
 //! Applying lock commands: joining and leaving queues, as one attempt across directories.
 
 use super::Attempt;
+use crate::acl::table::OPEN;
+use crate::acl::{access, AuthId};
 use crate::state::StateMachine;
 use crate::tree::ops::Ctx;
 use ward_proto::lock::DirHeader;
-use ward_proto::{lock, path, CreateMode, ErrorCode, LockKind, LockNode, LockState, Response, SessionId};
+use ward_proto::{lock, path, perms, CreateMode, ErrorCode, LockKind, LockNode, LockState, Response, SessionId};
 
 impl StateMachine {
     /// Finds this session's contenders for `tag` (an earlier attempt whose reply was lost
     /// created them) or creates the missing ones, one per directory, all under this
     /// command's zxid; reports whether the attempt holds everywhere. On error the caller
-    /// rolls the journal back, so a multi-lock joins all its queues or none.
+    /// rolls the journal back, so a multi-lock joins all its queues or none. A new
+    /// contender needs CREATE on its directory (and the first of a semaphore WRITE, for the
+    /// permits it writes there); it gets the open ACL, as lock nodes of ZooKeeper's
+    /// recipes do unless told otherwise: the directory's ACL is what guards the lock.
     pub(crate) fn lock_acquire(
         &mut self,
         ctx: &mut Ctx<'_>,
         session: SessionId,
         attempt: Attempt<'_>,
+        ids: &[AuthId],
     ) -> Result<Response, ErrorCode> {
         let Attempt { dirs, tag, kind, data, lock_delay_ms } = attempt;
         let prefix = lock::contender_prefix(session, tag, kind);
         let mut paths = Vec::with_capacity(dirs.len());
         for dir in dirs {
-            self.check_header(ctx, dir, kind, lock_delay_ms)?;
+            self.check_header(ctx, dir, kind, lock_delay_ms, ids)?;
             let path = match self.tree.child_with_prefix(dir, &prefix) {
                 Some(existing) => existing,
                 None => {
+                    access::node(&self.tree, dir, perms::CREATE, ids)?;
                     let requested = path::join(dir, &prefix);
                     let mode = CreateMode::EphemeralSequential;
-                    self.tree.create(ctx, &requested, data.to_vec(), mode, session)?.0
+                    self.tree.create(ctx, &requested, data.to_vec(), mode, session, OPEN)?.0
                 }
             };
             paths.push(path);
@@ -45,7 +52,7 @@ impl StateMachine {
 
     /// A semaphore's permits and a lock's delay are fixed by the first contender that asks
     /// for them while the queue is empty: it writes them into the directory's data
-    /// ([`DirHeader`]); every later acquire must ask for the same (`PermitsMismatch`,
+    /// ([`DirHeader`], which needs WRITE on it); every later acquire must ask for the same (`PermitsMismatch`,
     /// `LockDelayMismatch`), or, for the delay, for none.
     fn check_header(
         &mut self,
@@ -53,6 +60,7 @@ impl StateMachine {
         dir: &str,
         kind: LockKind,
         lock_delay_ms: Option<u64>,
+        ids: &[AuthId],
     ) -> Result<(), ErrorCode> {
         let node = self.tree.get(dir).ok_or(ErrorCode::NoNode)?;
         let permits = match kind {
@@ -80,22 +88,31 @@ impl StateMachine {
             }
         }
         if Some(want) != header {
+            // Writing the directory's data is a setData on it.
+            access::node(&self.tree, dir, perms::WRITE, ids)?;
             self.tree.set_data(ctx, dir, want.encode(), None)?;
         }
         Ok(())
     }
 
     /// Deletes this session's contenders for `tag`; a release of nothing succeeds, so it can
-    /// be retried safely.
+    /// be retried safely. Deleting a contender needs DELETE on its directory, as deleting
+    /// any node does; without it the contender stays until its session ends.
     pub(crate) fn lock_release(
         &mut self,
         ctx: &mut Ctx<'_>,
         session: SessionId,
         dirs: &[String],
         tag: u64,
+        ids: &[AuthId],
     ) -> Result<Response, ErrorCode> {
-        self.lock_groups.remove(&(session, tag));
         let prefix = lock::attempt_prefix(session, tag);
+        for dir in dirs {
+            if self.tree.child_with_prefix(dir, &prefix).is_some() {
+                access::node(&self.tree, dir, perms::DELETE, ids)?;
+            }
+        }
+        self.lock_groups.remove(&(session, tag));
         for dir in dirs {
             if let Some(path) = self.tree.child_with_prefix(dir, &prefix) {
                 self.tree.delete(ctx, &path, None)?;

@@ -17,6 +17,9 @@ pub mod requests;
 
 pub use requests::{Failure, Listener, ListenerFigures, Op, Stamp};
 
+use crate::watch::ConnId;
+use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// `fdatasync` calls that made log appends durable.
@@ -46,18 +49,34 @@ pub fn refused_connections() -> u64 {
     REFUSED_CONNECTIONS.load(Ordering::Relaxed)
 }
 
-/// Connections open on one client listener.
+/// Connections open on one client listener, and who is at the other end of each (for the
+/// console's sessions view).
 #[derive(Debug, Default)]
 pub struct OpenConnections {
     pub ward: AtomicU64,
     pub zookeeper: AtomicU64,
+    /// Per connection: the client's address and the listener's protocol. A std mutex: one
+    /// insert at accept and one removal at close, never held across an await.
+    peers: std::sync::Mutex<HashMap<ConnId, (SocketAddr, &'static str)>>,
 }
 
 impl OpenConnections {
-    /// Counts a connection of `protocol` (as the accept loops name it) until the guard drops.
-    pub fn open(self: &std::sync::Arc<Self>, protocol: &'static str) -> OpenGuard {
+    /// Counts connection `conn` from `peer` on the listener of `protocol` (as the accept
+    /// loops name it) until the guard drops.
+    pub fn open(self: &std::sync::Arc<Self>, protocol: &'static str, conn: ConnId, peer: SocketAddr) -> OpenGuard {
         self.counter(protocol).fetch_add(1, Ordering::Relaxed);
-        OpenGuard { counts: self.clone(), protocol }
+        self.peers_lock().insert(conn, (peer, protocol));
+        OpenGuard { counts: self.clone(), protocol, conn }
+    }
+
+    /// The client address and protocol of connection `conn`, while it is open.
+    pub fn peer(&self, conn: ConnId) -> Option<(SocketAddr, &'static str)> {
+        self.peers_lock().get(&conn).copied()
+    }
+
+    fn peers_lock(&self) -> std::sync::MutexGuard<'_, HashMap<ConnId, (SocketAddr, &'static str)>> {
+        // Single inserts and removals: a panic elsewhere cannot leave the map half-updated.
+        self.peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn counter(&self, protocol: &str) -> &AtomicU64 {
@@ -72,17 +91,23 @@ impl OpenConnections {
 pub struct OpenGuard {
     counts: std::sync::Arc<OpenConnections>,
     protocol: &'static str,
+    conn: ConnId,
 }
 
 impl Drop for OpenGuard {
     fn drop(&mut self) {
         self.counts.counter(self.protocol).fetch_sub(1, Ordering::Relaxed);
+        self.counts.peers_lock().remove(&self.conn);
     }
 }
 
 /// What the replicated log knows of its Raft group (openraft's metrics), for `/metrics`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RaftFigures {
+    /// This member's id.
+    pub id: u64,
+    /// The leader this member knows of, if any.
+    pub leader: Option<u64>,
     /// `leader`, `follower`, `candidate`, `learner` or `shutdown`.
     pub role: &'static str,
     pub term: u64,

@@ -115,6 +115,8 @@ labelled!(
         LockContended = "lock_contended",
         OutcomeUnknown = "outcome_unknown",
         InvalidAcl = "invalid_acl",
+        NoAuth = "no_auth",
+        AuthFailed = "auth_failed",
         NoWatcher = "no_watcher",
         ReconfigDisabled = "reconfig_disabled",
         SystemError = "system_error",
@@ -145,6 +147,9 @@ impl Op {
             Request::LockRelease { .. } => Op::Unlock,
             Request::LockWait { .. } => Op::LockWait,
             Request::CheckFence { .. } => Op::CheckFence,
+            Request::CreateWithAcl { .. } => Op::Create,
+            Request::GetAcl { .. } | Request::SetAcl { .. } => Op::Acl,
+            Request::AddAuth { .. } => Op::Auth,
             Request::Stats => Op::Stats,
             Request::Members => Op::Members,
             Request::AddMember { .. } | Request::RemoveMember { .. } => Op::Reconfig,
@@ -172,6 +177,9 @@ impl From<ErrorCode> for Failure {
             ErrorCode::PermitsMismatch => Failure::PermitsMismatch,
             ErrorCode::LockContended => Failure::LockContended,
             ErrorCode::OutcomeUnknown => Failure::OutcomeUnknown,
+            ErrorCode::NoAuth => Failure::NoAuth,
+            ErrorCode::InvalidAcl => Failure::InvalidAcl,
+            ErrorCode::AuthFailed => Failure::AuthFailed,
             _ => Failure::Other,
         }
     }

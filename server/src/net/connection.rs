@@ -13,17 +13,18 @@ use super::counted::Counted;
 use super::handshake;
 use super::order::{Sequencer, SessionConn};
 use super::writer::{Item, ItemTx, Shrink, Wire};
+use crate::acl::Identity;
 use crate::metrics::{Failure, Listener, Op, Stamp};
 use crate::outbox::Outbox;
 use crate::read::Reader as ReadCtx;
+use crate::tls::stream::{Incoming, ReadHalf, WriteHalf};
 use crate::watch::{ConnId, Outbound};
 use crate::Server;
 use bytes::BytesMut;
 use futures_util::StreamExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
+use tokio::time::Instant;
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 use ward_proto::{
@@ -58,14 +59,14 @@ impl<T, E> Shrink for FramedWrite<T, E> {
     }
 }
 
-pub type Reader = FramedRead<Counted<OwnedReadHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
-pub type Writer = FramedWrite<Counted<OwnedWriteHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
+pub type Reader = FramedRead<Counted<ReadHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
+pub type Writer = FramedWrite<Counted<WriteHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
 
-pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, conn: ConnId, cancel: CancellationToken) {
-    if let Err(error) = stream.set_nodelay(true) {
-        tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
-    }
-    let (r, w) = stream.into_split();
+pub async fn serve(server: Arc<Server>, incoming: Incoming, peer: SocketAddr, conn: ConnId, cancel: CancellationToken) {
+    // The TLS handshake (if any) and the hello share the handshake timeout.
+    let deadline = Instant::now() + server.config.handshake_timeout;
+    let Some(stream) = incoming.open(peer, deadline, &cancel).await else { return };
+    let (r, w, cert_subject) = stream.into_parts();
     let (r, w) = (Counted::new(r), Counted::new(w));
     let max = server.config.max_frame_len();
     // Small first buffers: most connections carry small frames, and tokio-util's 8 KiB
@@ -80,7 +81,7 @@ pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, con
     let hello = Box::pin(handshake::run(&server, &mut reader, &mut writer, peer, conn, &outbox));
     let attached = tokio::select! {
         _ = cancel.cancelled() => return,
-        r = tokio::time::timeout(server.config.handshake_timeout, hello) => match r {
+        r = tokio::time::timeout_at(deadline, hello) => match r {
             Ok(Some(attached)) => attached,
             Ok(None) => return,
             Err(_) => {
@@ -89,7 +90,8 @@ pub async fn serve(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, con
             }
         },
     };
-    let ctx = SessionConn::new(server, peer, conn, attached, outbox);
+    let identity = Identity::for_connection(peer.ip(), cert_subject);
+    let ctx = SessionConn::new(server, peer, conn, attached, outbox, identity);
     ctx.run(out_rx, WardWire, writer, cancel, |seq, queue, cancel| read_loop(&ctx, reader, seq, queue, cancel)).await;
 }
 
@@ -183,7 +185,13 @@ async fn read_loop(
         let stamp = Stamp::now(Op::of(&request));
         ctx.server.local.sessions.touch(ctx.session);
         let closes_session = matches!(request, Request::CloseSession);
-        let item = if request.is_write() {
+        let item = if let Request::AddAuth { scheme, credentials } = &request {
+            // In order: the writes before it were sent with the identities they had, every
+            // request after it carries the new one.
+            let answer = ctx.add_auth(scheme, &credentials.0).map(|()| Response::AuthAdded);
+            let (zxid, events_before, answer) = ctx.view(|_, _| answer);
+            Item::Read { tag: xid, zxid, events_before, events: Vec::new(), answer }
+        } else if request.is_write() {
             let number = seq.next_write();
             match ctx.submit(xid, request) {
                 Ok(pending) => Item::Write { tag: xid, number, pending, closes_session },
@@ -224,9 +232,15 @@ fn drop_peer(ctx: &SessionConn, why: &str) {
 
 fn read(ctx: &SessionConn, xid: u64, request: Request) -> Item<WardWire> {
     let mut events = Vec::new();
+    let identity = ctx.identity();
     let (zxid, events_before, answer) = ctx.view(|local, state| {
-        ReadCtx { local, conn: ctx.conn, session: ctx.session }.execute(state, request, &mut events)
+        ReadCtx { local, conn: ctx.conn, session: ctx.session, ids: identity.ids() }.execute(
+            state,
+            request,
+            &mut events,
+        )
     });
+    drop(identity);
     let answer = match oversized(&answer, MAX_REPLY_FRAME) {
         Some(bytes) => {
             tracing::warn!(peer = %ctx.peer, session = %ctx.session, xid, bytes, limit = MAX_REPLY_FRAME,

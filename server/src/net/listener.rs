@@ -1,6 +1,8 @@
 //! The accept loop.
 
 use super::connection;
+use crate::tls::stream::Incoming;
+use crate::tls::ServerTls;
 use crate::watch::ConnId;
 use crate::Server;
 use std::future::Future;
@@ -39,26 +41,29 @@ impl Prebound {
     }
 }
 
-/// Accepts Ward clients until `cancel` fires.
+/// Accepts Ward clients until `cancel` fires (over TLS when the server has a certificate).
 pub async fn accept_loop(server: Arc<Server>, listener: TcpListener, tasks: TaskTracker, cancel: CancellationToken) {
-    accept_each(&server, listener, tasks, cancel, "Ward", |stream, peer, conn, cancel| {
-        connection::serve(server.clone(), stream, peer, conn, cancel)
+    let tls = server.config.tls.clone();
+    accept_each(&server, listener, tls, tasks, cancel, "Ward", |incoming, peer, conn, cancel| {
+        connection::serve(server.clone(), incoming, peer, conn, cancel)
     })
     .await
 }
 
 /// The accept loop every client listener shares: accepts until `cancel` fires and runs
 /// `serve` for each connection the connection limits admit (`limits.rs`) as a tracked
-/// task, so shutdown can wait for them all.
+/// task, so shutdown can wait for them all. With `tls`, each connection gets the
+/// configuration in force when it is accepted, for its handshake (`Incoming::open`).
 pub async fn accept_each<F, Fut>(
     server: &Server,
     listener: TcpListener,
+    tls: Option<Arc<ServerTls>>,
     tasks: TaskTracker,
     cancel: CancellationToken,
     protocol: &'static str,
     serve: F,
 ) where
-    F: Fn(TcpStream, SocketAddr, ConnId, CancellationToken) -> Fut,
+    F: Fn(Incoming, SocketAddr, ConnId, CancellationToken) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
     accept_until(listener, cancel, protocol, |stream, peer, cancel| {
@@ -72,8 +77,9 @@ pub async fn accept_each<F, Fut>(
         };
         let conn = server.next_conn.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(%peer, conn, protocol, "accepted");
-        let open = server.connections.open(protocol);
-        let served = serve(stream, peer, conn, cancel);
+        let open = server.connections.open(protocol, conn, peer);
+        let incoming = Incoming::new(stream, tls.as_ref().map(|tls| tls.current()));
+        let served = serve(incoming, peer, conn, cancel);
         tasks.spawn(async move {
             served.await;
             drop((open, admitted));

@@ -6,6 +6,8 @@
 use super::handshake::Attached;
 use super::queue;
 use super::writer::{Item, ItemTx, Queued, Shrink, Wire, WriterLoop};
+use crate::acl::identity::SuperDigest;
+use crate::acl::Identity;
 use crate::command::{Command, CommandOp};
 use crate::local::Local;
 use crate::log::{MemberChange, Pending, Rejected};
@@ -38,6 +40,9 @@ pub struct SessionConn {
     epoch: Zxid,
     pub outbox: OutboundTx,
     fences: Fences,
+    /// Who the connection is ([`Identity`]): checked by its reads, carried by its writes.
+    /// Only the reader uses it; a std mutex because the reader holds it across no await.
+    identity: Mutex<Identity>,
 }
 
 /// The `events_before` of every read that has looked at the state and not been answered
@@ -126,9 +131,38 @@ impl Sequencer {
 }
 
 impl SessionConn {
-    pub fn new(server: Arc<Server>, peer: SocketAddr, conn: ConnId, attached: Attached, outbox: OutboundTx) -> Self {
+    /// A connection of `session`, with `identity`: its peer address, and under TLS the
+    /// subject of its client certificate ([`Identity::for_connection`]).
+    pub fn new(
+        server: Arc<Server>,
+        peer: SocketAddr,
+        conn: ConnId,
+        attached: Attached,
+        outbox: OutboundTx,
+        identity: Identity,
+    ) -> Self {
         let Attached { session, epoch } = attached;
-        SessionConn { server, peer, conn, session, epoch, outbox, fences: Fences::default() }
+        let identity = Mutex::new(identity);
+        SessionConn { server, peer, conn, session, epoch, outbox, fences: Fences::default(), identity }
+    }
+
+    /// The connection's identities, for a read to check (hold it only while reading).
+    pub fn identity(&self) -> std::sync::MutexGuard<'_, Identity> {
+        // A list of ids cannot be left half-updated by a panic.
+        self.identity.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `AddAuth`: adds what `scheme` and `credentials` prove to the connection's identities,
+    /// or fails with `AuthFailed` ([`Identity::add_auth`]). Later requests carry it; earlier
+    /// ones were submitted or answered with the identities they had.
+    pub fn add_auth(&self, scheme: &str, credentials: &[u8]) -> Result<(), ErrorCode> {
+        let super_digest = self.server.config.super_digest.as_ref().map(SuperDigest::as_str);
+        let result = self.identity().add_auth(scheme, credentials, super_digest);
+        match result {
+            Ok(()) => tracing::info!(peer = %self.peer, session = %self.session, scheme, "authenticated"),
+            Err(_) => tracing::warn!(peer = %self.peer, session = %self.session, scheme, "authentication failed"),
+        }
+        result
     }
 
     /// Runs `f` in a view of the state, recording the last zxid and how many messages were
@@ -167,7 +201,9 @@ impl SessionConn {
             };
             return Err(code);
         }
-        let mut op = wrap(prep(request, self.server.config.max_data_len)?);
+        let op = wrap(prep(request, self.server.config.max_data_len)?);
+        // Apply checks ACLs against the identities the write was sent with (G24).
+        let mut op = CommandOp::As { ids: self.identity().ids().to_vec(), op: Box::new(op) };
         if self.epoch != 0 {
             op = CommandOp::Fenced { epoch: self.epoch, op: Box::new(op) };
         }

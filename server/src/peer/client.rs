@@ -9,7 +9,10 @@
 use super::wire::PEER_VERSION;
 use super::wire::{Channel, Envelope, HelloAnswer, PeerHello, PeerRequest, PeerResponse, MAX_PEER_FRAME, PEER_MAGIC};
 use crate::raft::types::NodeId;
+use crate::tls::stream::{ReadHalf, WriteHalf};
+use crate::tls::PeerTls;
 use futures_util::{SinkExt, StreamExt};
+use rustls_pki_types::ServerName;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -34,11 +37,14 @@ pub enum PeerError {
     Lost(NodeId, String),
 }
 
-/// Who we are, as the hello says it.
+/// Who we are, as the hello says it, and the certificate that proves it when the link has
+/// mutual TLS.
 #[derive(Clone, Debug)]
 pub struct Identity {
     pub ensemble: Arc<str>,
     pub me: NodeId,
+    /// `None`: plain TCP.
+    pub tls: Option<Arc<PeerTls>>,
 }
 
 type Waiters = Arc<Mutex<HashMap<u64, oneshot::Sender<PeerResponse>>>>;
@@ -120,7 +126,15 @@ impl PeerClient {
     async fn open(&self, addr: &str) -> Result<Conn, String> {
         let stream = TcpStream::connect(addr).await.map_err(|e| format!("connect {addr}: {e}"))?;
         let _ = stream.set_nodelay(true);
-        let (r, w) = stream.into_split();
+        let (r, w) = match &self.identity.tls {
+            None => crate::tls::stream::plain(stream),
+            Some(tls) => {
+                let name = server_name(addr)?;
+                let connector = tokio_rustls::TlsConnector::from(tls.current().client.clone());
+                let stream = connector.connect(name, stream).await.map_err(|e| format!("TLS with {addr}: {e}"))?;
+                crate::tls::stream::tls(stream)
+            }
+        };
         let mut hello_out = FramedWrite::new(w, FrameCodec::<HelloAnswer, PeerHello>::new(MAX_PEER_FRAME));
         let mut hello_in = FramedRead::new(r, FrameCodec::<HelloAnswer, PeerHello>::new(4096));
         let hello = PeerHello {
@@ -156,8 +170,16 @@ impl PeerClient {
     }
 }
 
-type Reader = FramedRead<tokio::net::tcp::OwnedReadHalf, FrameCodec<Envelope<PeerResponse>, Envelope<PeerRequest>>>;
-type Writer = FramedWrite<tokio::net::tcp::OwnedWriteHalf, FrameCodec<Envelope<PeerResponse>, Envelope<PeerRequest>>>;
+/// The name a member's peer certificate must carry: the host of the address it is reached
+/// at (an IP address or a DNS name).
+fn server_name(addr: &str) -> Result<ServerName<'static>, String> {
+    let host = addr.rsplit_once(':').map_or(addr, |(host, _port)| host);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    ServerName::try_from(host.to_string()).map_err(|e| format!("{addr}: no name to check its certificate against: {e}"))
+}
+
+type Reader = FramedRead<ReadHalf, FrameCodec<Envelope<PeerResponse>, Envelope<PeerRequest>>>;
+type Writer = FramedWrite<WriteHalf, FrameCodec<Envelope<PeerResponse>, Envelope<PeerRequest>>>;
 
 /// Moves requests out and replies in until the connection fails or is closed; then every
 /// caller still waiting learns that its reply is lost (its sender is dropped).

@@ -63,10 +63,22 @@ async fn connection<S: PeerService>(
     cancel: CancellationToken,
 ) {
     let _ = stream.set_nodelay(true);
-    let (r, w) = stream.into_split();
+    let deadline = tokio::time::Instant::now() + HELLO_TIMEOUT;
+    let (r, w) = match &identity.tls {
+        None => crate::tls::stream::plain(stream),
+        Some(tls) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(tls.current().server.clone());
+            match tokio::time::timeout_at(deadline, acceptor.accept(stream)).await {
+                Ok(Ok(stream)) => crate::tls::stream::tls(stream),
+                // A member without a certificate from the peer CA, or no TLS at all.
+                Ok(Err(error)) => return tracing::warn!(%peer, %error, "peer connection refused: TLS handshake failed"),
+                Err(_) => return tracing::info!(%peer, "peer connection: no TLS handshake in time"),
+            }
+        }
+    };
     let mut hello_in = FramedRead::new(r, FrameCodec::<PeerHello, HelloAnswer>::new(4096));
     let mut hello_out = FramedWrite::new(w, FrameCodec::<PeerHello, HelloAnswer>::new(4096));
-    let hello = match tokio::time::timeout(HELLO_TIMEOUT, hello_in.next()).await {
+    let hello = match tokio::time::timeout_at(deadline, hello_in.next()).await {
         Ok(Some(Ok(hello))) => hello,
         Ok(Some(Err(error))) => return tracing::info!(%peer, %error, "peer connection: bad hello"),
         Ok(None) => return,

@@ -1,4 +1,5 @@
-//! The peer link between ensemble members: our own framing over tokio TCP.
+//! The peer link between ensemble members: our own framing over tokio TCP, with mutual TLS
+//! when the members have peer certificates (`crate::tls::PeerTls`).
 //!
 //! Why not the openraft examples' HTTP+JSON or a gRPC stack: the link carries Raft's
 //! messages plus Ward's own (forwarded writes, session touches, read index, membership), all
@@ -24,3 +25,6 @@ pub use wire::{AdminReply, AdminRequest, Channel, ForwardError, PeerRequest, Pee
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod tls_tests;

@@ -94,6 +94,8 @@ pub struct EnsembleOptions {
     pub peer_listener: tokio::net::TcpListener,
     /// Peer addresses to use instead of the membership's, by member.
     pub routes: std::collections::HashMap<NodeId, String>,
+    /// Mutual TLS on the peer link, both ways (`None`: plain TCP).
+    pub peer_tls: Option<Arc<crate::tls::PeerTls>>,
 }
 
 /// Tuning of the durable log.
@@ -170,6 +172,8 @@ impl CommandLog for RaftLog {
         let last = metrics.last_log_index.unwrap_or(0);
         let lag = metrics.replication.iter().flatten().filter(|(id, _)| **id != metrics.id);
         Some(crate::metrics::RaftFigures {
+            id: metrics.id,
+            leader: metrics.current_leader,
             role: match metrics.state {
                 ServerState::Leader => "leader",
                 ServerState::Follower => "follower",
@@ -319,7 +323,8 @@ pub async fn open_member(
         None => Duration::ZERO,
     };
     let routes = ensemble.as_ref().map(|e| e.routes.clone()).unwrap_or_default();
-    let peers = Arc::new(Peers::new(Identity { ensemble: name.into(), me: id }, routes));
+    let peer_tls = ensemble.as_ref().and_then(|e| e.peer_tls.clone());
+    let peers = Arc::new(Peers::new(Identity { ensemble: name.into(), me: id, tls: peer_tls }, routes));
     let network = PeerNetworkFactory { peers: peers.clone() };
     let raft =
         Raft::new(id, Arc::new(config), network, store, sm).await.map_err(|e| OpenError::raft("starting")(e.into()))?;
@@ -351,9 +356,10 @@ pub async fn open_member(
             let member =
                 Arc::new(service::Member { raft: raft.clone(), local: local.clone(), reports: reports.clone() });
             let identity = peers.identity().clone();
+            let peer_tls = identity.tls.is_some();
             tasks.spawn(crate::peer::listener::serve(e.peer_listener, identity, member, cancel.clone(), tasks.clone()));
             let members: Vec<String> = e.members.iter().map(|(id, addr)| format!("{id}={addr}")).collect();
-            tracing::info!(id, members = %members.join(","), zxid = core.read(|s| s.last_zxid()), "ensemble member open");
+            tracing::info!(id, members = %members.join(","), peer_tls, zxid = core.read(|s| s.last_zxid()), "ensemble member open");
         }
     }
     core.read(|state| local.restart_deadlines(state));

@@ -111,6 +111,7 @@ fn payload_size(op: &CommandOp) -> usize {
         CommandOp::Fenced { op, .. } => 8 + payload_size(op),
         CommandOp::DeleteIfUnused { path, .. } => 8 + path.len(),
         CommandOp::NullData { nulls, op } => 4 * nulls.len() + payload_size(op),
+        CommandOp::As { ids, op } => 24 * ids.len() + payload_size(op),
         CommandOp::CreateSession { .. }
         | CommandOp::CloseSession
         | CommandOp::ExpireSession
@@ -120,12 +121,13 @@ fn payload_size(op: &CommandOp) -> usize {
 }
 
 fn op_size(op: &Op) -> usize {
-    match op {
-        Op::Create { path, data, .. } | Op::SetData { path, data, .. } => FIXED_OP + path.len() + data.len(),
-        Op::Delete { path, .. } | Op::Check { path, .. } | Op::CheckFence { path, .. } | Op::CheckLast { path } => {
-            FIXED_OP + path.len()
+    let acl = match op {
+        Op::CreateWithAcl { acl, .. } | Op::SetAcl { acl, .. } => {
+            acl.iter().map(|a| 8 + a.id.scheme.len() + a.id.id.len()).sum()
         }
-    }
+        _ => 0,
+    };
+    FIXED_OP + op.path().len() + op.data_len() + acl
 }
 
 const FIXED_OP: usize = 16;

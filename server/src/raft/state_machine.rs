@@ -27,15 +27,18 @@ use std::sync::Arc;
 /// ([`crate::tree::NodeKind`]), which an older server would take for an ephemeral's owner,
 /// so it must refuse such a body. Version 5 added no bytes either: a node with null data
 /// (only ZooKeeper clients write it) has owner tag 2 or 3 where an `Option` has 0 or 1
-/// (`tree::znode`'s `Owner`); a node with data is written as before. Version 6 added no bytes:
-/// a node's owner word may mark a lock contender held over for its lock-delay
-/// ([`crate::tree::NodeKind::LockDelay`]), which an older server would take for an ephemeral's
-/// owner. Older versions are still read ([`decode`]).
+/// (`tree::znode`'s `Owner`); a node with data is written as before. Version 6 appended the
+/// nodes' ACLs (two lists: the ACL table's slots, and the nodes pointing to them; see
+/// `crate::state`'s `StoredAcls`), and a node's owner word may mark a lock contender held over
+/// for its lock-delay ([`crate::tree::NodeKind::LockDelay`]), which an older server would take
+/// for an ephemeral's owner. Older versions are still read ([`decode`]).
 const SNAPSHOT_VERSION: u8 = 6;
 
-/// The maps a body of `version` lacks at its end (versions 2 and 3 each appended one).
+/// The empty collections a body of `version` lacks at its end: versions 2 and 3 each
+/// appended a map, version 6 two lists. Each is one zero byte when empty.
 fn missing_maps(version: u8) -> usize {
-    match version {
+    let acls = if version < 6 { 2 } else { 0 };
+    acls + match version {
         0 | 1 => 2,
         2 => 1,
         _ => 0,
@@ -256,7 +259,7 @@ fn read_snapshot_file(path: &Path) -> Result<Option<(u8, Vec<u8>)>, OpenError> {
 mod tests {
     use super::*;
     use crate::command::{Command, CommandOp};
-    use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
+    use ward_proto::{Acl, CreateMode, Op, SessionId, SessionSecret};
 
     fn command(time_ms: i64, session: u64, xid: u64, op: CommandOp) -> Command {
         Command { time_ms, session: SessionId(session), xid, op }
@@ -272,15 +275,21 @@ mod tests {
         state
     }
 
+    /// A body of the current version with the `n` zero bytes its last, empty collections
+    /// take cut off its end: what an older version wrote for the same state.
+    fn older_body(state: &StateMachine, n: usize) -> Vec<u8> {
+        let mut body = postcard::to_allocvec(&BodyRef { meta: &SnapshotMeta::default(), state }).expect("encode");
+        assert_eq!(body.split_off(body.len() - n), vec![0; n], "empty collections end the body");
+        body
+    }
+
     /// A data directory written by an older version still loads: version 2 only appended
-    /// the per-session last writes and version 3 the attachments, an empty map of which is
-    /// one zero byte at the end of the body; a version 3 body is a version 4 one without
-    /// containers or TTL nodes.
+    /// the per-session last writes, version 3 the attachments and version 6 the ACLs, each
+    /// empty collection of which is one zero byte at the end of the body; a version 3 body
+    /// is a version 5 one without containers, TTL nodes or null data.
     #[test]
-    fn version_1_and_2_snapshots_still_decode() {
-        let meta = SnapshotMeta::default();
-        let mut v2 = postcard::to_allocvec(&BodyRef { meta: &meta, state: &state(7) }).expect("encode");
-        assert_eq!(v2.pop(), Some(0), "the empty map of attachments ends a version 3 body");
+    fn older_snapshots_still_decode() {
+        let v2 = older_body(&state(7), 3);
         let body = decode(2, &v2).expect("decode version 2");
         assert_eq!(body.state.last_zxid(), 2);
         assert_eq!(body.state.tree().get("/a").map(|n| n.data().to_vec()), Some(b"x".to_vec()));
@@ -289,21 +298,56 @@ mod tests {
         let mut decoded = body.state;
         assert_eq!(decoded.apply_command(&resent).0.zxid, 2, "the last write survived: xid 7 is answered, not applied");
 
-        let mut v1 = postcard::to_allocvec(&BodyRef { meta: &meta, state: &state(0) }).expect("encode");
-        assert_eq!(v1.split_off(v1.len() - 2), [0, 0], "two empty maps end a body without writes");
+        let v1 = older_body(&state(0), 4);
         let body = decode(1, &v1).expect("decode version 1");
         assert_eq!(body.state.last_zxid(), 2);
         assert!(body.state.session(SessionId(1)).is_some());
         assert!(decode(2, &v1).is_err(), "a version 1 body is not a version 2 one");
 
-        let v3 = postcard::to_allocvec(&BodyRef { meta: &meta, state: &state(7) }).expect("encode");
-        let body = decode(3, &v3).expect("decode version 3");
-        assert_eq!(body.state.tree().get("/a").map(|n| n.data().to_vec()), Some(b"x".to_vec()));
-        assert_eq!(body.state.attached_at(SessionId(1)), 1);
-        let v4 = postcard::to_allocvec(&BodyRef { meta: &meta, state: &state(7) }).expect("encode");
-        assert_eq!(decode(4, &v4).expect("decode version 4").state.last_zxid(), 2);
-        assert_eq!(decode(5, &v4).expect("decode version 5").state.last_zxid(), 2);
+        for version in 3..=5 {
+            let body = decode(version, &older_body(&state(7), 2)).expect("decode versions 3 to 5");
+            assert_eq!(body.state.tree().get("/a").map(|n| n.data().to_vec()), Some(b"x".to_vec()));
+            assert_eq!(body.state.attached_at(SessionId(1)), 1);
+            let root = body.state.tree().get("/").expect("root");
+            assert_eq!(body.state.tree().acl(root), Acl::open(), "an older snapshot's nodes are open");
+        }
         assert_eq!(magic(SNAPSHOT_VERSION), *b"WARDSNP6");
+    }
+
+    /// ACLs survive a snapshot: each node its own list and aversion, lists shared by many
+    /// nodes stored once, and a snapshot pointing a node at a slot it lacks is refused.
+    #[test]
+    fn a_snapshot_keeps_acls_and_aversions() {
+        use ward_proto::{perms, Acl};
+        let mut state = state(0);
+        let guarded = vec![Acl::new(perms::ALL, "digest", "alice:hash="), Acl::new(perms::READ, "ip", "10.0.0.0/8")];
+        for path in ["/g1", "/g2"] {
+            let create = Op::CreateWithAcl {
+                path: path.into(),
+                data: Vec::new(),
+                mode: CreateMode::Persistent,
+                acl: guarded.clone(),
+            };
+            state.apply_command(&command(3, 1, 0, CommandOp::Op(create)));
+        }
+        let set = Op::SetAcl { path: "/a".into(), acl: Acl::read_only(), version: Some(0) };
+        state.apply_command(&command(4, 1, 0, CommandOp::Op(set)));
+        let bytes = postcard::to_allocvec(&BodyRef { meta: &SnapshotMeta::default(), state: &state }).expect("encode");
+        let back = decode(SNAPSHOT_VERSION, &bytes).expect("decode").state;
+        let acl = |path: &str| {
+            let node = back.tree().get(path).expect("node");
+            (back.tree().acl(node).to_vec(), back.tree().stat(node).aversion)
+        };
+        assert_eq!(acl("/g1"), (guarded.clone(), 0));
+        assert_eq!(acl("/g2"), (guarded, 0));
+        assert_eq!(acl("/a"), (Acl::read_only(), 1));
+        assert_eq!(acl("/"), (Acl::open(), 0));
+        assert_eq!(back.tree().acl_table().len(), 3, "open, the shared list, and /a's");
+
+        let mut forged = state.clone();
+        forged.tree.acls = crate::acl::AclTable::default();
+        let bytes = postcard::to_allocvec(&BodyRef { meta: &SnapshotMeta::default(), state: &forged }).expect("encode");
+        assert!(decode(SNAPSHOT_VERSION, &bytes).is_err(), "nodes pointing to slots the snapshot lacks");
     }
 
     /// Containers and TTL nodes keep their kind through a snapshot, and the cleanup's index

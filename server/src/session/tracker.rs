@@ -20,6 +20,17 @@ struct Tracked {
     touched: bool,
 }
 
+/// One session's liveness here ([`SessionTracker::liveness`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Liveness {
+    /// The connection serving the session on this server, if any.
+    pub conn: Option<ConnId>,
+    /// When this server last heard from it (or restarted its timeout).
+    pub heard: Instant,
+    /// An expiry has been proposed.
+    pub expiring: bool,
+}
+
 /// Every live session's deadline. Heartbeats only touch this map; they never reach the log.
 pub struct SessionTracker {
     // A std mutex: touched on every frame, never held across an await.
@@ -218,6 +229,19 @@ impl SessionTracker {
 
     pub fn len(&self) -> usize {
         self.lock().len()
+    }
+
+    /// What this server knows of each tracked session's liveness, for the console: the
+    /// connection serving it here, and when it was last heard from (its deadline less its
+    /// timeout; after a restart or a change of leader, when its fresh timeout began).
+    pub fn liveness(&self) -> Vec<(SessionId, Liveness)> {
+        let map = self.lock();
+        map.iter()
+            .map(|(id, t)| {
+                let heard = t.deadline.checked_sub(t.timeout).unwrap_or(t.deadline);
+                (*id, Liveness { conn: t.conn.as_ref().map(|(c, _)| *c), heard, expiring: t.expiring })
+            })
+            .collect()
     }
 
     pub fn is_empty(&self) -> bool {

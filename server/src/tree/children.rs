@@ -35,6 +35,12 @@ impl Children {
         set.range::<str, _>((Bound::Included(from), Bound::Unbounded)).next().map(|name| &**name)
     }
 
+    /// The names after `after` (all of them for `None`), in order: a page of a listing.
+    pub fn iter_after<'a>(&'a self, after: Option<&'a str>) -> impl Iterator<Item = &'a str> + 'a {
+        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+        self.0.iter().flat_map(move |set| set.range::<str, _>((from, Bound::Unbounded))).map(|name| &**name)
+    }
+
     pub fn insert(&mut self, name: &str) {
         self.0.get_or_insert_with(Box::default).insert(name.into());
     }

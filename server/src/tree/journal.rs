@@ -34,6 +34,11 @@ pub(crate) enum Undo {
     },
     EphemeralAdded(SessionId, String),
     EphemeralRemoved(SessionId, String),
+    /// The node's ACL slot was this before a setACL.
+    AclSet {
+        path: String,
+        acl: crate::acl::table::AclId,
+    },
 }
 
 /// Collects undo records when enabled; single ops run with it disabled and pay nothing.
@@ -90,6 +95,7 @@ impl DataTree {
             }
             Undo::EphemeralAdded(session, path) => self.unindex_ephemeral(session, &path),
             Undo::EphemeralRemoved(session, path) => self.index_ephemeral(session, path),
+            Undo::AclSet { path, acl } => self.point_acl(&path, acl),
         }
     }
 }

@@ -11,9 +11,10 @@ pub use children::Children;
 pub(crate) use journal::Journal;
 pub use znode::{NodeKind, Znode};
 
+use crate::acl::table::{AclId, AclTable};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
-use ward_proto::SessionId;
+use ward_proto::{Acl, SessionId, Stat};
 
 /// The tree. Only the state machine's apply mutates it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -33,6 +34,11 @@ pub struct DataTree {
     /// for the leader's lock-delay task. Derived like `swept`.
     #[serde(skip)]
     delayed: BTreeSet<Box<str>>,
+    /// The ACLs the nodes point to. Not in the tree's part of a snapshot, which keeps the
+    /// layout older snapshots have: the state machine writes it after everything else
+    /// (`crate::state`), and puts it back when a snapshot is read.
+    #[serde(skip)]
+    pub(crate) acls: AclTable,
 }
 
 /// The tree as a snapshot holds it: what [`DataTree`] serializes, field for field.
@@ -48,7 +54,7 @@ impl From<Stored> for DataTree {
             stored.nodes.iter().filter(|(_, node)| want(node.kind())).map(|(p, _)| p.clone()).collect()
         };
         let (swept, delayed) = (of(NodeKind::is_swept), of(NodeKind::is_delayed));
-        DataTree { nodes: stored.nodes, ephemerals: stored.ephemerals, swept, delayed }
+        DataTree { nodes: stored.nodes, ephemerals: stored.ephemerals, swept, delayed, acls: AclTable::default() }
     }
 }
 
@@ -56,13 +62,59 @@ impl Default for DataTree {
     fn default() -> Self {
         let mut nodes = HashMap::new();
         nodes.insert("/".into(), Znode::new(Vec::new(), 0, 0, NodeKind::Persistent));
-        DataTree { nodes, ephemerals: HashMap::new(), swept: BTreeSet::new(), delayed: BTreeSet::new() }
+        DataTree {
+            nodes,
+            ephemerals: HashMap::new(),
+            swept: BTreeSet::new(),
+            delayed: BTreeSet::new(),
+            acls: AclTable::default(),
+        }
     }
 }
 
 impl DataTree {
     pub fn get(&self, path: &str) -> Option<&Znode> {
         self.nodes.get(path)
+    }
+
+    /// A node's stat.
+    pub fn stat(&self, node: &Znode) -> Stat {
+        node.stat(self.acls.get(node.acl).1)
+    }
+
+    /// A node's ACL.
+    pub fn acl(&self, node: &Znode) -> &[Acl] {
+        self.acls.get(node.acl).0
+    }
+
+    /// The ACL table (for the snapshot and the metrics).
+    pub fn acl_table(&self) -> &AclTable {
+        &self.acls
+    }
+
+    /// Every node whose ACL slot is not the open one: what a snapshot lists.
+    pub fn acl_assignments(&self) -> impl Iterator<Item = (&str, AclId)> {
+        self.nodes
+            .iter()
+            .filter(|(_, node)| node.acl != crate::acl::table::OPEN)
+            .map(|(path, node)| (&**path, node.acl))
+    }
+
+    /// Puts back what [`DataTree::acl_assignments`] and the table's slots listed: each
+    /// node its slot, each slot its count. Nodes not listed keep the open ACL; a listed
+    /// node that is missing, or a slot not in the table, makes the snapshot unusable.
+    pub(crate) fn restore_acls(&mut self, table: AclTable, nodes: Vec<(String, AclId)>) -> Result<(), String> {
+        self.acls = table;
+        for (path, id) in nodes {
+            if !self.acls.contains(id) {
+                return Err(format!("node {path} points to ACL slot {id}, which the snapshot does not have"));
+            }
+            let node = self.nodes.get_mut(path.as_str()).ok_or_else(|| format!("ACL for missing node {path}"))?;
+            node.acl = id;
+            self.acls.retain(id);
+        }
+        self.acls.collect();
+        Ok(())
     }
 
     /// Number of nodes, the root included.
@@ -99,6 +151,7 @@ impl DataTree {
         if node.kind().is_delayed() {
             self.delayed.insert(path.into());
         }
+        self.acls.retain(node.acl);
         self.nodes.insert(path.into(), node);
     }
 
@@ -111,6 +164,7 @@ impl DataTree {
         if node.kind().is_delayed() {
             self.delayed.remove(path);
         }
+        self.acls.release(node.acl);
         Some(node)
     }
 

@@ -2,8 +2,9 @@
 
 use super::journal::{Journal, Undo};
 use super::{DataTree, NodeKind, Znode};
+use crate::acl::table::AclId;
 use crate::command::Change;
-use ward_proto::{path, CreateMode, ErrorCode, SessionId, Stat, Zxid};
+use ward_proto::{path, Acl, CreateMode, ErrorCode, SessionId, Stat, Zxid};
 
 /// What every mutation needs from the command being applied.
 pub(crate) struct Ctx<'a> {
@@ -21,8 +22,9 @@ fn check_version(expected: Option<i32>, actual: i32) -> Result<(), ErrorCode> {
 }
 
 impl DataTree {
-    /// Creates a node; a sequential name takes the parent's count of child creates as its
-    /// suffix, as ZooKeeper's does.
+    /// Creates a node with the ACL in slot `acl` (from [`DataTree::intern_acl`]); a
+    /// sequential name takes the parent's count of child creates as its suffix, as
+    /// ZooKeeper's does.
     pub(crate) fn create(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -30,6 +32,7 @@ impl DataTree {
         data: Vec<u8>,
         mode: CreateMode,
         owner: SessionId,
+        acl: AclId,
     ) -> Result<(String, Stat), ErrorCode> {
         if requested == "/" && !mode.is_sequential() {
             return Err(ErrorCode::NodeExists);
@@ -61,8 +64,9 @@ impl DataTree {
         parent.child_creates = parent.child_creates.wrapping_add(1);
         parent.pzxid = ctx.zxid;
 
-        let node = Znode::new(data, ctx.zxid, ctx.time_ms, NodeKind::of(mode, owner));
-        let stat = node.stat();
+        let mut node = Znode::new(data, ctx.zxid, ctx.time_ms, NodeKind::of(mode, owner));
+        node.acl = acl;
+        let stat = node.stat(self.acls.get(acl).1);
         let owner = node.ephemeral_owner();
         ctx.journal.record(|| Undo::Inserted(node_path.clone()));
         self.insert_node(&node_path, node);
@@ -130,7 +134,46 @@ impl DataTree {
         node.mtime = ctx.time_ms;
         node.version = node.version.wrapping_add(1);
         ctx.changes.push(Change::DataChanged(path.to_string()));
-        Ok(node.stat())
+        let aversion = self.acls.get(node.acl).1;
+        Ok(node.stat(aversion))
+    }
+
+    /// The slot for a new node's `acl` (already [`fixup`](crate::acl::check::fixup)ped).
+    pub(crate) fn intern_acl(&mut self, acl: &[Acl]) -> AclId {
+        self.acls.intern(acl, 0)
+    }
+
+    /// Replaces a node's ACL if its `aversion` is `version` (`None`: any), which then grows by
+    /// one. No watch fires: ZooKeeper's setACL fires none either.
+    pub(crate) fn set_acl(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        path: &str,
+        acl: &[Acl],
+        version: Option<i32>,
+    ) -> Result<Stat, ErrorCode> {
+        let node = self.nodes.get(path).ok_or(ErrorCode::NoNode)?;
+        let (old, aversion) = (node.acl, self.acls.get(node.acl).1);
+        check_version(version, aversion)?;
+        let new = self.acls.intern(acl, aversion.wrapping_add(1));
+        self.point_acl(path, new);
+        ctx.journal.record(|| Undo::AclSet { path: path.to_string(), acl: old });
+        let node = self.nodes.get(path).ok_or(ErrorCode::NoNode)?;
+        Ok(self.stat(node))
+    }
+
+    /// Points the node at `path` to ACL slot `id`, keeping the slots' counts.
+    pub(super) fn point_acl(&mut self, path: &str, id: AclId) {
+        if let Some(node) = self.nodes.get_mut(path) {
+            let old = std::mem::replace(&mut node.acl, id);
+            self.acls.retain(id);
+            self.acls.release(old);
+        }
+    }
+
+    /// Frees the ACL slots no node points to any more; after each command.
+    pub(crate) fn collect_acls(&mut self) {
+        self.acls.collect();
     }
 
     /// Makes the data of `path` null: right after the create or set that wrote it empty, for

@@ -11,6 +11,7 @@
 //! ([`Owner`]), so nodes with data are written byte for byte as before.
 
 use super::children::Children;
+use crate::acl::table::{AclId, OPEN};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use ward_proto::{CreateMode, SessionId, Stat, Zxid, MAX_TTL_MS};
 
@@ -38,6 +39,10 @@ pub struct Znode {
     owner: u64,
     /// Children's names, sorted, so that listings come out sorted without a sort.
     pub children: Children,
+    /// The node's ACL and `aversion`: a slot of the tree's [`AclTable`](crate::acl::AclTable).
+    /// Four bytes that fit in what was padding. Not in the node's snapshot record (nodes
+    /// are written as before); the snapshot lists the nodes whose slot is not the open one.
+    pub(crate) acl: AclId,
 }
 
 /// ZooKeeper's `ephemeralOwner` of a container.
@@ -123,6 +128,7 @@ impl Znode {
             child_creates: 0,
             owner: kind.encode(),
             children: Children::default(),
+            acl: OPEN,
         }
     }
 
@@ -153,7 +159,8 @@ impl Znode {
         }
     }
 
-    pub fn stat(&self) -> Stat {
+    /// The node's stat; its `aversion` is kept with its ACL (see [`crate::acl::table`]).
+    pub fn stat(&self, aversion: i32) -> Stat {
         Stat {
             czxid: self.czxid,
             mzxid: self.mzxid,
@@ -162,7 +169,7 @@ impl Znode {
             mtime: self.mtime,
             version: self.version,
             cversion: self.cversion,
-            aversion: 0,
+            aversion,
             ephemeral_owner: self.ephemeral_owner(),
             data_length: u32::try_from(self.data().len()).unwrap_or(u32::MAX),
             num_children: u32::try_from(self.children.len()).unwrap_or(u32::MAX),
@@ -247,6 +254,7 @@ impl<'de> Deserialize<'de> for Znode {
             child_creates: n.child_creates,
             owner,
             children: n.children,
+            acl: OPEN,
         })
     }
 }

@@ -265,6 +265,11 @@ impl WatchRegistry {
         removed
     }
 
+    /// Watches `conn` has armed, one-shot and persistent.
+    pub fn count_of(&self, conn: ConnId) -> usize {
+        self.lock().conns.get(&conn).map_or(0, |w| w.paths.len() + w.persistent.len())
+    }
+
     /// Number of armed watches (a connection watching one path twice counts once).
     pub fn len(&self) -> usize {
         self.lock().count()

@@ -9,6 +9,7 @@ use super::records::{connect_response, err, ConnectRequest};
 use super::reply::{ZkAnswer, ZkTag, ZkWire};
 use super::stats::{ConnStats, Shared};
 use super::{fourlw, MAX_PACKET, MAX_REPLY};
+use crate::acl::Identity;
 use crate::command::CommandOp;
 use crate::metrics::Stamp;
 use crate::net::counted::Counted;
@@ -16,6 +17,7 @@ use crate::net::handshake::{self, Attached};
 use crate::net::order::{Sequencer, SessionConn};
 use crate::net::writer::{Item, ItemTx};
 use crate::outbox::{OutboundTx, Outbox};
+use crate::tls::stream::{Incoming, ReadHalf, WriteHalf};
 use crate::watch::ConnId;
 use crate::Server;
 use bytes::Bytes;
@@ -24,28 +26,24 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
+use tokio::time::Instant;
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, Request, SessionId, SessionSecret};
 
-type Reader = FramedRead<Counted<OwnedReadHalf, ZkWire>, LengthDelimitedCodec>;
-type Writer = FramedWrite<Counted<OwnedWriteHalf, ZkWire>, LengthDelimitedCodec>;
+type Reader = FramedRead<Counted<ReadHalf, ZkWire>, LengthDelimitedCodec>;
+type Writer = FramedWrite<Counted<WriteHalf, ZkWire>, LengthDelimitedCodec>;
 
 pub async fn serve(
     server: Arc<Server>,
     shared: Arc<Shared>,
-    stream: TcpStream,
+    incoming: Incoming,
     peer: SocketAddr,
     conn: ConnId,
     cancel: CancellationToken,
 ) {
-    if let Err(error) = stream.set_nodelay(true) {
-        tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
-    }
     let stats = shared.open(conn, peer);
-    serve_conn(server, &shared, stats, stream, peer, conn, cancel).await;
+    serve_conn(server, &shared, stats, incoming, peer, conn, cancel).await;
     shared.close(conn);
 }
 
@@ -53,16 +51,20 @@ async fn serve_conn(
     server: Arc<Server>,
     shared: &Shared,
     stats: Arc<ConnStats>,
-    stream: TcpStream,
+    incoming: Incoming,
     peer: SocketAddr,
     conn: ConnId,
     cancel: CancellationToken,
 ) {
-    let (r, w) = stream.into_split();
+    // The TLS handshake (secure client port), the first bytes and the connect request share
+    // the handshake timeout.
+    let deadline = Instant::now() + server.config.handshake_timeout;
+    let Some(stream) = incoming.open(peer, deadline, &cancel).await else { return };
+    let (r, w, cert_subject) = stream.into_parts();
     let (mut r, mut w) = (Counted::<_, ZkWire>::new(r), Counted::<_, ZkWire>::new(w));
     // ZooKeeper reads the first four bytes as a length, unless they spell a command.
     let mut head = [0u8; 4];
-    let first = tokio::time::timeout(server.config.handshake_timeout, r.read_exact(&mut head));
+    let first = tokio::time::timeout_at(deadline, r.read_exact(&mut head));
     tokio::select! {
         _ = cancel.cancelled() => return,
         read = first => if !matches!(read, Ok(Ok(_))) { return },
@@ -88,7 +90,7 @@ async fn serve_conn(
     let connect = Box::pin(connect(&server, &mut reader, &mut writer, peer, conn, &outbox));
     let attached = tokio::select! {
         _ = cancel.cancelled() => return,
-        r = tokio::time::timeout(server.config.handshake_timeout, connect) => match r {
+        r = tokio::time::timeout_at(deadline, connect) => match r {
             Ok(Some(attached)) => attached,
             Ok(None) => return,
             Err(_) => {
@@ -101,7 +103,8 @@ async fn serve_conn(
     stats.session.store(session.0, Ordering::Relaxed);
     let timeout = server.core.read(|s| s.session(session).map_or(0, |r| r.timeout_ms));
     stats.timeout_ms.store(timeout, Ordering::Relaxed);
-    let ctx = SessionConn::new(server, peer, conn, attached, outbox);
+    let identity = Identity::for_connection(peer.ip(), cert_subject);
+    let ctx = SessionConn::new(server, peer, conn, attached, outbox, identity);
     let wire = ZkWire { stats: stats.clone() };
     ctx.run(out_rx, wire, writer, cancel, |seq, queue, cancel| read_loop(&ctx, &stats, reader, seq, queue, cancel))
         .await;
@@ -263,6 +266,15 @@ async fn read_loop(
             Action::Fail(code) => {
                 let (zxid, events_before, answer) = ctx.view(|_, _| ZkAnswer::fail(code));
                 Item::Read { tag: ZkTag { xid, render: Render::None }, zxid, events_before, events: Vec::new(), answer }
+            }
+            Action::Auth { scheme, credentials } => {
+                // ZooKeeper answers AUTHFAILED and then closes the connection, so that the
+                // client can try another server; its session lives on.
+                let failed = ctx.add_auth(&scheme, &credentials.0).is_err();
+                closes_session = failed;
+                let answer = ZkAnswer::fail(if failed { err::AUTH_FAILED } else { err::OK });
+                let (zxid, events_before, answer) = ctx.view(|_, _| answer);
+                Item::Read { tag: ZkTag { xid, render: Render::Auth }, zxid, events_before, events: Vec::new(), answer }
             }
         };
         if ctx.queue(&queue, stamp, item).await.is_err() || closes_session {

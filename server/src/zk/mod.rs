@@ -22,6 +22,7 @@ pub mod records;
 pub mod reply;
 pub mod stats;
 
+use crate::tls::ServerTls;
 use crate::Server;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -46,14 +47,21 @@ pub const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
 /// A bound ZooKeeper listener carried in [`crate::Config`].
 pub type ZkListener = crate::net::listener::Prebound;
 
-/// Accepts ZooKeeper clients until `cancel` fires; every connection task is tracked so
-/// shutdown can wait.
-pub async fn accept_loop(server: Arc<Server>, listener: TcpListener, tasks: TaskTracker, cancel: CancellationToken) {
+/// Accepts ZooKeeper clients until `cancel` fires, over TLS with `tls` (the secure client
+/// port); every connection task is tracked so shutdown can wait.
+pub async fn accept_loop(
+    server: Arc<Server>,
+    listener: TcpListener,
+    tls: Option<Arc<ServerTls>>,
+    tasks: TaskTracker,
+    cancel: CancellationToken,
+) {
     let addr = listener.local_addr().unwrap_or(DEFAULT_ADDR);
     let shared = Arc::new(stats::Shared::new(addr));
-    tracing::info!(%addr, "serving ZooKeeper clients");
-    crate::net::listener::accept_each(&server, listener, tasks, cancel, "ZooKeeper", |stream, peer, conn, cancel| {
-        connection::serve(server.clone(), shared.clone(), stream, peer, conn, cancel)
+    tracing::info!(%addr, tls = tls.is_some(), "serving ZooKeeper clients");
+    let accept = crate::net::listener::accept_each;
+    accept(&server, listener, tls, tasks, cancel, "ZooKeeper", |incoming, peer, conn, cancel| {
+        connection::serve(server.clone(), shared.clone(), incoming, peer, conn, cancel)
     })
     .await
 }

@@ -4,7 +4,7 @@
 use super::jute::{In, JuteError};
 use super::records::{acls, err, op};
 use crate::metrics::Op as MetricOp;
-use ward_proto::{path, CreateMode, Op, Request, Zxid, MAX_TTL_MS};
+use ward_proto::{path, CreateMode, Credentials, Op, Request, Zxid, MAX_TTL_MS};
 
 /// What one request becomes.
 pub enum Action {
@@ -15,6 +15,9 @@ pub enum Action {
     Read(ReadOp),
     /// Answered with this error code, in order, without touching anything.
     Fail(i32),
+    /// An auth packet (`addAuth`): changes the connection's identities; a failure closes
+    /// the connection, as ZooKeeper's does.
+    Auth { scheme: String, credentials: Credentials },
 }
 
 /// How a write's outcome becomes ZooKeeper's reply.
@@ -22,12 +25,15 @@ pub enum Action {
 pub enum Render {
     /// Not a write (reads carry this).
     None,
+    /// The answer to an auth packet.
+    Auth,
     /// `create` answers with the path; `create2` and `createContainer` add the stat.
     Create {
         with_stat: bool,
     },
     Delete,
     SetData,
+    SetAcl,
     Check,
     CloseSession,
     /// One opcode per op. `prefail`: the op at this index failed ZooKeeper's checks before
@@ -50,11 +56,6 @@ pub enum ReadOp {
     Ping,
     GetAcl {
         path: String,
-    },
-    SetAcl {
-        path: String,
-        version: i32,
-        acls: usize,
     },
     AllChildrenNumber {
         path: String,
@@ -80,7 +81,6 @@ pub enum ReadOp {
         only_check: bool,
     },
     MultiRead(Vec<(i32, String, bool)>),
-    Auth,
     WhoAmI,
 }
 
@@ -94,9 +94,11 @@ pub fn parse(code: i32, r: &mut In<'_>) -> Result<Action, JuteError> {
             match prefail {
                 Some(code) => Ok(Action::Fail(code)),
                 None => {
-                    let Op::Create { path, data, mode } = op else { return Ok(Action::Fail(err::BAD_ARGUMENTS)) };
+                    let Op::CreateWithAcl { path, data, mode, acl } = op else {
+                        return Ok(Action::Fail(err::BAD_ARGUMENTS));
+                    };
                     let render = Render::Create { with_stat: code != op::CREATE };
-                    Ok(write(Request::Create { path, data, mode }, render, null))
+                    Ok(write(Request::CreateWithAcl { path, data, mode, acl }, render, null))
                 }
             }
         }
@@ -123,7 +125,10 @@ pub fn parse(code: i32, r: &mut In<'_>) -> Result<Action, JuteError> {
         op::SYNC => read(ReadOp::Ward(Request::Sync { path: r.string()? })),
         op::PING => read(ReadOp::Ping),
         op::GET_ACL => read(ReadOp::GetAcl { path: r.string()? }),
-        op::SET_ACL => read(ReadOp::SetAcl { path: r.string()?, acls: acls(r)?, version: r.int()? }),
+        op::SET_ACL => {
+            let (path, acl, version) = (r.string()?, acls(r)?, version(r.int()?));
+            Ok(write(Request::SetAcl { path, acl, version }, Render::SetAcl, false))
+        }
         op::GET_ALL_CHILDREN_NUMBER => read(ReadOp::AllChildrenNumber { path: r.string()? }),
         op::GET_EPHEMERALS => read(ReadOp::Ephemerals { prefix: r.string()? }),
         op::SET_WATCHES | op::SET_WATCHES2 => {
@@ -151,7 +156,10 @@ pub fn parse(code: i32, r: &mut In<'_>) -> Result<Action, JuteError> {
             }
             read(ReadOp::MultiRead(ops))
         }
-        op::AUTH => read(ReadOp::Auth),
+        op::AUTH => {
+            let (_type, scheme, credentials) = (r.int()?, r.string()?, r.buffer()?);
+            Ok(Action::Auth { scheme, credentials: Credentials(credentials) })
+        }
         op::WHO_AM_I => read(ReadOp::WhoAmI),
         // A standalone server with dynamic reconfiguration off says exactly this.
         op::RECONFIG => Ok(Action::Fail(err::RECONFIG_DISABLED)),
@@ -213,10 +221,11 @@ impl Parsed {
 }
 
 /// A create request of any of the four create opcodes, and ZooKeeper's checks before the
-/// log, in its order (mode, TTL, path, ACL). ZooKeeper accepts TTL nodes only with
+/// log, in its order (mode, TTL, path; the ACL is apply's: it depends on the identities
+/// the write carries). ZooKeeper accepts TTL nodes only with
 /// `zookeeper.extendedTypesEnabled`; Ward always does.
 fn create(code: i32, r: &mut In<'_>) -> Result<Parsed, JuteError> {
-    let (path, data, acl_count, flags) = (r.string()?, r.nullable_buffer()?, acls(r)?, r.int()?);
+    let (path, data, acl, flags) = (r.string()?, r.nullable_buffer()?, acls(r)?, r.int()?);
     // ZooKeeper reads a create without a TTL as one with TTL -1.
     let ttl = if code == op::CREATE_TTL { r.long()? } else { -1 };
     let mode = create_mode(code, flags, ttl);
@@ -224,15 +233,10 @@ fn create(code: i32, r: &mut In<'_>) -> Result<Parsed, JuteError> {
         Some(m) if m.is_sequential() => path::validate_sequential_prefix(&path).is_ok(),
         _ => path::validate(&path).is_ok(),
     };
-    let prefail = if mode.is_none() || !valid {
-        Some(err::BAD_ARGUMENTS)
-    } else if acl_count == 0 {
-        Some(err::INVALID_ACL)
-    } else {
-        None
-    };
+    let prefail = (mode.is_none() || !valid).then_some(err::BAD_ARGUMENTS);
     let null = data.is_none();
-    let op = Op::Create { path, data: data.unwrap_or_default(), mode: mode.unwrap_or(CreateMode::Persistent) };
+    let mode = mode.unwrap_or(CreateMode::Persistent);
+    let op = Op::CreateWithAcl { path, data: data.unwrap_or_default(), mode, acl };
     Ok(Parsed { op, null, prefail })
 }
 

@@ -4,14 +4,15 @@
 
 use super::jute::Out;
 use super::ops::ReadOp;
-use super::records::{code, err, multi_header, op, open_acl, stat};
+use super::records::{code, err, multi_header, op, stat, write_acls};
 use super::reply::ZkAnswer;
+use crate::acl::access;
 use crate::local::Local;
 use crate::net::order::SessionConn;
 use crate::read::Reader;
 use crate::state::StateMachine;
 use crate::watch::Armed;
-use ward_proto::{path, Request, Response, WatchEvent, WatchKind, WatchMode};
+use ward_proto::{path, perms, Request, Response, WatchEvent, WatchKind, WatchMode};
 
 pub fn execute(
     ctx: &SessionConn,
@@ -23,7 +24,9 @@ pub fn execute(
     if state.session(ctx.session).is_none() {
         return ZkAnswer::fail(err::SESSION_EXPIRED);
     }
-    let reader = Reader { local, conn: ctx.conn, session: ctx.session };
+    let identity = ctx.identity();
+    let ids = identity.ids();
+    let reader = Reader { local, conn: ctx.conn, session: ctx.session, ids };
     let mut out = Out::default();
     match op {
         ReadOp::Ward(Request::Sync { path }) => {
@@ -59,28 +62,18 @@ pub fn execute(
                 Err(e) => return ZkAnswer::fail(code(e)),
             }
         }
-        ReadOp::Ping | ReadOp::Auth => {}
-        ReadOp::GetAcl { path } => {
-            let Some(node) = state.tree().get(&path) else { return ZkAnswer::fail(err::NO_NODE) };
-            open_acl(&mut out);
-            stat(&mut out, &node.stat());
-        }
-        ReadOp::SetAcl { path, version, acls } => {
-            // Ward keeps no ACLs: every node stays world:anyone:cdrwa and its aversion 0, so
-            // only ZooKeeper's checks are made.
-            if path::validate(&path).is_err() {
-                return ZkAnswer::fail(err::BAD_ARGUMENTS);
+        ReadOp::Ping => {}
+        ReadOp::GetAcl { path } => match reader.acl(state, &path) {
+            Ok((acl, s)) => {
+                write_acls(&mut out, &acl);
+                stat(&mut out, &s);
             }
-            if acls == 0 {
-                return ZkAnswer::fail(err::INVALID_ACL);
-            }
-            let Some(node) = state.tree().get(&path) else { return ZkAnswer::fail(err::NO_NODE) };
-            if version != -1 && version != 0 {
-                return ZkAnswer::fail(err::BAD_VERSION);
-            }
-            stat(&mut out, &node.stat());
-        }
+            Err(e) => return ZkAnswer::fail(code(e)),
+        },
         ReadOp::AllChildrenNumber { path } => {
+            if let Err(e) = access::node(state.tree(), &path, perms::READ, ids) {
+                return ZkAnswer::fail(code(e));
+            }
             let Some(node) = state.tree().get(&path) else { return ZkAnswer::fail(err::NO_NODE) };
             let mut count = 0usize;
             let mut stack: Vec<String> = node.children.iter().map(|c| path::join(&path, c)).collect();
@@ -170,7 +163,11 @@ pub fn execute(
             multi_header(&mut out, -1, true, -1);
         }
         ReadOp::WhoAmI => {
-            out.int(1).string("ip").string(&ctx.peer.ip().to_string());
+            // ZooKeeper's `ClientInfo` list: each identity's scheme and user.
+            out.int(i32::try_from(ids.len()).unwrap_or(i32::MAX));
+            for id in ids {
+                out.string(id.scheme()).string(&id.user());
+            }
         }
     }
     ZkAnswer::ok(out.buf)

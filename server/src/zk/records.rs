@@ -3,7 +3,7 @@
 
 use super::jute::{In, JuteError, Out};
 use crate::metrics::Failure;
-use ward_proto::{ErrorCode, EventKind, SessionId, Stat, WatchEvent};
+use ward_proto::{Acl, ErrorCode, EventKind, Id, SessionId, Stat, WatchEvent};
 
 /// Opcodes (`ZooDefs.OpCode`).
 pub mod op {
@@ -50,12 +50,14 @@ pub mod err {
     pub const UNIMPLEMENTED: i32 = -6;
     pub const BAD_ARGUMENTS: i32 = -8;
     pub const NO_NODE: i32 = -101;
+    pub const NO_AUTH: i32 = -102;
     pub const BAD_VERSION: i32 = -103;
     pub const NO_CHILDREN_FOR_EPHEMERALS: i32 = -108;
     pub const NODE_EXISTS: i32 = -110;
     pub const NOT_EMPTY: i32 = -111;
     pub const SESSION_EXPIRED: i32 = -112;
     pub const INVALID_ACL: i32 = -114;
+    pub const AUTH_FAILED: i32 = -115;
     pub const SESSION_MOVED: i32 = -118;
     pub const NO_WATCHER: i32 = -121;
     pub const RECONFIG_DISABLED: i32 = -123;
@@ -64,11 +66,11 @@ pub mod err {
 /// Reserved xids: notifications and ping replies.
 pub const NOTIFICATION_XID: i32 = -1;
 
+/// The xid of auth packets and their replies.
+pub const AUTH_XID: i32 = -4;
+
 /// `KeeperState.SyncConnected`: the state every notification of a live session carries.
 pub const SYNC_CONNECTED: i32 = 3;
-
-/// All permissions (`ZooDefs.Perms.ALL`): read, write, create, delete, admin.
-pub const PERMS_ALL: i32 = 31;
 
 /// Ward's error for ZooKeeper's code. `RolledBack` has no single equivalent: multi replies
 /// renumber it (see `reply.rs`).
@@ -88,6 +90,9 @@ pub fn code(e: ErrorCode) -> i32 {
         ErrorCode::Unavailable => err::CONNECTION_LOSS,
         ErrorCode::SessionMoved => err::SESSION_MOVED,
         ErrorCode::ReplyTooLarge => err::MARSHALLING_ERROR,
+        ErrorCode::NoAuth => err::NO_AUTH,
+        ErrorCode::InvalidAcl => err::INVALID_ACL,
+        ErrorCode::AuthFailed => err::AUTH_FAILED,
         _ => err::SYSTEM_ERROR,
     }
 }
@@ -107,6 +112,8 @@ pub fn failure(code: i32) -> Option<Failure> {
         err::UNIMPLEMENTED => Failure::Unimplemented,
         err::CONNECTION_LOSS => Failure::Unavailable,
         err::INVALID_ACL => Failure::InvalidAcl,
+        err::NO_AUTH => Failure::NoAuth,
+        err::AUTH_FAILED => Failure::AuthFailed,
         err::NO_WATCHER => Failure::NoWatcher,
         err::RECONFIG_DISABLED => Failure::ReconfigDisabled,
         err::SYSTEM_ERROR => Failure::SystemError,
@@ -167,19 +174,21 @@ pub fn reply_header(out: &mut Out, xid: i32, zxid: i64, err: i32) {
     out.int(xid).long(zxid).int(err);
 }
 
-/// An `ACL` list; Ward keeps no ACLs, so only its shape is checked.
-pub fn acls(r: &mut In<'_>) -> Result<usize, JuteError> {
-    let list = r.vector(|r| {
-        r.int()?;
-        r.string()?;
-        r.string()
-    })?;
-    Ok(list.len())
+/// An `ACL` list: each entry its perms and `Id` (scheme, id).
+pub fn acls(r: &mut In<'_>) -> Result<Vec<Acl>, JuteError> {
+    r.vector(|r| {
+        let perms = r.int()?;
+        let (scheme, id) = (r.string()?, r.string()?);
+        Ok(Acl { perms, id: Id { scheme, id } })
+    })
 }
 
-/// The one ACL every node has: world:anyone with every permission.
-pub fn open_acl(out: &mut Out) {
-    out.int(1).int(PERMS_ALL).string("world").string("anyone");
+/// Writes an `ACL` list.
+pub fn write_acls(out: &mut Out, acl: &[Acl]) {
+    out.int(i32::try_from(acl.len()).unwrap_or(i32::MAX));
+    for entry in acl {
+        out.int(entry.perms).string(&entry.id.scheme).string(&entry.id.id);
+    }
 }
 
 pub fn event_type(kind: EventKind) -> i32 {

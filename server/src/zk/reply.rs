@@ -81,6 +81,13 @@ impl Wire for ZkWire {
     }
 
     fn read_reply(&mut self, tag: ZkTag, zxid: Zxid, answer: ZkAnswer) -> Bytes {
+        if let Render::Auth = tag.render {
+            // ZooKeeper answers an auth packet with zxid 0, outside its request pipeline.
+            let mut out = Out::default();
+            reply_header(&mut out, tag.xid, 0, answer.err);
+            self.stats.sent_event();
+            return Bytes::from(out.buf);
+        }
         self.reply(tag.xid, zxid, answer)
     }
 
@@ -123,7 +130,7 @@ fn render(render: Render, result: Result<Response, ErrorCode>) -> ZkAnswer {
                 stat(&mut out, &s);
             }
         }
-        (Render::SetData, Response::DataSet(s)) => stat(&mut out, &s),
+        (Render::SetData, Response::DataSet(s)) | (Render::SetAcl, Response::AclSet(s)) => stat(&mut out, &s),
         (Render::Delete, Response::Deleted) | (Render::CloseSession, Response::Closed) => {}
         (Render::Check, Response::Multi(results)) => {
             if let Some(OpResult::Error(e)) = results.first() {

@@ -15,6 +15,7 @@ const FILE: &str = r#"
 listen = "localhost:0"
 zk-listen = "127.0.0.1:0"
 admin-listen = "127.0.0.1:0"
+admin-token-file = "@TOKEN_FILE@"
 data-dir = "data-from-config"
 in-memory = false
 segment-mb = 1
@@ -31,8 +32,10 @@ metrics-max-locks = 1
 max-outbound-bytes = 3000000
 max-connections = 500
 max-connections-per-ip = 40
+max-in-flight-per-connection = 7
 container-check-interval-ms = 100
 container-max-never-used-ms = 1
+super-digest = "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
 
 [ensemble]
 1 = "127.0.0.1:7191"
@@ -44,6 +47,7 @@ const ENV: &[(&str, &str)] = &[
     ("WARD_LISTEN", "localhost:0"),
     ("WARD_ZK_LISTEN", "127.0.0.1:0"),
     ("WARD_ADMIN_LISTEN", "127.0.0.1:0"),
+    ("WARD_ADMIN_TOKEN_FILE", "@TOKEN_FILE@"),
     ("WARD_DATA_DIR", "data-from-config"),
     ("WARD_IN_MEMORY", "false"),
     ("WARD_SEGMENT_MB", "1"),
@@ -61,32 +65,55 @@ const ENV: &[(&str, &str)] = &[
     ("WARD_MAX_OUTBOUND_BYTES", "3000000"),
     ("WARD_MAX_CONNECTIONS", "500"),
     ("WARD_MAX_CONNECTIONS_PER_IP", "40"),
+    ("WARD_MAX_IN_FLIGHT_PER_CONNECTION", "7"),
     ("WARD_CONTAINER_CHECK_INTERVAL_MS", "100"),
     ("WARD_CONTAINER_MAX_NEVER_USED_MS", "1"),
+    ("WARD_SUPER_DIGEST", "super:D/InIHSb7yEEbrWz8b9l71RjZJU="),
     ("WARD_SERVER", "127.0.0.1:1"),
     ("WARD_NOT_AN_OPTION", "anything"),
 ];
 
+/// The admin token [`check_every_option`] presents.
+const TOKEN: &str = "every-option-admin-token";
+
+/// Writes the admin token to a file only its owner may read, and returns its path: what
+/// `@TOKEN_FILE@` stands for in [`FILE`] and [`ENV`].
+fn token_file(dir: &Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("admin-token");
+    std::fs::write(&path, TOKEN).expect("write the token file");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod 600");
+    path.display().to_string()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_config_file_sets_every_option() {
     let dir = TempDir::new("config-file");
-    let path = write_config(dir.path(), FILE);
+    let path = write_config(dir.path(), &FILE.replace("@TOKEN_FILE@", &token_file(dir.path())));
     let server = ServerProcess::builder().bare().zookeeper().admin().flags(&["--config", &path]).start();
     bounded(check_every_option(&server)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn environment_variables_set_every_option() {
-    let server = ServerProcess::builder().bare().zookeeper().admin().envs(ENV).start();
+    let dir = TempDir::new("config-env");
+    let token = token_file(dir.path());
+    let env: Vec<(&str, &str)> =
+        ENV.iter().map(|(k, v)| (*k, if *v == "@TOKEN_FILE@" { token.as_str() } else { *v })).collect();
+    let server = ServerProcess::builder().bare().zookeeper().admin().envs(&env).start();
     bounded(check_every_option(&server)).await;
 }
 
-/// [`FILE`] and [`ENV`] set every option `--help` lists, but those with tests of their own.
+/// [`FILE`] and [`ENV`] set every option `--help` lists, but those with tests of their own
+/// (the TLS options need certificates: `server/tests/tls/startup.rs` sets them from a file
+/// and from the environment).
 #[test]
 fn the_tests_cover_every_option() {
     let out = super::run_to_exit(Path::new("."), &["--help"], &[]);
     let help = String::from_utf8_lossy(&out.stdout);
-    let own_tests = ["config", "help", "version", "dev-ensemble", "join"];
+    let tls = ["tls-cert", "tls-key", "tls-client-ca", "tls-client-auth", "zk-tls-listen"];
+    let peer_tls = ["peer-tls-cert", "peer-tls-key", "peer-tls-ca"];
+    let own_tests = [&["config", "help", "version", "dev-ensemble", "join"][..], &tls, &peer_tls].concat();
     // The lines that introduce an option: "      --zk-listen <ADDR|off>".
     let keys = help.lines().filter_map(|l| l.trim_start().strip_prefix("--"));
     let keys = keys.filter_map(|l| l.split(|c: char| !(c.is_ascii_lowercase() || c == '-')).next());
@@ -129,6 +156,13 @@ async fn check_every_option(server: &ServerProcess) {
     // zk-listen and admin-listen answer.
     TcpStream::connect(server.zk_addr()).expect("zk-listen answers");
     assert_eq!(ward_testkit::http::get(server.admin_addr(), "/healthz").0, 200, "admin-listen answers");
+    // admin-token-file: an action with the token is let through (404: there is no such
+    // session), where without it it is refused (docs/console.md "Actions").
+    let expire = "/api/sessions/expire?id=0x7fffffffffffffff";
+    let bearer = format!("Bearer {TOKEN}");
+    let with = ward_testkit::http::request(server.admin_addr(), "POST", expire, &[("Authorization", &bearer)]);
+    assert_eq!(with.0, 404, "admin-token-file: {}", with.1);
+    assert_eq!(ward_testkit::http::request(server.admin_addr(), "POST", expire, &[]).0, 401);
     // metrics-max-locks 1: two held locks, one reported.
     let holder = connect(&addr).await;
     let _a = holder.lock("/locks/a").await.expect("lock a");
@@ -143,6 +177,12 @@ async fn check_every_option(server: &ServerProcess) {
         matches!(short.exists("/never-used").await, Ok(None))
     })
     .await;
+    // super-digest: `super` with password `test` reads a node that grants nobody anything.
+    let sealed = [ward_client::Acl::new(0, "world", "anyone")];
+    short.create_with_acl("/sealed", b"s", ward_client::CreateMode::Persistent, &sealed).await.expect("create");
+    assert_eq!(short.get_data("/sealed").await.err(), Some(ward_client::Error::NoAuth));
+    let admin = ward_testkit::connect_as(&addr, &[("digest", "super:test")]).await;
+    assert_eq!(admin.get_data("/sealed").await.map(|(data, _)| data), Ok(b"s".to_vec()), "super-digest");
     // log-format json: every line on stderr is a JSON object.
     let log = server.log_tail();
     assert!(!log.is_empty(), "no log lines");
@@ -150,11 +190,17 @@ async fn check_every_option(server: &ServerProcess) {
         let line = line.split_once("] ").map_or(line, |(_, l)| l);
         assert!(line.starts_with("{\"timestamp\":") && line.ends_with('}'), "not a JSON line: {line}");
     }
-    // The limits: the per-address one as ZooKeeper's `conf` shows it, all three as the
+    // The limits: the per-address one as ZooKeeper's `conf` shows it, all four as the
     // server says it serves with them.
     let conf = zk_conf(server.zk_addr());
     assert!(conf.contains("maxClientCnxns=40\n"), "max-connections-per-ip: {conf}");
-    for field in ["\"max_outbound_bytes\":3000000", "\"max_connections\":500", "\"max_connections_per_ip\":40"] {
+    let fields = [
+        "\"max_outbound_bytes\":3000000",
+        "\"max_connections\":500",
+        "\"max_connections_per_ip\":40",
+        "\"max_in_flight_per_connection\":7",
+    ];
+    for field in fields {
         assert!(log.lines().any(|l| l.contains("\"serving\"") && l.contains(field)), "no {field} in:\n{log}");
     }
 }

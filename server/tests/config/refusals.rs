@@ -57,6 +57,12 @@ fn options_that_do_not_go_together_are_refused() {
     let args: Vec<&str> = ["--config", &path, "--max-session-timeout-ms", "4000"].into_iter().chain(QUIET).collect();
     let out = run_to_exit(dir.path(), &args, &[]);
     assert_refused(&out, 2, "--min-session-timeout-ms (5000) is above --max-session-timeout-ms (4000)");
+    // A super digest that is not USER:HASH is refused without being repeated: it may be a
+    // password typed in the wrong place.
+    let args: Vec<&str> = ["--super-digest", "hunter2"].into_iter().chain(QUIET).collect();
+    let out = run_to_exit(dir.path(), &args, &[]);
+    assert_refused(&out, 2, "--super-digest: the super digest must be USER:HASH");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("hunter2"), "the value is not repeated");
     let out = run_to_exit(dir.path(), &["--listen", "no-such-host.invalid:7181", "--in-memory"], &[]);
     assert_refused(&out, 2, "--listen no-such-host.invalid:7181: cannot resolve the host name");
 }

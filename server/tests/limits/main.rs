@@ -1,9 +1,11 @@
 //! Protection from slow and hostile clients, through the real binary on both client
 //! listeners (docs/security.md "Limits", guarantee G21): a client that never reads costs
-//! the server at most its bound on outbound bytes, and connections past the per-address
-//! and total limits are refused at once, while every other client keeps being answered.
+//! the server at most its bound on outbound bytes, one that pipelines requests is held at
+//! its cap of requests in flight, and connections past the per-address and total limits are
+//! refused at once, while every other client keeps being answered.
 
 mod connections;
+mod in_flight;
 mod slow_readers;
 
 use futures_util::{SinkExt, StreamExt};

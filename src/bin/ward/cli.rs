@@ -2,7 +2,9 @@
 //! the shell completions all come from these types.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
 use std::time::Duration;
+use ward_client::{parse_acl, Acl, Tls};
 
 pub const DEFAULT_SERVER: &str = "127.0.0.1:7181";
 
@@ -13,8 +15,9 @@ lock or leadership was lost; CMD got SIGTERM), 4 (--timeout passed; CMD not run)
 could not be started), 128+N (signal N reached ward; CMD was stopped). watch, get -w and
 elect --observe exit 0 when interrupted by SIGINT or SIGTERM.
 
-The server is --server, else $WARD_SERVER, else 127.0.0.1:7181. Use `--` before a DATA
-that starts with '-'.";
+The server is --server, else $WARD_SERVER, else 127.0.0.1:7181. Credentials are --auth, else
+$WARD_AUTH (a command line is for anyone on the machine to list; the environment is not). With --tls-ca, ward
+speaks TLS to it. Use `--` before a DATA that starts with '-'.";
 
 #[derive(Debug, Parser)]
 #[command(name = "ward", version, about = "Command-line client for a Ward server", after_help = EXIT_STATUS)]
@@ -29,8 +32,30 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "N")]
     pub session_timeout_ms: Option<u64>,
 
-    /// Output format of the reading commands (ls, tree, get, stat, holders, members, stats,
-    /// watch, elect --observe, check)
+    /// Connect over TLS, trusting the CA certificates in FILE (PEM): for servers started
+    /// with --tls-cert
+    #[arg(long, global = true, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+
+    /// This client's certificate (PEM), for servers that ask for one (with --tls-key)
+    #[arg(long, global = true, value_name = "FILE", requires_all = ["tls_ca", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert (PEM)
+    #[arg(long, global = true, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// The name the servers' certificates must carry [default: the host of each address]
+    #[arg(long, global = true, value_name = "NAME", requires = "tls_ca")]
+    pub tls_server_name: Option<String>,
+
+    /// Authenticate before the command, as zkCli's addauth: digest:USER:PASSWORD (may be
+    /// repeated) [default: $WARD_AUTH]
+    #[arg(long, global = true, value_name = "SCHEME:CREDENTIALS", value_parser = auth_spec)]
+    pub auth: Vec<AuthSpec>,
+
+    /// Output format of the reading commands (ls, tree, get, stat, acl get, holders, members,
+    /// stats, watch, elect --observe, check)
     #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
     pub output: Format,
 
@@ -47,6 +72,55 @@ impl Cli {
     pub fn session_timeout(&self) -> Option<Duration> {
         self.session_timeout_ms.map(Duration::from_millis)
     }
+
+    /// The TLS settings of `--tls-*`, read from their files; `None` without `--tls-ca`.
+    pub fn tls(&self) -> Result<Option<Tls>, ward_client::Error> {
+        let Some(ca) = &self.tls_ca else { return Ok(None) };
+        let client = self.tls_cert.as_deref().zip(self.tls_key.as_deref());
+        let tls = Tls::from_files(ca, client)?;
+        match &self.tls_server_name {
+            Some(name) => tls.server_name(name).map(Some),
+            None => Ok(Some(tls)),
+        }
+    }
+
+    /// `--auth`, else a non-empty `$WARD_AUTH` (`env`, one SCHEME:CREDENTIALS).
+    pub fn auth(&self, env: Option<String>) -> Result<Vec<AuthSpec>, String> {
+        match env.filter(|s| !s.is_empty()) {
+            Some(env) if self.auth.is_empty() => auth_spec(&env).map(|spec| vec![spec]),
+            _ => Ok(self.auth.clone()),
+        }
+    }
+}
+
+/// `SCHEME:CREDENTIALS` (`digest:alice:secret`). `Debug` hides the credentials.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AuthSpec {
+    pub scheme: String,
+    pub credentials: String,
+}
+
+impl std::fmt::Debug for AuthSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:..", self.scheme)
+    }
+}
+
+fn auth_spec(text: &str) -> Result<AuthSpec, String> {
+    match text.split_once(':') {
+        Some((scheme, credentials)) if !scheme.is_empty() => {
+            Ok(AuthSpec { scheme: scheme.to_owned(), credentials: credentials.to_owned() })
+        }
+        _ => Err("expected SCHEME:CREDENTIALS, such as digest:USER:PASSWORD".into()),
+    }
+}
+
+/// An ACL in zkCli's notation: `scheme:id:perms`, comma-separated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AclArg(pub Vec<Acl>);
+
+fn acl_spec(text: &str) -> Result<AclArg, String> {
+    parse_acl(text).map(AclArg).map_err(|e| e.to_string())
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -93,6 +167,10 @@ pub enum Command {
         /// Keep the session (and so the ephemerals) until killed or stdin closes
         #[arg(long)]
         hold: bool,
+        /// The node's ACL in zkCli's notation, e.g. auth::cdrwa, world:anyone:r,
+        /// digest:USER:HASH:rw, ip:10.0.0.0/8:r [default: world:anyone:cdrwa]
+        #[arg(long, value_name = "ACL", value_parser = acl_spec)]
+        acl: Option<AclArg>,
         /// The node to create (with -s: the prefix of its name)
         path: String,
         /// The data; `-` reads stdin to its end
@@ -143,6 +221,11 @@ reported as one event (its version says how many sets it spans).")]
         /// Every node below PATH, at any depth
         #[arg(long, conflicts_with = "children")]
         recursive: bool,
+    },
+    /// Print or replace the ACL of PATH, or make a digest id
+    Acl {
+        #[command(subcommand)]
+        action: AclAction,
     },
     /// The holders of the lock PATH, then the waiters in queue order
     #[command(long_about = "The holders of the lock PATH, then the waiters in queue order, one a line:
@@ -273,6 +356,37 @@ pub enum CheckFault {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum AclAction {
+    /// Print the ACL of PATH, one entry a line (scheme:id:perms)
+    #[command(
+        long_about = "Print the ACL of PATH, one entry a line, in zkCli's notation (scheme:id:perms), then `aversion=N`. Needs READ or ADMIN on PATH; without ADMIN, digest ids show as USER:x."
+    )]
+    Get {
+        /// The node
+        path: String,
+    },
+    /// Replace the ACL of PATH (needs ADMIN on it)
+    Set {
+        /// Only if the ACL is at this version (aversion; else "bad version", exit 1)
+        #[arg(short, long = "expected-version", value_name = "VERSION", allow_negative_numbers = true)]
+        version: Option<i32>,
+        /// The node
+        path: String,
+        /// The new ACL in zkCli's notation, e.g. digest:USER:HASH:cdrwa,world:anyone:r
+        #[arg(value_parser = acl_spec)]
+        acl: AclArg,
+    },
+    /// Print the digest id of USER:PASSWORD (USER:HASH), for digest ACLs and
+    /// ward-server --super-digest; reads stdin if no argument is given
+    Digest {
+        /// The user and password; omit it to read them from stdin (not listed with the
+        /// process)
+        #[arg(value_name = "USER:PASSWORD")]
+        user_password: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum MembersChange {
     /// Add a member: it joins as a learner, catches up, then votes
     Add {
@@ -340,9 +454,32 @@ mod tests {
     fn parses_create_with_flags_anywhere() {
         let cli = parse(&["--server", "h:1", "create", "-es", "--hold", "/a", "x"]).expect("parses");
         assert_eq!(cli.server(None), "h:1");
-        let Command::Create { ephemeral, sequential, hold, path, data } = cli.command else { panic!("create") };
+        let Command::Create { ephemeral, sequential, hold, path, data, .. } = cli.command else { panic!("create") };
         assert!(ephemeral && sequential && hold);
         assert_eq!((path.as_str(), data.as_deref()), ("/a", Some("x")));
+    }
+
+    #[test]
+    fn parses_auth_and_acls_in_zkclis_notation() {
+        let cli =
+            parse(&["--auth", "digest:alice:pw:with:colons", "create", "--acl", "auth::cdrwa,world:anyone:r", "/a"])
+                .expect("parses");
+        assert_eq!(
+            cli.auth(Some("digest:env:x".into())).expect("auth"),
+            [AuthSpec { scheme: "digest".into(), credentials: "alice:pw:with:colons".into() }]
+        );
+        assert!(!format!("{cli:?}").contains("pw:with"), "Debug hides credentials");
+        let Command::Create { acl: Some(AclArg(acl)), .. } = cli.command else { panic!("create --acl") };
+        assert_eq!(acl.len(), 2);
+        let env = parse(&["ls", "/"]).expect("parses").auth(Some("digest:bob:pw".into())).expect("env");
+        assert_eq!(env[0].credentials, "bob:pw");
+        let cli = parse(&["acl", "set", "-v", "2", "/a", "ip:10.0.0.0/8:r"]).expect("parses");
+        assert!(matches!(cli.command, Command::Acl { action: AclAction::Set { version: Some(2), .. } }));
+        for bad in
+            [&["--auth", "nocolon", "ls", "/"][..], &["create", "--acl", "world:anyone", "/a"], &["acl", "set", "/a"]]
+        {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

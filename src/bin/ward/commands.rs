@@ -3,7 +3,7 @@
 use crate::cli::{Cli, Command, MembersChange};
 use crate::output::Out;
 use crate::run::Signals;
-use crate::{holders, nodes, observe, run, status, watch};
+use crate::{acl, holders, nodes, observe, run, status, watch};
 use std::fmt;
 use std::time::Duration;
 use ward_client::{Client, Error, LockKind, SessionState};
@@ -93,11 +93,17 @@ pub fn ward(what: impl Into<String>) -> impl FnOnce(Error) -> Failure {
 }
 
 /// Runs the command; `Ok` carries the exit status (CMD's, for `lock`, `semaphore` and
-/// `elect`). `env_server` is `$WARD_SERVER`.
-pub async fn run(cli: Cli, env_server: Option<String>) -> Result<u8, Failure> {
+/// `elect`). `env_server` and `env_auth` are `$WARD_SERVER` and `$WARD_AUTH`.
+pub async fn run(cli: Cli, env_server: Option<String>, env_auth: Option<String>) -> Result<u8, Failure> {
     let out = Out { format: cli.output };
+    if let Command::Acl { action } = &cli.command {
+        if let Some(done) = acl::offline(action, out) {
+            return done;
+        }
+    }
     let server = cli.server(env_server);
     let session_timeout = cli.session_timeout();
+    let auth = cli.auth(env_auth).map_err(|e| Failure::Usage(format!("$WARD_AUTH: {e}")))?;
     // Everything that can be refused or read without the server, before the session opens:
     // a session must not wait on a slow stdin.
     nodes::check(&cli.command)?;
@@ -109,6 +115,12 @@ pub async fn run(cli: Cli, env_server: Option<String>) -> Result<u8, Failure> {
     let mut builder = Client::builder(&server).connect_timeout(CONNECT_TIMEOUT);
     if let Some(timeout) = session_timeout {
         builder = builder.session_timeout(timeout);
+    }
+    if let Some(tls) = cli.tls().map_err(ward("read the TLS files".to_string()))? {
+        builder = builder.tls(tls);
+    }
+    for spec in &auth {
+        builder = builder.auth(&spec.scheme, &spec.credentials);
     }
     let client = builder.connect().await.map_err(ward(format!("connect to {server}")))?;
     let outcome = execute(&client, cli.command, out, stdin_data, signals).await;
@@ -164,8 +176,9 @@ async fn execute(
         Command::Get { path, watch: false } => nodes::get(client, &path, out).await?,
         Command::Get { path, watch: true } => watch::get_and_wait(client, &path, out, signals()).await?,
         Command::Stat { path } => nodes::stat(client, &path, out).await?,
-        Command::Create { ephemeral, sequential, hold, path, data: given } => {
-            nodes::create(client, &path, &data(given), ephemeral, sequential, out).await?;
+        Command::Create { ephemeral, sequential, hold, acl, path, data: given } => {
+            let acl = acl.as_ref().map(|acl| acl.0.as_slice());
+            nodes::create(client, &path, &data(given), ephemeral, sequential, acl, out).await?;
             if hold {
                 nodes::hold_session(client, signals()).await?;
             }
@@ -180,6 +193,7 @@ async fn execute(
             };
             watch::stream(client, &path, depth, out, signals()).await?;
         }
+        Command::Acl { action } => acl::run(client, action, out).await?,
         Command::Holders { path } => holders::show(client, &path, out).await?,
         Command::Members { change: None } => status::members(client, out).await?,
         Command::Members { change: Some(MembersChange::Add { member: (id, addr) }) } => {

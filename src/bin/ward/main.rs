@@ -4,6 +4,7 @@
 //! * `cli`: the command line (clap derive): commands, options, help texts.
 //! * `commands`: connect, run one command, close; [`commands::Failure`] and exit codes.
 //! * `nodes`: the tree commands (ls, tree, get, stat, create, set, rm).
+//! * `acl`: `acl get|set|digest`.
 //! * `watch`: `watch` and `get -w`: watch events as lines.
 //! * `holders`, `status`, `observe`: lock queues; members and stats; election leaders.
 //! * `run`: `lock`, `semaphore` and `elect`: a child command under a lock.
@@ -15,6 +16,7 @@
 //! command's status, or 3 (lock lost), 4 (`--timeout` passed), 127 (command not started),
 //! 128+N (signal N to ward).
 
+mod acl;
 mod check;
 mod cli;
 mod commands;
@@ -56,7 +58,8 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    exit(runtime.block_on(commands::run(cli, std::env::var("WARD_SERVER").ok())))
+    let env = |name| std::env::var(name).ok();
+    exit(runtime.block_on(commands::run(cli, env("WARD_SERVER"), env("WARD_AUTH"))))
 }
 
 fn exit(outcome: Result<u8, commands::Failure>) -> ExitCode {

@@ -6,7 +6,7 @@ use crate::output::{put_data, warn, Out};
 use crate::run::Signals;
 use serde_json::{json, Map, Value};
 use std::io::Read;
-use ward_client::{Client, CreateMode, Error, SessionState, Stat};
+use ward_client::{Acl, Client, CreateMode, Error, SessionState, Stat};
 use ward_proto::path;
 
 /// Refuses, before connecting, what the command line asks for but must not happen.
@@ -121,6 +121,7 @@ pub async fn create(
     data: &[u8],
     ephemeral: bool,
     sequential: bool,
+    acl: Option<&[Acl]>,
     out: Out,
 ) -> Result<(), Failure> {
     let mode = match (ephemeral, sequential) {
@@ -129,7 +130,11 @@ pub async fn create(
         (false, true) => CreateMode::PersistentSequential,
         (true, true) => CreateMode::EphemeralSequential,
     };
-    let created = client.create(path, data, mode).await.map_err(ward(format!("create {path}")))?;
+    let created = match acl {
+        Some(acl) => client.create_with_acl(path, data, mode, acl).await,
+        None => client.create(path, data, mode).await,
+    };
+    let created = created.map_err(ward(format!("create {path}")))?;
     // Flushed by `out` before a `--hold` blocks: whoever waits for the path must see it.
     if out.json() {
         return out.value(&json!({ "path": created }));

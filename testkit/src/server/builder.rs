@@ -12,6 +12,8 @@ pub struct ServerBuilder {
     pub(super) listen: SocketAddr,
     /// `None`: `--zk-listen off`.
     pub(super) zk_listen: Option<SocketAddr>,
+    /// `None`: no `--zk-tls-listen`.
+    pub(super) zk_tls_listen: Option<SocketAddr>,
     /// `None`: `--admin-listen off`.
     pub(super) admin_listen: Option<SocketAddr>,
     pub(super) in_memory: bool,
@@ -29,6 +31,7 @@ impl Default for ServerBuilder {
         ServerBuilder {
             listen: any_port(),
             zk_listen: None,
+            zk_tls_listen: None,
             admin_listen: None,
             in_memory: false,
             flags: Vec::new(),
@@ -85,6 +88,14 @@ impl ServerBuilder {
     /// Serves ZooKeeper clients on `addr`.
     pub fn zk_listen(mut self, addr: SocketAddr) -> ServerBuilder {
         self.zk_listen = Some(addr);
+        self
+    }
+
+    /// Serves ZooKeeper clients over TLS too (ZooKeeper's secure client port), on a free
+    /// 127.0.0.1 port ([`ServerProcess::zk_tls_addr`]); the test's flags give the
+    /// certificate (`--tls-cert`, `--tls-key`).
+    pub fn zk_tls(mut self) -> ServerBuilder {
+        self.zk_tls_listen = Some(any_port());
         self
     }
 

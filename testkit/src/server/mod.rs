@@ -29,6 +29,8 @@ pub struct ServerProcess {
     child: Option<Child>,
     addr: SocketAddr,
     zk_addr: Option<SocketAddr>,
+    /// ZooKeeper's secure client port; `None`: not served.
+    zk_tls_addr: Option<SocketAddr>,
     /// The admin HTTP listener's; `None`: `--admin-listen off` (the default, so that test
     /// servers never meet on the default port 7180).
     admin_addr: Option<SocketAddr>,
@@ -64,6 +66,7 @@ impl ServerProcess {
             child: None,
             addr,
             zk_addr,
+            zk_tls_addr: options.zk_tls_listen,
             admin_addr,
             options,
             log: LogTail::default(),
@@ -92,6 +95,11 @@ impl ServerProcess {
     /// The ZooKeeper listener's address; panics unless started with [`ServerBuilder::zookeeper`].
     pub fn zk_addr(&self) -> SocketAddr {
         self.zk_addr.unwrap_or_else(|| panic!("ward-server {} was started without its ZooKeeper listener", self.addr))
+    }
+
+    /// ZooKeeper's secure client port; panics unless started with [`ServerBuilder::zk_tls`].
+    pub fn zk_tls_addr(&self) -> SocketAddr {
+        self.zk_tls_addr.unwrap_or_else(|| panic!("ward-server {} was started without --zk-tls-listen", self.addr))
     }
 
     /// The admin HTTP listener's address (`/metrics`, `/healthz`, `/readyz`); panics unless
@@ -264,6 +272,9 @@ impl ServerProcess {
         cmd.args(["--max-connections-per-ip", "0", "--zk-listen"]);
         cmd.arg(self.zk_addr.map_or_else(|| "off".to_string(), |a| a.to_string()));
         cmd.arg("--admin-listen").arg(self.admin_addr.map_or_else(|| "off".to_string(), |a| a.to_string()));
+        if let Some(zk_tls) = self.zk_tls_addr {
+            cmd.arg("--zk-tls-listen").arg(zk_tls.to_string());
+        }
         match self.options.in_memory {
             true => cmd.arg("--in-memory"),
             false => cmd.arg("--data-dir").arg(self.dir.path().join("data")),
@@ -275,9 +286,14 @@ impl ServerProcess {
     /// Starts one incarnation on `self.addr` (port 0 at first) and learns its addresses.
     fn spawn(&mut self) -> Result<(), String> {
         self.starts += 1;
-        let banners = Banners { zookeeper: self.zk_addr.is_some(), admin: self.admin_addr.is_some() };
+        let banners = Banners {
+            zookeeper: self.zk_addr.is_some(),
+            zk_tls: self.zk_tls_addr.is_some(),
+            admin: self.admin_addr.is_some(),
+        };
         let started = spawn(self.command(), self.starts, &self.log, banners)?;
         (self.addr, self.zk_addr, self.admin_addr) = (started.addr, started.zk_addr, started.admin_addr);
+        self.zk_tls_addr = started.zk_tls_addr;
         self.child = Some(started.child);
         Ok(())
     }

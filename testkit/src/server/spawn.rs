@@ -14,6 +14,7 @@ pub const STARTUP: Duration = Duration::from_secs(60);
 pub const LOG_TAIL: usize = 400;
 const BANNER: &str = "ward-server listening on ";
 const ZK_BANNER: &str = "ward-server zookeeper listening on ";
+const ZK_TLS_BANNER: &str = "ward-server zookeeper tls listening on ";
 const ADMIN_BANNER: &str = "ward-server admin listening on ";
 
 /// The last [`LOG_TAIL`] lines a server wrote to stderr, each marked with its incarnation.
@@ -49,6 +50,7 @@ pub struct Started {
     pub child: Child,
     pub addr: SocketAddr,
     pub zk_addr: Option<SocketAddr>,
+    pub zk_tls_addr: Option<SocketAddr>,
     pub admin_addr: Option<SocketAddr>,
 }
 
@@ -56,6 +58,7 @@ pub struct Started {
 #[derive(Clone, Copy, Debug)]
 pub struct Banners {
     pub zookeeper: bool,
+    pub zk_tls: bool,
     pub admin: bool,
 }
 
@@ -64,6 +67,7 @@ impl Banners {
     fn prefixes(self) -> Vec<&'static str> {
         let mut prefixes = vec![BANNER];
         prefixes.extend(self.zookeeper.then_some(ZK_BANNER));
+        prefixes.extend(self.zk_tls.then_some(ZK_TLS_BANNER));
         prefixes.extend(self.admin.then_some(ADMIN_BANNER));
         prefixes
     }
@@ -127,10 +131,12 @@ pub fn spawn(mut cmd: Command, incarnation: u32, log: &LogTail, banners: Banners
         }
     }
     let find = |prefix: &str| lines.iter().skip(1).find(|l| l.starts_with(prefix)).map(|l| parse(l, prefix));
-    let addrs = parse(&lines[0], BANNER)
-        .and_then(|addr| Ok((addr, find(ZK_BANNER).transpose()?, find(ADMIN_BANNER).transpose()?)));
+    let addrs = parse(&lines[0], BANNER).and_then(|addr| {
+        let zk = find(ZK_BANNER).transpose()?;
+        Ok((addr, zk, find(ZK_TLS_BANNER).transpose()?, find(ADMIN_BANNER).transpose()?))
+    });
     match addrs {
-        Ok((addr, zk_addr, admin_addr)) => Ok(Started { child, addr, zk_addr, admin_addr }),
+        Ok((addr, zk_addr, zk_tls_addr, admin_addr)) => Ok(Started { child, addr, zk_addr, zk_tls_addr, admin_addr }),
         Err(why) => {
             stop(&mut child);
             Err(format!("{why}: {}", log.last(5)))

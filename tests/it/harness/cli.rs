@@ -9,7 +9,7 @@ use ward_testkit::DEADLINE;
 
 fn cli(server: &str, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ward"));
-    cmd.arg("--server").arg(server).args(args).env_remove("WARD_SERVER");
+    cmd.arg("--server").arg(server).args(args).env_remove("WARD_SERVER").env_remove("WARD_AUTH");
     cmd
 }
 

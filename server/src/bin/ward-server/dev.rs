@@ -1,7 +1,7 @@
 //! `ward-server --dev-ensemble N`: a local ensemble of N members in one command, for trying
 //! Ward out and for development. Each member is a child process of this one, on consecutive
-//! ports from the `--listen` port (ZooKeeper clients from 2181 on, peers from the `--listen`
-//! port + 10, the admin listener from an explicit `--admin-listen` port, else none: the
+//! ports from the `--listen` port (ZooKeeper clients from 2181 on, or from `--zk-tls-listen`'s
+//! port for the secure port, peers from the `--listen` port + 10, the admin listener from an explicit `--admin-listen` port, else none: the
 //! default 7180 and up would meet the client ports), with its data in `DIR/<id>` and its log
 //! in `DIR/<id>.log`; the other options (session timeouts, snapshots, log format, ...) are
 //! passed on to every member. Ctrl-C stops them all; starting again with the same directory
@@ -61,6 +61,10 @@ pub async fn run(n: u16, args: &Args) -> Result<(), DevError> {
         for key in keys() {
             cmd.env_remove(env_var(&key));
         }
+        // The super digest goes by the environment: a command line is for anyone to list.
+        if let Some(digest) = &args.settings.super_digest {
+            cmd.env(env_var("super-digest"), &digest.0);
+        }
         cmd.env_remove("WARD_CONFIG")
             .args(passed_on(args))
             .args(["--id", &i.to_string(), "--ensemble", &members])
@@ -75,6 +79,9 @@ pub async fn run(n: u16, args: &Args) -> Result<(), DevError> {
             Some(zk_addr) => cmd.args(["--zk-listen", &port(zk_addr.port(), i)?.to_string()]),
             None => cmd.args(["--zk-listen", "off"]),
         };
+        if let Some(zk_tls) = args.zk_tls_listen.as_ref().and_then(|l| l.addrs.first()) {
+            cmd.args(["--zk-tls-listen", &port(zk_tls.port(), i)?.to_string()]);
+        }
         match admin_base {
             Some(admin) => cmd.args(["--admin-listen", &port(admin, i)?.to_string()]),
             None => cmd.args(["--admin-listen", "off"]),
@@ -133,6 +140,15 @@ fn passed_on(args: &Args) -> Vec<String> {
         ("max-outbound-bytes", s.max_outbound_bytes.map(|n| n.to_string())),
         ("max-connections", s.max_connections.map(|n| n.to_string())),
         ("max-connections-per-ip", s.max_connections_per_ip.map(|n| n.to_string())),
+        ("admin-token-file", s.admin_token_file.as_deref().map(absolute)),
+        ("max-in-flight-per-connection", s.max_in_flight_per_connection.map(|n| n.to_string())),
+        ("tls-cert", s.tls_cert.as_deref().map(absolute)),
+        ("tls-key", s.tls_key.as_deref().map(absolute)),
+        ("tls-client-ca", s.tls_client_ca.as_deref().map(absolute)),
+        ("tls-client-auth", s.tls_client_auth.map(|m| m.to_string())),
+        ("peer-tls-cert", s.peer_tls_cert.as_deref().map(absolute)),
+        ("peer-tls-key", s.peer_tls_key.as_deref().map(absolute)),
+        ("peer-tls-ca", s.peer_tls_ca.as_deref().map(absolute)),
     ];
     options.into_iter().filter_map(|(key, value)| Some(format!("--{key}={}", value?))).collect()
 }
@@ -176,4 +192,9 @@ async fn terminate(child: &mut Child) {
         }
     }
     let _ = child.kill().await;
+}
+
+/// Paths passed on to the members are made absolute: they run in directories of their own.
+fn absolute(path: &std::path::Path) -> String {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string()
 }

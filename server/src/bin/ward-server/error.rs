@@ -23,9 +23,16 @@ pub enum ConfigError {
     DataChoice { source_name: String, why: &'static str },
     #[error("--{key} {value}: cannot resolve the host name: {source}")]
     Resolve { key: &'static str, value: String, source: std::io::Error },
+    /// `--admin-token-file` names a file that cannot be read, is open to other users, or
+    /// holds too short a token.
+    #[error(transparent)]
+    AdminToken(#[from] ward_server::admin::console::token::TokenFileError),
     /// Options that do not go together, or miss another.
     #[error("{0}")]
     Combination(String),
+    /// TLS half-configured: `given` without what it needs.
+    #[error("--{given} needs {missing}: TLS is half-configured")]
+    TlsIncomplete { given: &'static str, missing: String },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +45,9 @@ pub enum StartError {
     Bind { key: &'static str, listener: &'static str, addr: String, source: std::io::Error },
     #[error("writing the listening lines to stdout: {0}")]
     Stdout(std::io::Error),
+    /// A TLS file that cannot be used (unreadable, not PEM, a key open to every user).
+    #[error("TLS: {0}")]
+    Tls(#[from] ward_server::tls::TlsError),
     #[error(transparent)]
     Dev(#[from] crate::dev::DevError),
     #[error(transparent)]
@@ -48,7 +58,7 @@ impl StartError {
     /// 2 for a configuration the server refuses (as for a bad flag), 1 otherwise.
     pub fn exit_code(&self) -> u8 {
         match self {
-            StartError::Config(_) => 2,
+            StartError::Config(_) | StartError::Tls(_) => 2,
             _ => 1,
         }
     }

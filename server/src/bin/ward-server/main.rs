@@ -13,6 +13,7 @@ mod dev;
 mod error;
 mod listen;
 mod logging;
+mod reload;
 
 use args::Args;
 use error::StartError;
@@ -47,6 +48,10 @@ async fn run(args: Args) -> Result<(), StartError> {
     if let Some(n) = args.dev_ensemble {
         return Ok(dev::run(n, &args).await?);
     }
+    // Before anything listens: a TLS file the server cannot use stops the start.
+    let tls = args.tls.clone().map(|files| files.load().map(Arc::new)).transpose()?;
+    let peer_tls = args.peer_tls.clone().map(|files| files.load().map(Arc::new)).transpose()?;
+    reload::on_sighup(tls.clone(), peer_tls.clone());
     let (core, local) = Core::serving();
     let mut peer_addr = None;
     let durable = match &args.data_dir {
@@ -57,7 +62,14 @@ async fn run(args: Args) -> Result<(), StartError> {
                     let peer_listener = listen::bind_tokio(&e.peer_listen, "peer")?;
                     peer_addr = Some(peer_listener.local_addr().map_err(ward_server::Error::from)?);
                     let routes = e.routes.into_iter().collect();
-                    Some(EnsembleOptions { id: e.id, name: e.name, members: e.members, peer_listener, routes })
+                    Some(EnsembleOptions {
+                        id: e.id,
+                        name: e.name,
+                        members: e.members,
+                        peer_listener,
+                        routes,
+                        peer_tls: peer_tls.clone(),
+                    })
                 }
             };
             if args.raft.on_loss == raft::OnLoss::Accept {
@@ -87,6 +99,8 @@ async fn run(args: Args) -> Result<(), StartError> {
     let mut not_started = String::new();
     config.zookeeper = listen::bind_optional(args.zk_listen.as_ref(), "zookeeper", &mut not_started)?;
     config.admin = listen::bind_optional(args.admin_listen.as_ref(), "admin", &mut not_started)?;
+    config.tls = tls;
+    config.zookeeper_tls = listen::bind_optional(args.zk_tls_listen.as_ref(), "zookeeper tls", &mut not_started)?;
     print_listening(&listener, &config, peer_addr, &not_started)?;
     let (failed_tx, failed_rx) = tokio::sync::oneshot::channel();
     if let Some(raft) = durable.clone() {
@@ -116,8 +130,8 @@ async fn run(args: Args) -> Result<(), StartError> {
 }
 
 /// The first line on stdout: scripts and tests read the address from it. The next ones, if
-/// any, say where ZooKeeper clients, peers and the admin listener connect, then which
-/// default listener could not start. One write for all: a reader that stops after the first
+/// any, say where ZooKeeper clients (plain, then TLS), peers and the admin listener
+/// connect, then which default listener could not start. One write for all: a reader that stops after the first
 /// line must not make a later write fail.
 fn print_listening(
     listener: &tokio::net::TcpListener,
@@ -129,6 +143,9 @@ fn print_listening(
     let mut lines = format!("ward-server listening on {}\n", addr(listener.local_addr())?);
     if let Some(zk) = &config.zookeeper {
         lines.push_str(&format!("ward-server zookeeper listening on {}\n", addr(zk.local_addr())?));
+    }
+    if let Some(zk) = &config.zookeeper_tls {
+        lines.push_str(&format!("ward-server zookeeper tls listening on {}\n", addr(zk.local_addr())?));
     }
     if let Some(peer) = peer_addr {
         lines.push_str(&format!("ward-server peer listening on {peer}\n"));

@@ -6,6 +6,7 @@ mod cli;
 mod env;
 mod file;
 pub mod settings;
+mod tls;
 pub mod values;
 
 pub use cli::Cli;
@@ -17,7 +18,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 use values::{HostPort, Listen, LogFormat};
+use ward_server::acl::identity::SuperDigest;
+use ward_server::admin::console::AdminToken;
 use ward_server::raft::{OnLoss, RaftOptions};
+use ward_server::tls::{PeerTlsFiles, ServerTlsFiles};
 use ward_server::Config;
 
 /// What the server runs with, every option decided and every host name resolved.
@@ -27,6 +31,12 @@ pub struct Args {
     pub zk_listen: Option<Listener>,
     /// `None`: off.
     pub admin_listen: Option<Listener>,
+    /// ZooKeeper's secure client port; `None`: off.
+    pub zk_tls_listen: Option<Listener>,
+    /// The client listeners' TLS; `None`: plain TCP.
+    pub tls: Option<ServerTlsFiles>,
+    /// The peer link's mutual TLS; `None`: plain TCP.
+    pub peer_tls: Option<PeerTlsFiles>,
     pub raft: RaftOptions,
     /// `None`: in memory only.
     pub data_dir: Option<PathBuf>,
@@ -99,8 +109,20 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
         )));
     }
     config.metrics_max_locks = s.metrics_max_locks.unwrap_or(config.metrics_max_locks);
+    if let Some(path) = &s.admin_token_file {
+        config.admin_token = Some(AdminToken::from_file(path)?);
+    }
+    if let Some(digest) = &s.super_digest {
+        // The message does not repeat the value: a mistyped digest may be a password.
+        let digest =
+            SuperDigest::new(&digest.0).map_err(|why| ConfigError::Combination(format!("--super-digest: {why}")))?;
+        config.super_digest = Some(digest);
+    }
     if let Some(bytes) = s.max_outbound_bytes {
         config.max_outbound_bytes = usize::try_from(bytes.0).unwrap_or(usize::MAX);
+    }
+    if let Some(n) = s.max_in_flight_per_connection {
+        config.max_inflight_per_conn = usize::try_from(n.0).unwrap_or(usize::MAX);
     }
     config.max_connections = s.max_connections.unwrap_or(config.max_connections);
     config.max_connections_per_ip = s.max_connections_per_ip.unwrap_or(config.max_connections_per_ip);
@@ -127,11 +149,21 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
     if dev_ensemble.is_some() && data_dir.is_none() {
         return combination("--dev-ensemble members are durable: leave out --in-memory");
     }
+    let (tls, peer_tls) = (tls::server(s)?, tls::peer(s)?);
+    if peer_tls.is_some() && ensemble.is_none() && dev_ensemble.is_none() {
+        return combination(
+            "--peer-tls-cert, --peer-tls-key and --peer-tls-ca are for ensemble members: add --ensemble (or --join)",
+        );
+    }
+    let zk_tls_listen = s.zk_tls_listen.as_ref().map(|addr| listener("zk-tls-listen", addr, true)).transpose()?;
     let default_listen = HostPort::from(SocketAddr::from(([127, 0, 0, 1], 7181)));
     Ok(Args {
         listen: listener("listen", s.listen.as_ref().unwrap_or(&default_listen), s.listen.is_some())?,
         zk_listen: optional("zk-listen", s.zk_listen.as_ref(), ward_server::zk::DEFAULT_ADDR)?,
         admin_listen: optional("admin-listen", s.admin_listen.as_ref(), ward_server::admin::DEFAULT_ADDR)?,
+        zk_tls_listen,
+        tls,
+        peer_tls,
         raft,
         data_dir,
         config,

@@ -4,7 +4,7 @@
 //! all derived from its name (`min_session_timeout_ms`: `--min-session-timeout-ms`,
 //! `WARD_MIN_SESSION_TIMEOUT_MS`, `min-session-timeout-ms`).
 
-use super::values::{Bounded, HostPort, Listen, LogFormat, Members};
+use super::values::{Bounded, ClientAuth, HostPort, Listen, LogFormat, Members, Secret};
 use clap::builder::BoolishValueParser;
 use clap::{Args, CommandFactory};
 use serde::Deserialize;
@@ -24,11 +24,50 @@ pub struct Settings {
     /// when its port is taken; an address given explicitly must bind [default: 127.0.0.1:2181]
     #[arg(long, value_name = "ADDR|off", help_heading = "Listeners")]
     pub zk_listen: Option<Listen>,
+    /// ZooKeeper's secure client port: ZooKeeper's protocol over TLS, with --tls-cert's
+    /// certificate (needs --tls-cert and --tls-key) [default: off]
+    #[arg(long, value_name = "ADDR", help_heading = "Listeners")]
+    pub zk_tls_listen: Option<HostPort>,
     /// Admin HTTP address (/metrics, /healthz, /readyz), or off. The default is skipped (and
     /// said so on stdout) when its port is taken; an address given explicitly must bind
     /// [default: 127.0.0.1:7180]
     #[arg(long, value_name = "ADDR|off", help_heading = "Listeners")]
     pub admin_listen: Option<Listen>,
+    /// A file whose first line is the admin token: the web console's actions (expire a
+    /// session, delete a node) are allowed to requests that send it as
+    /// `Authorization: Bearer TOKEN`. The file must not be readable by other users; at least
+    /// 16 characters. Without it, actions are off [default: none]
+    #[arg(long, value_name = "FILE", help_heading = "Listeners")]
+    pub admin_token_file: Option<PathBuf>,
+
+    /// This server's certificate chain (PEM, leaf first). With --tls-key, the client
+    /// listener (--listen) speaks only TLS; read again on SIGHUP
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM); refused if users other than the file's owner and
+    /// group may read it
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub tls_key: Option<PathBuf>,
+    /// CA certificates (PEM) that client certificates must chain to: with it, clients show
+    /// a certificate (see --tls-client-auth), whose subject is their x509 identity
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// With --tls-client-ca: whether a client must show a certificate or may connect
+    /// without one [default: required]
+    #[arg(long, value_name = "MODE", help_heading = "TLS")]
+    pub tls_client_auth: Option<ClientAuth>,
+    /// This member's certificate on the peer link (PEM, leaf first): with --peer-tls-key and
+    /// --peer-tls-ca, members talk mutual TLS. It must name the host of this member's peer
+    /// address; read again on SIGHUP
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub peer_tls_cert: Option<PathBuf>,
+    /// The private key of --peer-tls-cert (PEM); refused if users other than the file's
+    /// owner and group may read it
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub peer_tls_key: Option<PathBuf>,
+    /// CA certificates (PEM) that every member's peer certificate must chain to
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub peer_tls_ca: Option<PathBuf>,
 
     /// Where the log and snapshots live [default: ./ward-data; ./ward-dev with --dev-ensemble]
     #[arg(long, value_name = "DIR", help_heading = "Storage")]
@@ -98,6 +137,10 @@ pub struct Settings {
     /// [default: 16777216, 16 MiB]
     #[arg(long, value_name = "BYTES", help_heading = "Limits")]
     pub max_outbound_bytes: Option<Bounded<{ MIN_OUTBOUND as u64 }, MAX>>,
+    /// Requests one connection may have read and not yet answered; at the limit the server
+    /// stops reading that connection until a reply goes out [default: 1024]
+    #[arg(long, value_name = "N", help_heading = "Limits")]
+    pub max_in_flight_per_connection: Option<Bounded<1, { 1 << 20 }>>,
     /// Client connections open at once, both client listeners together; 0: no limit
     /// [default: 10000]
     #[arg(long, value_name = "N", help_heading = "Limits")]
@@ -106,6 +149,12 @@ pub struct Settings {
     /// maxClientCnxns); 0: no limit [default: 60]
     #[arg(long, value_name = "N", help_heading = "Limits")]
     pub max_connections_per_ip: Option<usize>,
+
+    /// The super user's digest, USER:HASH (`ward acl digest USER:PASSWORD` prints it): a
+    /// client that authenticates as USER with that password passes every ACL check. Better
+    /// in the config file or the environment than on a command line others can list
+    #[arg(long, value_name = "USER:HASH", help_heading = "Access control")]
+    pub super_digest: Option<Secret>,
 
     /// Lines written to stderr: text, or one JSON object per line [default: text]
     #[arg(long, value_name = "FORMAT", help_heading = "Logs and metrics")]
@@ -131,7 +180,16 @@ impl Settings {
         Settings {
             listen: self.listen.or(lower.listen),
             zk_listen: self.zk_listen.or(lower.zk_listen),
+            zk_tls_listen: self.zk_tls_listen.or(lower.zk_tls_listen),
+            tls_cert: self.tls_cert.or(lower.tls_cert),
+            tls_key: self.tls_key.or(lower.tls_key),
+            tls_client_ca: self.tls_client_ca.or(lower.tls_client_ca),
+            tls_client_auth: self.tls_client_auth.or(lower.tls_client_auth),
+            peer_tls_cert: self.peer_tls_cert.or(lower.peer_tls_cert),
+            peer_tls_key: self.peer_tls_key.or(lower.peer_tls_key),
+            peer_tls_ca: self.peer_tls_ca.or(lower.peer_tls_ca),
             admin_listen: self.admin_listen.or(lower.admin_listen),
+            admin_token_file: self.admin_token_file.or(lower.admin_token_file),
             data_dir: self.data_dir.or(lower.data_dir),
             in_memory: self.in_memory.or(lower.in_memory),
             segment_mb: self.segment_mb.or(lower.segment_mb),
@@ -149,8 +207,10 @@ impl Settings {
             peer_route: self.peer_route.or(lower.peer_route),
             dev_ensemble: self.dev_ensemble.or(lower.dev_ensemble),
             max_outbound_bytes: self.max_outbound_bytes.or(lower.max_outbound_bytes),
+            max_in_flight_per_connection: self.max_in_flight_per_connection.or(lower.max_in_flight_per_connection),
             max_connections: self.max_connections.or(lower.max_connections),
             max_connections_per_ip: self.max_connections_per_ip.or(lower.max_connections_per_ip),
+            super_digest: self.super_digest.or(lower.super_digest),
             log_format: self.log_format.or(lower.log_format),
             metrics_max_locks: self.metrics_max_locks.or(lower.metrics_max_locks),
         }
@@ -200,10 +260,13 @@ mod tests {
                 | "dev-ensemble"
                 | "metrics-max-locks"
                 | "max-connections"
-                | "max-connections-per-ip" => toml::Value::Integer(1),
+                | "max-connections-per-ip"
+                | "max-in-flight-per-connection" => toml::Value::Integer(1),
                 "max-outbound-bytes" => toml::Value::Integer(1 << 20),
                 "ensemble" | "peer-route" => toml::Value::String("1=a:1".into()),
                 "log-format" => toml::Value::String("json".into()),
+                "tls-client-auth" => toml::Value::String("optional".into()),
+                "super-digest" => toml::Value::String("super:D/InIHSb7yEEbrWz8b9l71RjZJU=".into()),
                 _ => toml::Value::String("localhost:1".into()),
             };
             let table = toml::Table::from_iter([(key.clone(), value)]);
@@ -211,7 +274,7 @@ mod tests {
             let parsed = parsed.unwrap_or_else(|e| panic!("key {key}: {e}"));
             assert_ne!(parsed, Settings::default(), "key {key} set nothing");
         }
-        assert_eq!(keys().len(), 24, "a new option: add it to docs/operations.md and here");
+        assert_eq!(keys().len(), 35, "a new option: add it to docs/operations.md and here");
     }
 
     #[test]

@@ -225,6 +225,27 @@ impl fmt::Display for LogFormat {
     }
 }
 
+/// `--tls-client-auth`: whether clients of a listener with a client CA must show a
+/// certificate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientAuth {
+    /// A client without a certificate is refused (ZooKeeper's ssl.clientAuth=need).
+    #[default]
+    Required,
+    /// A client may connect without one; one it shows must be valid (ZooKeeper's want).
+    Optional,
+}
+
+impl fmt::Display for ClientAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ClientAuth::Required => "required",
+            ClientAuth::Optional => "optional",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,5 +275,25 @@ mod tests {
         assert_eq!("0".parse::<Bounded<1, 9>>(), Err("must be between 1 and 9".into()));
         assert_eq!("0".parse::<Bounded<1, { u64::MAX }>>(), Err("must be at least 1".into()));
         assert_eq!("9".parse::<Bounded<1, 9>>(), Ok(Bounded(9)));
+    }
+}
+
+/// A value that must never be shown: not in `Debug`, and not in an error about it (a
+/// mistyped super digest may be a password). Any text parses; its meaning is checked where
+/// it is used, by a message that does not repeat it.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl FromStr for Secret {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Secret, String> {
+        Ok(Secret(s.to_string()))
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(..)")
     }
 }

@@ -1,0 +1,93 @@
+//! `GET /api/ensemble`: the members with their roles, applied index and lag (as the
+//! leader reports them; from a follower the request is forwarded to it), this member's own
+//! Raft figures, and the leader changes this server has seen (sampled each second).
+
+use super::http::{json, Reply};
+use super::Console;
+use crate::Server;
+use serde::Serialize;
+use std::time::Duration;
+use ward_proto::MemberRole;
+
+/// How long the leader may take to answer for the member list.
+const MEMBERS_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A leader this server saw take over (or none, during an election).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LeaderChange {
+    pub at_ms: i64,
+    pub term: u64,
+    pub leader: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct Answer {
+    /// False for a single server with its log in memory: no Raft group.
+    replicated: bool,
+    this_member: Option<Me>,
+    members: Vec<Member>,
+    /// Why the member list is missing, if it is.
+    members_error: Option<String>,
+    leader_changes: Vec<LeaderChange>,
+    last_zxid: u64,
+    in_contact: bool,
+}
+
+#[derive(Serialize)]
+struct Me {
+    id: u64,
+    role: &'static str,
+    term: u64,
+    leader: Option<u64>,
+    last_log_index: u64,
+    applied_index: u64,
+}
+
+#[derive(Serialize)]
+struct Member {
+    id: u64,
+    addr: String,
+    role: &'static str,
+    applied: Option<u64>,
+    lag: Option<u64>,
+}
+
+pub async fn answer(server: &Server, console: &Console) -> Reply {
+    let (members, members_error) = match tokio::time::timeout(MEMBERS_TIMEOUT, server.log.members()).await {
+        Ok(Ok(members)) => (members, None),
+        Ok(Err(rejected)) => (Vec::new(), Some(rejected.to_string())),
+        Err(_) => (Vec::new(), Some("the leader did not answer in time".to_string())),
+    };
+    let members = members
+        .into_iter()
+        .map(|m| Member {
+            id: m.id,
+            addr: m.addr,
+            role: match m.role {
+                MemberRole::Leader => "leader",
+                MemberRole::Follower => "follower",
+                MemberRole::Learner => "learner",
+            },
+            applied: m.applied,
+            lag: m.lag,
+        })
+        .collect();
+    let figures = server.log.raft_figures();
+    let this_member = figures.as_ref().map(|f| Me {
+        id: f.id,
+        role: f.role,
+        term: f.term,
+        leader: f.leader,
+        last_log_index: f.last_log_index,
+        applied_index: f.applied_index,
+    });
+    json(&Answer {
+        replicated: figures.is_some(),
+        this_member,
+        members,
+        members_error,
+        leader_changes: console.leader_changes(),
+        last_zxid: server.core.read(|s| s.last_zxid()),
+        in_contact: server.log.in_contact(),
+    })
+}
