@@ -172,6 +172,12 @@ impl Client {
         Ok(LockGuard { shared: self.shared.clone(), guard: Some(guard) })
     }
 
+    /// [`lock`](Self::lock) with `options`, a lock-delay (see [`crate::LockOptions`]).
+    pub fn lock_with(&self, dir: &str, options: &crate::LockOptions) -> Result<LockGuard> {
+        let guard = self.block(self.shared.client.lock_with(dir, options))?;
+        Ok(self.guard(guard))
+    }
+
     /// Blocks at most `timeout` for the lock; `Ok(None)` if it was not granted in time (and
     /// nothing is left behind).
     pub fn try_lock(&self, dir: &str, timeout: Duration) -> Result<Option<LockGuard>> {

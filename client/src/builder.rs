@@ -107,6 +107,7 @@ impl ClientBuilder {
             next_xid: 1,
             pending: Default::default(),
             watches: Default::default(),
+            streams: Default::default(),
             state: state_tx,
             session: session.clone(),
             // A welcome counts as a pong for the hello (the server confirms first).

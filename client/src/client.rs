@@ -5,13 +5,16 @@ use crate::conn::Cmd;
 use crate::error::{Error, Result};
 use crate::lock::Fence;
 use crate::state::SessionState;
+use crate::stream::WatchStream;
 use crate::sync::oneshot;
 use crate::watch::{Watch, WatchSender};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
-use ward_proto::{path, CreateMode, MemberInfo, Op, OpResult, Request, Response, ServerStats, SessionId, Stat};
+use ward_proto::{
+    path, CreateMode, MemberInfo, Op, OpResult, Request, Response, ServerStats, SessionId, Stat, WatchMode,
+};
 
 /// A session with a Ward ensemble. Clones share the session; when the last clone is dropped
 /// the session is closed (its ephemerals deleted) in the background.
@@ -154,6 +157,30 @@ impl Client {
             Response::Children { children, .. } => Ok((children, watch)),
             other => Err(unexpected(other)),
         }
+    }
+
+    /// A persistent watch on `path` (ZooKeeper's `addWatch`): a stream of every change of
+    /// the node ([`WatchMode::Persistent`]: created, data changed, deleted, children
+    /// changed) or of the node and every node below it ([`WatchMode::PersistentRecursive`]:
+    /// each event names the node that changed; no children changes, as the creates and
+    /// deletes below are reported themselves). It stays armed when it fires, and across
+    /// reconnects: armed again since the last change it had, it gets what it missed, so every
+    /// change arrives once and in zxid order (docs/guarantees.md, G23). The watch covers the
+    /// changes after the call; the node need not exist.
+    pub async fn watch(&self, path: &str, mode: WatchMode) -> Result<WatchStream> {
+        let path = checked(path)?;
+        let (reply, rx) = oneshot::channel();
+        self.inner.tx.send(Cmd::Watch { path, mode, reply }).map_err(|_| Error::Closed)?;
+        rx.await.map_err(|_| Error::Closed)?
+    }
+
+    /// Removes this session's persistent watch of `mode` on `path`: its streams end.
+    /// `Error::NoWatcher` if there is none.
+    pub async fn remove_watches(&self, path: &str, mode: WatchMode) -> Result<()> {
+        let path = checked(path)?;
+        let (reply, rx) = oneshot::channel();
+        self.inner.tx.send(Cmd::RemoveWatch { path, mode, reply }).map_err(|_| Error::Closed)?;
+        rx.await.map_err(|_| Error::Closed)?
     }
 
     /// Applies every op or none. On failure, `Error::MultiFailed` names the op that failed.

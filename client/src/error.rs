@@ -63,6 +63,17 @@ pub enum Error {
     /// TLS with a client certificate).
     #[error("authentication failed")]
     AuthFailed,
+    /// In a [`WatchStream`](crate::WatchStream): changes may have been missed here, while
+    /// the client was away longer than the server's history of changes reaches back. The
+    /// stream goes on with the changes after the gap; read the state again to catch up.
+    #[error("changes may have been missed: the server's history no longer reaches back")]
+    EventsMissed,
+    /// `remove_watches`: there is no such watch.
+    #[error("no such watch")]
+    NoWatcher,
+    /// A lock was asked for with another lock-delay than its directory has.
+    #[error("lock-delay mismatch")]
+    LockDelayMismatch,
     /// The client was closed.
     #[error("client closed")]
     Closed,
@@ -104,6 +115,8 @@ impl From<ErrorCode> for Error {
             ErrorCode::NoAuth => Error::NoAuth,
             ErrorCode::InvalidAcl => Error::InvalidAcl,
             ErrorCode::AuthFailed => Error::AuthFailed,
+            ErrorCode::NoWatcher => Error::NoWatcher,
+            ErrorCode::LockDelayMismatch => Error::LockDelayMismatch,
             other => Error::Protocol(format!("unknown error code {other:?}")),
         }
     }

@@ -29,6 +29,7 @@
 //! * [`queue`]: reading a lock queue: holder, waiters, their context.
 //! * [`election`]: leader election on the lock: [`Election`], [`Leadership`], [`Observer`].
 //! * [`watch`]: [`Watch`], a one-shot watch as a future.
+//! * [`stream`]: [`WatchStream`], a persistent watch as a stream that survives reconnects.
 //! * [`state`]: the session states, [`SessionState`].
 //! * [`error`]: the typed [`Error`].
 
@@ -43,6 +44,7 @@ pub mod lock;
 pub mod mutex;
 pub mod queue;
 pub mod state;
+pub mod stream;
 mod sync;
 pub mod tls;
 pub mod watch;
@@ -51,15 +53,16 @@ pub use builder::ClientBuilder;
 pub use client::Client;
 pub use election::{Election, Leader, Leadership, Observer};
 pub use error::{Error, Result};
-pub use lock::{Fence, LockGuard};
+pub use lock::{Fence, LockGuard, LockOptions};
 pub use mutex::{Mutex, MutexGuard};
 pub use queue::Contender;
 pub use state::SessionState;
+pub use stream::WatchStream;
 pub use tls::Tls;
 pub use ward_proto::acl::{parse_acl, AclParseError};
 pub use ward_proto::digest::digest_id;
 pub use ward_proto::{
     perms, Acl, CreateMode, ErrorCode, EventKind, LockKind, MemberInfo, MemberRole, Op, OpResult, ServerStats,
-    SessionId, Stat, WatchEvent, MAX_TTL_MS,
+    SessionId, Stat, WatchEvent, WatchMode, MAX_LOCK_DELAY_MS, MAX_TTL_MS,
 };
 pub use watch::Watch;

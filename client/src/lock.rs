@@ -23,7 +23,56 @@ use crate::sync::{oneshot, Arc};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use ward_proto::{path, Acl, CreateMode, LockKind, Op, Response};
+use ward_proto::{path, Acl, CreateMode, LockKind, Op, Response, MAX_LOCK_DELAY_MS};
+
+/// How a lock attempt asks for its lock, beyond its kind and data ([`Client::acquire_with`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LockOptions {
+    lock_delay: Option<Duration>,
+    dir_acl: Option<Vec<Acl>>,
+}
+
+impl LockOptions {
+    pub fn new() -> LockOptions {
+        LockOptions::default()
+    }
+
+    /// Lock-delay, as Consul's: when a holder's session ends without releasing the lock (it
+    /// expired, say because its process was killed or stalled, or the server ended it), the
+    /// next contender is not granted the lock until `delay` after that end, so that a
+    /// stalled ex-holder that cannot be fenced has time to notice it lost the lock. An
+    /// orderly release (unlock, dropping the guard, closing the client) hands over at once.
+    /// The delay belongs to the lock's directory: the first acquire asking for one while
+    /// the queue is empty records it; later ones must ask for the same
+    /// (`Error::LockDelayMismatch`) or for none. Rounded up to whole milliseconds; zero asks
+    /// for nothing (docs/recipes.md, "Lock-delay").
+    pub fn lock_delay(mut self, delay: Duration) -> LockOptions {
+        self.lock_delay = Some(delay);
+        self
+    }
+
+    /// The ACL given to the lock's directories (and the ancestors the acquire creates) if
+    /// they are missing; without it they are open to all. The directory's ACL guards the
+    /// lock: joining its queue needs CREATE on it, leaving DELETE, reading the queue READ
+    /// (and writing the directory's header, a semaphore's permits or a lock-delay, WRITE).
+    /// Directories that exist keep their ACL.
+    pub fn dir_acl(mut self, acl: Vec<Acl>) -> LockOptions {
+        self.dir_acl = Some(acl);
+        self
+    }
+
+    /// The delay in whole milliseconds, if one is asked for.
+    fn lock_delay_ms(&self) -> Result<Option<u64>> {
+        let Some(delay) = self.lock_delay.filter(|d| !d.is_zero()) else { return Ok(None) };
+        let ms = u64::try_from(delay.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX);
+        if ms > MAX_LOCK_DELAY_MS {
+            return Err(Error::BadArguments(format!(
+                "a lock-delay of {delay:?} is over the limit of {MAX_LOCK_DELAY_MS} ms"
+            )));
+        }
+        Ok(Some(ms))
+    }
+}
 
 /// A lock holder's credential: a write carrying it fails unless this holder still holds.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -173,6 +222,11 @@ impl Client {
         self.acquire(&[dir], LockKind::Exclusive, &[]).await
     }
 
+    /// Like [`lock`](Self::lock), with `options` (a lock-delay).
+    pub async fn lock_with(&self, dir: &str, options: &LockOptions) -> Result<LockGuard> {
+        self.acquire_with(&[dir], LockKind::Exclusive, &[], options).await
+    }
+
     /// Like [`lock`](Self::lock), with `data` stored in the contender node for other
     /// contenders to read (who holds it, and why; see [`lock_holders`](Self::lock_holders)).
     pub async fn lock_with_data(&self, dir: &str, data: &[u8]) -> Result<LockGuard> {
@@ -221,14 +275,11 @@ impl Client {
     /// The general form: one attempt of `kind` over `dirs` (created if missing), with `data`
     /// in each contender node. Cancelling the future removes the attempt's contenders.
     pub async fn acquire(&self, dirs: &[&str], kind: LockKind, data: &[u8]) -> Result<LockGuard> {
-        self.acquire_with_acl(dirs, kind, data, None).await
+        self.acquire_with(dirs, kind, data, &LockOptions::default()).await
     }
 
-    /// [`acquire`](Self::acquire), giving the directories (and the ancestors this creates)
-    /// `dir_acl` if they are missing (`None`: open to all). The directory's ACL guards the
-    /// lock: joining its queue needs CREATE on it, leaving DELETE, reading the queue READ
-    /// (and a semaphore's first contender WRITE, for the permits). Directories that exist
-    /// keep their ACL.
+    /// [`acquire`](Self::acquire), giving the directories `dir_acl` if they are missing
+    /// ([`LockOptions::dir_acl`]; `None`: open to all).
     pub async fn acquire_with_acl(
         &self,
         dirs: &[&str],
@@ -236,6 +287,20 @@ impl Client {
         data: &[u8],
         dir_acl: Option<&[Acl]>,
     ) -> Result<LockGuard> {
+        let options = LockOptions { dir_acl: dir_acl.map(<[Acl]>::to_vec), ..LockOptions::default() };
+        self.acquire_with(dirs, kind, data, &options).await
+    }
+
+    /// [`acquire`](Self::acquire) with `options`: a lock-delay, the directories' ACL.
+    pub async fn acquire_with(
+        &self,
+        dirs: &[&str],
+        kind: LockKind,
+        data: &[u8],
+        options: &LockOptions,
+    ) -> Result<LockGuard> {
+        let lock_delay_ms = options.lock_delay_ms()?;
+        let dir_acl = options.dir_acl.as_deref();
         let dirs = dirs.iter().map(|d| checked(d)).collect::<Result<Vec<_>>>()?;
         if matches!(kind, LockKind::Semaphore { permits: 0 }) {
             return Err(Error::BadArguments("a semaphore needs at least one permit".into()));
@@ -245,7 +310,7 @@ impl Client {
         let nodes = loop {
             let (reply, reply_rx) = oneshot::channel();
             let (granted, granted_rx) = oneshot::channel();
-            let cmd = Cmd::Lock { dirs: dirs.clone(), tag, kind, data: data.to_vec(), reply, granted };
+            let cmd = Cmd::Lock { dirs: dirs.clone(), tag, kind, data: data.to_vec(), lock_delay_ms, reply, granted };
             self.inner.tx.send(cmd).map_err(|_| Error::Closed)?;
             match reply_rx.await.map_err(|_| Error::Closed)? {
                 Ok(Response::Lock(state)) if state.nodes.len() == dirs.len() => {

@@ -16,6 +16,11 @@ pub struct Contender {
     pub since_ms: i64,
     /// The session that owns it, if it is ephemeral.
     pub session: Option<SessionId>,
+    /// For a holder whose session ended without releasing, kept for the lock's lock-delay
+    /// (see [`LockOptions::lock_delay`](crate::LockOptions::lock_delay)): when the delay
+    /// ends and the next contender may be granted (ms since the Unix epoch, the server's
+    /// clock: the session's end plus the delay).
+    pub lock_delay_until_ms: Option<i64>,
 }
 
 impl Client {
@@ -28,6 +33,11 @@ impl Client {
             Err(e) => return Err(e),
         };
         let mut queue = Vec::new();
+        let delay_ms = match self.get_data(dir).await {
+            Ok((data, _)) => lock::DirHeader::parse(&data).map_or(0, |h| h.lock_delay_ms),
+            Err(Error::NoNode) => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
         for name in lock::queue(children.iter().map(String::as_str)) {
             let path = path::join(dir, name);
             match self.get_data(&path).await {
@@ -37,6 +47,10 @@ impl Client {
                     token: stat.mzxid,
                     since_ms: stat.ctime,
                     session: stat.ephemeral_owner,
+                    // A contender without a session in a lock with a delay is held over: its
+                    // mtime is when its session ended.
+                    lock_delay_until_ms: (stat.ephemeral_owner.is_none() && delay_ms > 0)
+                        .then(|| stat.mtime.saturating_add(i64::try_from(delay_ms).unwrap_or(i64::MAX))),
                 }),
                 // Left the queue while we were reading it.
                 Err(Error::NoNode) => {}

@@ -45,6 +45,25 @@ impl Future for Watch {
 /// `SET_WATCHES_MAX_LENGTH`, 128 KiB), far under the server's request limit.
 pub(crate) const SET_WATCHES_BATCH: usize = 128 << 10;
 
+/// Splits `items` into batches of at most `limit` bytes as `len` counts them (an item
+/// longer than that goes alone).
+pub(crate) fn batches<T>(items: impl Iterator<Item = T>, len: impl Fn(&T) -> usize, limit: usize) -> Vec<Vec<T>> {
+    let mut batches: Vec<Vec<T>> = Vec::new();
+    let mut used = 0;
+    for item in items {
+        let n = len(&item);
+        match batches.last_mut() {
+            Some(batch) if used + n <= limit => batch.push(item),
+            _ => {
+                batches.push(vec![item]);
+                used = 0;
+            }
+        }
+        used += n;
+    }
+    batches
+}
+
 /// The application's armed watches. The server holds one watch per (kind, path) for this
 /// connection; here each may have several waiters.
 #[derive(Default)]
@@ -68,21 +87,8 @@ impl LocalWatches {
             txs.retain(|tx| !tx.is_closed());
             !txs.is_empty()
         });
-        let mut batches: Vec<Vec<(WatchKind, String)>> = Vec::new();
-        let mut used = 0;
-        for key in self.by_key.keys() {
-            // The kind and the path's length prefix take a few bytes more.
-            let len = key.1.len() + 8;
-            match batches.last_mut() {
-                Some(batch) if used + len <= limit => batch.push(key.clone()),
-                _ => {
-                    batches.push(vec![key.clone()]);
-                    used = 0;
-                }
-            }
-            used += len;
-        }
-        batches
+        // The kind and the path's length prefix take a few bytes more.
+        batches(self.by_key.keys().cloned(), |key| key.1.len() + 8, limit)
     }
 
     /// Resolves every watch the event fires (ZooKeeper's fan-out: a delete fires data, exists

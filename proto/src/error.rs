@@ -74,4 +74,10 @@ pub enum ErrorCode {
     /// `AddAuth` with a scheme the server cannot authenticate (ZooKeeper's `AUTHFAILED`).
     #[error("authentication failed")]
     AuthFailed,
+    /// `RemoveWatches`: this connection has no such watch. ZooKeeper's `NOWATCHER`.
+    #[error("no such watch")]
+    NoWatcher,
+    /// A lock acquire asked for another lock-delay than the directory has.
+    #[error("lock-delay mismatch")]
+    LockDelayMismatch,
 }

@@ -34,12 +34,12 @@ pub mod response;
 pub use acl::{perms, Acl, Credentials, Id};
 pub use codec::{CodecError, FrameCodec};
 pub use error::ErrorCode;
-pub use event::{EventKind, WatchEvent};
+pub use event::{EventKind, Position, StreamEvent, WatchEvent};
 pub use handshake::{Hello, HelloPrefix, Welcome, MAGIC, PROTOCOL_VERSION};
 pub use ids::{SessionId, SessionSecret, Zxid};
 pub use lock::LockKind;
 pub use message::{ClientMessage, ServerMessage};
-pub use request::{CreateMode, Op, Request, WatchKind, MAX_TTL_MS};
+pub use request::{CreateMode, Op, PersistentWatch, Request, WatchKind, WatchMode, MAX_LOCK_DELAY_MS, MAX_TTL_MS};
 pub use response::{LockNode, LockState, MemberInfo, MemberRole, OpResult, Response, ServerStats, Stat};
 
 /// Largest node data accepted by default (ZooKeeper's `jute.maxbuffer` is also 1 MiB).

@@ -19,7 +19,8 @@
 //! | `__sem__`   | semaphore  | fewer than `permits` contenders are ahead of it |
 //!
 //! Any other sequential child (Curator's `-lock-`, a plain recipe's node) counts as
-//! exclusive. A semaphore directory's data records its permits ([`semaphore_header`]).
+//! exclusive. A directory's data may record its semaphore's permits and its lock-delay
+//! ([`DirHeader`]).
 
 use crate::ids::SessionId;
 use serde::{Deserialize, Serialize};
@@ -145,16 +146,78 @@ pub fn holders(queue: &[&str], permits: u32) -> Vec<bool> {
         .collect()
 }
 
-const HEADER: &str = "ward-semaphore permits=";
+const SEMAPHORE_HEADER: &str = "ward-semaphore";
+const LOCK_HEADER: &str = "ward-lock";
+const PERMITS: &str = "permits=";
+const LOCK_DELAY: &str = "lock-delay-ms=";
+
+/// What a lock directory's data records about its lock, set by the first acquire that asks
+/// while the queue is empty: a semaphore's permits, and the lock-delay. Written as text, so
+/// that `ward get` and zkCli show it:
+///
+/// ```text
+/// ward-semaphore permits=3
+/// ward-semaphore permits=3 lock-delay-ms=5000
+/// ward-lock lock-delay-ms=5000
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DirHeader {
+    /// A semaphore's permits; `None` for a mutex or read/write lock.
+    pub permits: Option<u32>,
+    /// How long after a holder's session ended without a release the next contender waits
+    /// (0: none, ZooKeeper's behaviour).
+    pub lock_delay_ms: u64,
+}
+
+impl DirHeader {
+    /// The header in a directory's `data`: empty data is the default header; `None` if the
+    /// data is something else (the application's own).
+    pub fn parse(data: &[u8]) -> Option<DirHeader> {
+        if data.is_empty() {
+            return Some(DirHeader::default());
+        }
+        let text = std::str::from_utf8(data).ok()?;
+        let mut words = text.split(' ');
+        let semaphore = match words.next()? {
+            SEMAPHORE_HEADER => true,
+            LOCK_HEADER => false,
+            _ => return None,
+        };
+        let mut header = DirHeader::default();
+        for word in words {
+            if let Some(permits) = word.strip_prefix(PERMITS) {
+                header.permits = Some(permits.parse().ok()?);
+            } else if let Some(delay) = word.strip_prefix(LOCK_DELAY) {
+                header.lock_delay_ms = delay.parse().ok()?;
+            } else {
+                return None;
+            }
+        }
+        (semaphore == header.permits.is_some()).then_some(header)
+    }
+
+    /// The data that records this header (empty for the default one).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut text = match self.permits {
+            Some(permits) => format!("{SEMAPHORE_HEADER} {PERMITS}{permits}"),
+            None if self.lock_delay_ms == 0 => return Vec::new(),
+            None => LOCK_HEADER.to_string(),
+        };
+        if self.lock_delay_ms != 0 {
+            text.push_str(&format!(" {LOCK_DELAY}{}", self.lock_delay_ms));
+        }
+        text.into_bytes()
+    }
+}
 
 /// The data of a semaphore's directory: it fixes the number of permits.
 pub fn semaphore_header(permits: u32) -> Vec<u8> {
-    format!("{HEADER}{permits}").into_bytes()
+    DirHeader { permits: Some(permits), lock_delay_ms: 0 }.encode()
 }
 
 /// The permits a directory's data fixes, if it is a semaphore header.
 pub fn parse_semaphore_header(data: &[u8]) -> Option<u32> {
-    std::str::from_utf8(data).ok()?.strip_prefix(HEADER)?.parse().ok()
+    DirHeader::parse(data)?.permits
 }
 
 #[cfg(test)]
@@ -193,5 +256,26 @@ mod tests {
         assert_eq!(holders(&q, 2), [true, true, false]);
         assert_eq!(parse_semaphore_header(&semaphore_header(3)), Some(3));
         assert_eq!(parse_semaphore_header(b"other"), None);
+    }
+
+    /// The header keeps the semaphore's old form, and adds the lock-delay as a word of its own.
+    #[test]
+    fn directory_headers_round_trip_and_foreign_data_is_no_header() {
+        assert_eq!(semaphore_header(3), b"ward-semaphore permits=3");
+        let cases = [
+            (DirHeader::default(), ""),
+            (DirHeader { permits: Some(2), lock_delay_ms: 0 }, "ward-semaphore permits=2"),
+            (DirHeader { permits: Some(2), lock_delay_ms: 5000 }, "ward-semaphore permits=2 lock-delay-ms=5000"),
+            (DirHeader { permits: None, lock_delay_ms: 250 }, "ward-lock lock-delay-ms=250"),
+        ];
+        for (header, text) in cases {
+            assert_eq!(header.encode(), text.as_bytes());
+            assert_eq!(DirHeader::parse(text.as_bytes()), Some(header), "{text:?}");
+        }
+        assert_eq!(parse_semaphore_header(b"ward-semaphore permits=2 lock-delay-ms=9"), Some(2));
+        for foreign in ["config", "ward-lock permits=2", "ward-semaphore lock-delay-ms=1", "ward-lock lock-delay-ms=x"]
+        {
+            assert_eq!(DirHeader::parse(foreign.as_bytes()), None, "{foreign:?}");
+        }
     }
 }

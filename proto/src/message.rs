@@ -1,7 +1,7 @@
 //! The envelopes every frame carries.
 
 use crate::error::ErrorCode;
-use crate::event::WatchEvent;
+use crate::event::{StreamEvent, WatchEvent};
 use crate::handshake::{Hello, Welcome};
 use crate::ids::Zxid;
 use crate::request::Request;
@@ -44,4 +44,9 @@ pub enum ServerMessage {
         path: String,
         token: Zxid,
     },
+    /// A persistent watch of this connection matched a change (one message per change,
+    /// however many of the connection's persistent watches match it). Sent before the reply
+    /// to any request that could observe the change, like [`ServerMessage::Event`].
+    /// (Appended, so that the variants above keep their encoding.)
+    Streamed(StreamEvent),
 }

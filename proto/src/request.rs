@@ -1,6 +1,7 @@
 //! Requests: one variant per operation.
 
 use crate::acl::{Acl, Credentials};
+use crate::event::Position;
 use crate::ids::Zxid;
 use crate::lock::LockKind;
 use serde::{Deserialize, Serialize};
@@ -34,6 +35,10 @@ pub enum CreateMode {
 /// keeps the TTL in 40 bits.
 pub const MAX_TTL_MS: u64 = (1 << 40) - 1;
 
+/// The longest lock-delay: the node that keeps an ended holder's place keeps its delay in
+/// the same 40 bits as a TTL.
+pub const MAX_LOCK_DELAY_MS: u64 = MAX_TTL_MS;
+
 impl CreateMode {
     pub fn is_ephemeral(self) -> bool {
         matches!(self, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
@@ -66,6 +71,30 @@ pub enum WatchKind {
     Exists,
     /// Set by `get_children`: fires on child create/delete or on the node's delete.
     Child,
+}
+
+/// What a persistent watch covers (ZooKeeper's `AddWatchMode`). Either stays armed when it
+/// fires, until removed or its connection closes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WatchMode {
+    /// Every change of the node itself: `NodeCreated`, `NodeDataChanged`, `NodeDeleted` and
+    /// `NodeChildrenChanged`.
+    Persistent,
+    /// Every change of the node and of every node below it, each event naming the node that
+    /// changed, except `NodeChildrenChanged` (ZooKeeper's rule: the creates and deletes
+    /// below are reported themselves).
+    PersistentRecursive,
+}
+
+/// One persistent watch to arm ([`Request::AddWatches`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersistentWatch {
+    pub path: String,
+    pub mode: WatchMode,
+    /// `None`: watch from now on. `Some(p)`: the watch was armed before (on a connection
+    /// since lost) and its client has every event up to position `p`; the server sends the
+    /// events after `p` that the watch would have fired, from its recent history.
+    pub since: Option<Position>,
 }
 
 /// A request. Paths are checked by the server; clients check them too, to fail early.
@@ -194,6 +223,33 @@ pub enum Request {
         scheme: String,
         credentials: Credentials,
     },
+    /// Arms persistent watches for this connection. Answered with
+    /// [`Response::WatchesAdded`](crate::Response::WatchesAdded), which carries the events a
+    /// watch with `since` missed; every later change it matches is sent as
+    /// [`ServerMessage::Streamed`](crate::ServerMessage::Streamed).
+    AddWatches {
+        watches: Vec<PersistentWatch>,
+    },
+    /// Disarms this connection's persistent watch of `mode` on `path`. Fails with
+    /// `NoWatcher` if there is none.
+    RemoveWatches {
+        path: String,
+        mode: WatchMode,
+    },
+    /// [`Request::LockAcquire`] with a lock-delay: after a holder's session ends without an
+    /// orderly release (it expired, or was ended by the server), the next contender of the
+    /// lock is not granted it until `lock_delay_ms` after that end. The delay belongs to the
+    /// directory: the first acquire that asks for one while the queue is empty records it in
+    /// the directory's data (`ward_proto::lock`); a later one must ask for the same, or for
+    /// none with a plain `LockAcquire`.
+    LockAcquireDelayed {
+        dirs: Vec<String>,
+        tag: u64,
+        kind: LockKind,
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+        lock_delay_ms: u64,
+    },
 }
 
 impl Request {
@@ -207,6 +263,7 @@ impl Request {
                 | Request::Multi(_)
                 | Request::CloseSession
                 | Request::LockAcquire { .. }
+                | Request::LockAcquireDelayed { .. }
                 | Request::LockRelease { .. }
                 | Request::CreateWithAcl { .. }
                 | Request::SetAcl { .. }

@@ -2,6 +2,7 @@
 
 use crate::acl::Acl;
 use crate::error::ErrorCode;
+use crate::event::StreamEvent;
 use crate::ids::{SessionId, Zxid};
 use serde::{Deserialize, Serialize};
 
@@ -78,6 +79,17 @@ pub enum Response {
     AclSet(Stat),
     /// `AddAuth` succeeded: the identity counts for this connection from now on.
     AuthAdded,
+    // The variants below were appended, so that the ones above keep their encoding.
+    /// The watches of an `AddWatches` are armed. `replay`: in position order, the changes
+    /// after their `since` positions that they match, which the client has not had (each
+    /// once, however many of the watches match it). `missed`: the indices of the watches
+    /// whose `since` is older than the server's history reaches back: events may have been
+    /// lost for them (they are armed all the same).
+    WatchesAdded {
+        replay: Vec<StreamEvent>,
+        missed: Vec<u32>,
+    },
+    WatchesRemoved,
 }
 
 /// One member of the ensemble, as its leader sees it.

@@ -50,7 +50,23 @@ async fn deleted_a_full_batch(server: &Server) -> bool {
         return false;
     }
     let full = due.len() == BATCH;
-    let pending: Vec<_> = due
+    let (deleted, all_applied) = propose_deletions(server, due, now, never_used_ms).await;
+    if deleted > 0 {
+        tracing::info!(deleted, "deleted unused containers and TTL nodes");
+    }
+    full && all_applied
+}
+
+/// Proposes a [`CommandOp::DeleteIfUnused`] of each of `paths`, stamped `now`, and waits for
+/// them: how many were deleted, and whether every one was ordered (one that was not is
+/// tried again by the next check).
+pub(crate) async fn propose_deletions(
+    server: &Server,
+    paths: Vec<String>,
+    now: i64,
+    never_used_ms: u64,
+) -> (usize, bool) {
+    let pending: Vec<_> = paths
         .into_iter()
         .map(|path| {
             let op = CommandOp::DeleteIfUnused { path: path.clone(), never_used_ms };
@@ -64,7 +80,7 @@ async fn deleted_a_full_batch(server: &Server) -> bool {
             Ok(applied) => match applied.outcome {
                 Outcome::Reply(Ok(_)) => {
                     deleted += 1;
-                    tracing::debug!(%path, zxid = applied.zxid, "deleted an unused container or TTL node");
+                    tracing::debug!(%path, zxid = applied.zxid, "deleted an unused node");
                 }
                 outcome => tracing::debug!(%path, ?outcome, "in use again by the time its deletion applied"),
             },
@@ -74,8 +90,5 @@ async fn deleted_a_full_batch(server: &Server) -> bool {
             }
         }
     }
-    if deleted > 0 {
-        tracing::info!(deleted, "deleted unused containers and TTL nodes");
-    }
-    full && all_applied
+    (deleted, all_applied)
 }

@@ -82,6 +82,11 @@ pub enum CommandOp {
     /// server's own commands, which need none, and writes logged before ACLs, which only
     /// found open nodes. (Appended last, so that older logs decode unchanged.)
     As { ids: Vec<AuthId>, op: Box<CommandOp> },
+    /// [`CommandOp::LockAcquire`] asking for a lock-delay of `lock_delay_ms` (at least 1) in
+    /// every directory: recorded in a directory whose queue is empty, else it must be the
+    /// directory's (`LockDelayMismatch`). (Appended last, so that older logs decode
+    /// unchanged.)
+    LockAcquireDelayed { dirs: Vec<String>, tag: u64, kind: LockKind, data: Vec<u8>, lock_delay_ms: u64 },
 }
 
 /// What applying a command produced. Serializable: it is the Raft response of a batch.

@@ -32,6 +32,7 @@
 //!   bound on bytes queued for the client.
 //! * [`session`]: deadlines, connection ownership and the expiry sweep.
 //! * [`cleanup`]: the leader's deletion of unused containers and TTL nodes.
+//! * [`lock_delay`]: the leader's end of lock-delays: deleting held-over lock contenders.
 //! * [`net`]: accept loop and connection limits, handshake, per-connection reader and writer.
 //! * [`zk`]: the optional ZooKeeper-protocol listener on the same core.
 //! * [`acl`]: ACLs, identities and `AddAuth`, ZooKeeper's rules for who may do what.
@@ -51,6 +52,7 @@ pub mod digest;
 pub mod error;
 pub mod local;
 pub mod lock;
+pub mod lock_delay;
 pub mod log;
 pub mod metrics;
 pub mod net;
@@ -142,6 +144,7 @@ pub async fn serve_with(
         cancel.clone(),
     ));
     tasks.spawn(cleanup::run(server.clone(), cancel.clone()));
+    tasks.spawn(lock_delay::run(server.clone(), cancel.clone()));
     if let Ok(addr) = listener.local_addr() {
         let c = &server.config;
         tracing::info!(
@@ -188,6 +191,9 @@ mod state_tests;
 
 #[cfg(test)]
 mod cleanup_tests;
+
+#[cfg(test)]
+mod lock_delay_tests;
 
 // The loom models of the state connection tasks and apply share (`--cfg ward_loom`).
 #[cfg(all(test, ward_loom))]

@@ -74,9 +74,10 @@ impl Effects for Local {
     }
 
     /// Watches are not fired: connections that watched the old state are expected to be
-    /// gone. Sessions the new state no longer has are dropped (their connections closed),
+    /// gone. The history persistent watches are replayed from starts again at the new state. Sessions the new state no longer has are dropped (their connections closed),
     /// and new ones get a full timeout.
     fn replaced(&self, state: &StateMachine) {
+        self.watches.reset_history(state.last_zxid());
         let live = state.sessions().map(|(id, r)| (id, Duration::from_millis(u64::from(r.timeout_ms)))).collect();
         self.sessions.follow(live);
     }

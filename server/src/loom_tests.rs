@@ -77,7 +77,7 @@ fn watch_armed_while_the_node_is_deleted_fires_or_is_never_armed() {
     loom::model(|| {
         let (core, local, session) = core_with_node();
         let (outbox, mut rx) = Outbox::channel();
-        local.watches.add_conn(1, outbox.clone());
+        local.watches.add_conn(1, outbox.clone(), crate::watch::Delivery::Streams);
         // Armed before the race: the delete also changes `/`'s children, and that event tells
         // whether the read's reply would go out after the events it depends on.
         let armed = read(&core, &local, &outbox, 1, session, Request::GetChildren { path: "/".into(), watch: true });
@@ -125,7 +125,7 @@ fn watch_of_a_closing_connection_is_not_leaked() {
     loom::model(|| {
         let (core, local, session) = core_with_node();
         let (outbox, _rx) = Outbox::channel();
-        local.watches.add_conn(1, outbox.clone());
+        local.watches.add_conn(1, outbox.clone(), crate::watch::Delivery::Streams);
 
         let reader = {
             let (core, local) = (core.clone(), local.clone());
@@ -306,5 +306,49 @@ fn of_two_racing_attachments_of_a_session_exactly_one_takes_it() {
         assert_eq!(won.len(), 1, "exactly one attachment takes the session: {current:?}, {abandoned:?}");
         let written = core.apply(&fenced_set(session, won[0].zxid, b"w"));
         assert!(matches!(written.outcome, Outcome::Reply(Ok(_))), "the winner's writes apply: {written:?}");
+    });
+}
+
+fn set_n(core: &Core, session: SessionId, data: &[u8]) -> Zxid {
+    let op = Op::SetData { path: "/n".into(), data: data.to_vec(), version: None };
+    core.apply(&command(session, CommandOp::Op(op))).zxid
+}
+
+/// G23: a persistent watch armed again after a reconnect (`AddWatches` since the last change
+/// its client had) races with a change being applied. The replay is taken and the watch
+/// armed in one view under the state's read lock, and apply records and fires under the
+/// write lock, so each change the client missed reaches it exactly once: the one made while
+/// it was away in the replay, the racing one either in the replay or live after, never both
+/// and never neither.
+#[test]
+fn a_persistent_watch_armed_again_gets_every_missed_change_once() {
+    loom::model(|| {
+        let (core, local, session) = core_with_node();
+        let (outbox, mut rx) = Outbox::channel();
+        local.watches.add_conn(1, outbox.clone(), crate::watch::Delivery::Streams);
+        let since = ward_proto::Position::after(core.read(|s| s.last_zxid()));
+        let away = set_n(&core, session, b"while away");
+        let rearm = {
+            let (core, local) = (core.clone(), local.clone());
+            thread::spawn(move || {
+                let watch = ward_proto::PersistentWatch {
+                    path: "/n".into(),
+                    mode: ward_proto::WatchMode::Persistent,
+                    since: Some(since),
+                };
+                read(&core, &local, &outbox, 1, session, Request::AddWatches { watches: vec![watch] })
+            })
+        };
+        let racing = set_n(&core, session, b"racing");
+        let seen = rearm.join().expect("re-arm");
+        let Ok(Response::WatchesAdded { replay, missed }) = seen.result else { panic!("{:?}", seen.result) };
+        assert!(missed.is_empty());
+        let live: Vec<Zxid> = drain(&mut rx)
+            .into_iter()
+            .filter_map(|m| if let Outbound::Streamed(s) = m { Some(s.event.zxid) } else { None })
+            .collect();
+        let replayed: Vec<Zxid> = replay.iter().map(|s| s.event.zxid).collect();
+        let all: Vec<Zxid> = replayed.iter().chain(&live).copied().collect();
+        assert_eq!(all, [away, racing], "each once, in order: replayed {replayed:?}, live {live:?}");
     });
 }

@@ -32,7 +32,7 @@ use crate::watch::Outbound;
 use std::sync::Arc;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use ward_proto::WatchEvent;
+use ward_proto::{StreamEvent, WatchEvent};
 
 pub struct Outbox {
     queue: Queue<Outbound>,
@@ -59,7 +59,7 @@ pub struct OutboxRx(Arc<Outbox>);
 /// A close costs nothing, so it is never refused.
 pub fn weight(msg: &Outbound) -> u64 {
     match msg {
-        Outbound::Event(event) => event_weight(event),
+        Outbound::Event(event) | Outbound::Streamed(StreamEvent { event, .. }) => event_weight(event),
         Outbound::LockGranted { path, .. } => (std::mem::size_of::<Outbound>() + path.len()) as u64,
         Outbound::Close(_) => 0,
     }

@@ -4,7 +4,7 @@
 //! so does checking an ACL a client gives, which depends on the identities it travels with.
 
 use crate::command::CommandOp;
-use ward_proto::{path, CreateMode, ErrorCode, LockKind, Op, Request, MAX_TTL_MS};
+use ward_proto::{path, CreateMode, ErrorCode, LockKind, Op, Request, MAX_LOCK_DELAY_MS, MAX_TTL_MS};
 
 /// Turns a write request into the command op to log, or refuses it.
 pub fn prep(request: Request, max_data: usize) -> Result<CommandOp, ErrorCode> {
@@ -40,11 +40,15 @@ pub fn prep(request: Request, max_data: usize) -> Result<CommandOp, ErrorCode> {
             _ => Err(ErrorCode::BadArguments),
         },
         Request::LockAcquire { dirs, tag, kind, data } => {
-            valid_dirs(&dirs)?;
-            if data.len() > max_data || matches!(kind, LockKind::Semaphore { permits: 0 }) {
+            valid_acquire(&dirs, kind, &data, max_data)?;
+            Ok(CommandOp::LockAcquire { dirs, tag, kind, data })
+        }
+        Request::LockAcquireDelayed { dirs, tag, kind, data, lock_delay_ms } => {
+            valid_acquire(&dirs, kind, &data, max_data)?;
+            if lock_delay_ms == 0 || lock_delay_ms > MAX_LOCK_DELAY_MS {
                 return Err(ErrorCode::BadArguments);
             }
-            Ok(CommandOp::LockAcquire { dirs, tag, kind, data })
+            Ok(CommandOp::LockAcquireDelayed { dirs, tag, kind, data, lock_delay_ms })
         }
         Request::LockRelease { dirs, tag } => {
             valid_dirs(&dirs)?;
@@ -68,6 +72,15 @@ fn check_op(op: Op, max_data: usize) -> Result<Op, ErrorCode> {
         return Err(ErrorCode::BadArguments);
     }
     Ok(op)
+}
+
+/// A lock attempt's directories, data and kind.
+fn valid_acquire(dirs: &[String], kind: LockKind, data: &[u8], max_data: usize) -> Result<(), ErrorCode> {
+    valid_dirs(dirs)?;
+    if data.len() > max_data || matches!(kind, LockKind::Semaphore { permits: 0 }) {
+        return Err(ErrorCode::BadArguments);
+    }
+    Ok(())
 }
 
 /// A lock attempt names at least one directory, each once.

@@ -3,7 +3,7 @@
 use crate::acl::{access, check, AuthId};
 use crate::local::Local;
 use crate::state::StateMachine;
-use crate::watch::ConnId;
+use crate::watch::{Armed, ConnId};
 use ward_proto::{
     path, perms, Acl, ErrorCode, EventKind, Request, Response, SessionId, Stat, WatchEvent, WatchKind, Zxid,
 };
@@ -65,6 +65,20 @@ impl Reader<'_> {
                     }
                 }
                 Ok(Response::WatchesSet)
+            }
+            Request::AddWatches { watches } => {
+                for watch in &watches {
+                    valid(&watch.path)?;
+                }
+                let (replay, missed) = self.local.watches.add_streams(self.conn, &watches);
+                Ok(Response::WatchesAdded { replay, missed })
+            }
+            Request::RemoveWatches { path, mode } => {
+                valid(&path)?;
+                match self.local.watches.remove(self.conn, &path, |armed| armed == Armed::Persistent(mode)) {
+                    true => Ok(Response::WatchesRemoved),
+                    false => Err(ErrorCode::NoWatcher),
+                }
             }
             Request::LockWait { path } => {
                 valid(&path)?;

@@ -220,7 +220,8 @@ impl StateMachine {
                         .map(|(id, _)| *id)
                         .collect();
                     for old in previous {
-                        let _ = self.end_session(zxid, cmd.time_ms, old, &mut changes);
+                        // Ended by the server, not by its client: its locks are held over.
+                        let _ = self.end_session(zxid, cmd.time_ms, old, false, &mut changes);
                     }
                 }
                 let session = SessionId(zxid);
@@ -229,8 +230,11 @@ impl StateMachine {
                 changes.push(Change::SessionCreated { session, timeout_ms: *timeout_ms });
                 Outcome::SessionCreated(session)
             }
-            CommandOp::CloseSession | CommandOp::ExpireSession => {
-                Outcome::Reply(self.end_session(zxid, cmd.time_ms, cmd.session, &mut changes))
+            CommandOp::CloseSession => {
+                Outcome::Reply(self.end_session(zxid, cmd.time_ms, cmd.session, true, &mut changes))
+            }
+            CommandOp::ExpireSession => {
+                Outcome::Reply(self.end_session(zxid, cmd.time_ms, cmd.session, false, &mut changes))
             }
             // The server's own: no session.
             CommandOp::DeleteIfUnused { path, never_used_ms } => {
@@ -248,10 +252,16 @@ impl StateMachine {
                 CommandOp::Multi(ops) => Outcome::Reply(Ok(self.apply_multi(zxid, cmd, ops, nulls, ids, &mut changes))),
                 _ => Outcome::Reply(Err(ErrorCode::BadArguments)),
             },
-            CommandOp::LockAcquire { dirs, tag, kind, data } => {
+            CommandOp::LockAcquire { dirs, tag, kind, data }
+            | CommandOp::LockAcquireDelayed { dirs, tag, kind, data, .. } => {
+                let lock_delay_ms = match op {
+                    CommandOp::LockAcquireDelayed { lock_delay_ms, .. } => Some(*lock_delay_ms),
+                    _ => None,
+                };
                 let mut journal = Journal::on();
                 let mut ctx = Ctx { zxid, time_ms: cmd.time_ms, changes: &mut changes, journal: &mut journal };
-                let result = self.lock_acquire(&mut ctx, cmd.session, dirs, *tag, *kind, data, ids);
+                let attempt = crate::lock::Attempt { dirs, tag: *tag, kind: *kind, data, lock_delay_ms };
+                let result = self.lock_acquire(&mut ctx, cmd.session, attempt, ids);
                 if result.is_err() {
                     journal.rollback(&mut self.tree);
                     changes.clear();
@@ -415,21 +425,30 @@ impl StateMachine {
         }
     }
 
+    /// Ends `session`: its ephemerals go. `orderly`: its client closed it; otherwise (it
+    /// expired, or the server ended it) the locks it holds whose directories have a
+    /// lock-delay are held over for that delay instead of passing on now.
     fn end_session(
         &mut self,
         zxid: Zxid,
         time_ms: i64,
         session: SessionId,
+        orderly: bool,
         changes: &mut Vec<Change>,
     ) -> Result<Response, ErrorCode> {
-        if self.sessions.remove(&session).is_none() {
+        if !self.sessions.contains_key(&session) {
             return Err(ErrorCode::SessionExpired);
         }
+        let held_over = if orderly { Vec::new() } else { crate::lock::held_with_delay(self, session) };
+        self.sessions.remove(&session);
         self.lock_groups.retain(|(owner, _), _| *owner != session);
         self.last_writes.remove(&session);
         self.attachments.remove(&session);
         let mut journal = Journal::off();
         let mut ctx = Ctx { zxid, time_ms, changes, journal: &mut journal };
+        for (path, delay_ms) in held_over {
+            self.tree.hold_over(&ctx, &path, delay_ms);
+        }
         self.tree.remove_ephemerals(&mut ctx, session);
         changes.push(Change::SessionEnded(session));
         Ok(Response::Closed)
@@ -438,10 +457,13 @@ impl StateMachine {
 
 /// A fence holds when its node holds its lock and the token is the node's mzxid: its czxid
 /// when granted, replaced each time the holder's client passes the lock to another of its
-/// handles by rewriting the node (see the client's `Mutex`).
+/// handles by rewriting the node (see the client's `Mutex`). A contender held over for its
+/// lock-delay still heads its queue, but its session is gone: its fence holds no more.
 pub fn check_fence(tree: &DataTree, path: &str, token: Zxid) -> Result<(), ErrorCode> {
     match tree.get(path) {
-        Some(node) if node.mzxid == token && crate::lock::is_holder(tree, path) => Ok(()),
+        Some(node) if node.mzxid == token && node.ephemeral_owner().is_some() && crate::lock::is_holder(tree, path) => {
+            Ok(())
+        }
         _ => Err(ErrorCode::StaleFence),
     }
 }

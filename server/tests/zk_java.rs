@@ -75,12 +75,13 @@ fn java_client_ttl_and_container_nodes_are_deleted_once_unused() {
 
 // docs/zookeeper-compat.md "TTL and container nodes", G20: zkCli's `create -c` and
 // `create -t`, with no server flag (ZooKeeper's needs zookeeper.extendedTypesEnabled), and
-// a container that never had a child, deleted after its grace.
+// a container that never had a child, deleted after its grace; each deletion survives a
+// kill -9 and a restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zkcli_creates_containers_and_ttl_nodes_that_the_cleanup_deletes() {
     let Some(java) = ZkJava::find() else { return };
     let flags = [&QUICK_CLEANUP[..], &["--container-max-never-used-ms", "300"]].concat();
-    let ward = ServerProcess::builder().zookeeper().flags(&flags).start();
+    let mut ward = ServerProcess::builder().zookeeper().flags(&flags).start();
     let script = "create -c /zc c\ncreate /zc/kid k\ndelete /zc/kid\ncreate -t 300 /zt t\n\
                   create -s -t 300 /zs- s\ncreate -c /never n\nquit\n";
     let text = tokio::task::block_in_place(|| zkcli(&java, &ward.zk_addr_str(), &[], script));
@@ -94,8 +95,44 @@ async fn zkcli_creates_containers_and_ttl_nodes_that_the_cleanup_deletes() {
             let gone = || async { matches!(client.exists(path).await, Ok(None)) };
             ward_testkit::wait_until(&format!("{path} to be deleted"), ward_testkit::DEADLINE, gone).await;
         }
+        still_gone_after_kill_9(&mut ward, &["/zc", "/zt", "/zs-0000000002", "/never"]).await;
     })
     .await;
+}
+
+// docs/zookeeper-compat.md "TTL and container nodes", G20: Apache Curator's own recipes.
+// An InterProcessMutex handed between two clients and a LeaderLatch create their parents
+// as containers, which the cleanup deletes after use; a transaction with a container and a
+// TTL create gets ZooKeeper 3.8's result types and keeps its connection (no SUSPENDED).
+// The expected output is also what ZooKeeper 3.8.0 gives (run with
+// -Dzookeeper.extendedTypesEnabled=true -Dznode.container.checkIntervalMs=100). Then a
+// kill -9 and a restart whose cleanup cannot run yet: the deletions were logged commands,
+// replayed at the same zxids (the root's counters are as they left them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_recipes_parents_are_containers_deleted_after_use_even_across_kill_9() {
+    let Some(curator) = ZkJava::find().and_then(|java| java.with_curator()) else { return };
+    let mut ward = ServerProcess::builder().zookeeper().flags(&QUICK_CLEANUP).start();
+    let addr = ward.zk_addr_str();
+    let got = tokio::task::block_in_place(|| curator.run(SCRIPTS, "CuratorRecipes.java", &[&addr]));
+    assert_eq!(got, expected(SCRIPTS, "curator_recipes.expected"), "CuratorRecipes.java output differs");
+    ward_testkit::bounded(still_gone_after_kill_9(&mut ward, &["/curator", "/tx-box", "/tx-ttl"])).await;
+}
+
+/// G20, G11: kills `ward` with kill -9 and restarts it with a cleanup that cannot run yet;
+/// `paths`, deleted by the cleanup before, are still gone, and the root's counters are as
+/// the deletions left them: they were logged commands, replayed at the same zxids.
+async fn still_gone_after_kill_9(ward: &mut ServerProcess, paths: &[&str]) {
+    let client = ward_testkit::connect(&ward.addr_str()).await;
+    let root = client.exists("/").await.expect("stat /").expect("the root");
+    drop(client);
+    ward.kill9_now();
+    tokio::task::block_in_place(|| ward.restart_with(&["--container-check-interval-ms", "3600000"]));
+    let client = ward_testkit::connect(&ward.addr_str()).await;
+    for path in paths {
+        assert_eq!(client.exists(path).await.expect("exists"), None, "{path} is still gone");
+    }
+    let after = client.exists("/").await.expect("stat /").expect("the root");
+    assert_eq!((after.pzxid, after.cversion), (root.pzxid, root.cversion), "the same deletions, same zxids");
 }
 
 /// Multi result types, null data and re-armed watches (docs/zookeeper-compat.md): in a multi

@@ -4,9 +4,9 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::time::Duration;
-use ward_client::{Client, CreateMode};
+use ward_client::{Client, CreateMode, LockOptions};
 use ward_testkit::zk::{expected, Kazoo};
-use ward_testkit::ServerProcess;
+use ward_testkit::{Proxy, ServerProcess, DEADLINE};
 
 /// The kazoo scripts and their expected outputs.
 const SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/zk");
@@ -71,4 +71,38 @@ async fn kazoo_lock_and_native_lock_exclude_each_other() {
     assert_eq!(released.expect("a line").expect("read"), "released");
     let _ = holder.wait();
     guard.unlock().await.expect("unlock");
+}
+
+// G25, docs/recipes.md "Lock-delay": a Ward holder with a lock-delay loses its session (cut
+// off past its timeout); kazoo's Lock queued behind it sees the held-over node as its
+// predecessor and gets the lock no earlier than the delay after the session's end, which the
+// server stamped as that node's mtime.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kazoo_lock_waits_out_the_lock_delay_of_a_lost_ward_holder() {
+    let Some(kazoo) = Kazoo::find() else { return };
+    let ward = ServerProcess::builder().zookeeper().in_memory().flags(&["--min-session-timeout-ms", "500"]).start();
+    ward_testkit::bounded(async {
+        let proxy = Proxy::start(ward.addr()).await;
+        let holder = ward_testkit::connect_with(&proxy.addr_str(), Duration::from_millis(1000)).await;
+        let options = LockOptions::new().lock_delay(Duration::from_secs(3));
+        let _guard = holder.lock_with("/delayed", &options).await.expect("the Ward holder");
+        let observer = ward_testkit::connect(&ward.addr_str()).await;
+        let zk = ward.zk_addr_str();
+        let waiter =
+            tokio::task::spawn_blocking(move || kazoo.run(SCRIPTS, "lock_interop.py", &[&zk, "/delayed", "wait"]));
+        ward_testkit::wait_until("kazoo to queue", DEADLINE, || async {
+            observer.get_children("/delayed").await.is_ok_and(|c| c.len() == 2)
+        })
+        .await;
+        proxy.isolate();
+        let until = ward_testkit::wait_for("the lost holder's lock to be held over", DEADLINE, || async {
+            let queue = observer.lock_holders("/delayed").await.expect("holders");
+            queue.first().and_then(|c| c.lock_delay_until_ms)
+        })
+        .await;
+        let out = ward_testkit::within("kazoo to get the lock", DEADLINE, waiter).await.expect("kazoo");
+        let acquired: i64 = out.trim().strip_prefix("acquired ").and_then(|ms| ms.parse().ok()).expect("acquired MS");
+        assert!(acquired >= until, "kazoo got the lock at {acquired}, before the delay ended at {until}");
+    })
+    .await;
 }

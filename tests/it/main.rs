@@ -1,8 +1,9 @@
 //! Integration tests of Ward: real `ward-server` processes driven through the public
 //! client API, the `ward` CLI and raw sockets. Each test names the guarantee of
-//! docs/guarantees.md (G1..G20) it checks: the lock, election and recipe tests (t90..t98)
+//! docs/guarantees.md (G1..G25) it checks: the lock, election and recipe tests (t90..t98)
 //! G12 and docs/recipes.md, the cleanup of containers and TTL nodes (t99) G20, the ensemble
-//! tests (t100..t105) G13..G19, and t106 runs `ward check`.
+//! tests (t100..t105) G13..G19, t106 runs `ward check`, persistent watches (t51) G23 and
+//! lock-delay (t107) G25.
 //!
 //! One test binary, so the server is built and started from one place (`harness`, over
 //! `ward-testkit`).
@@ -16,11 +17,13 @@ mod t103_linearizable;
 mod t104_membership;
 mod t105_session_moves;
 mod t106_ward_check;
+mod t107_lock_delay;
 mod t10_crud;
 mod t20_sequential;
 mod t30_multi;
 mod t40_sessions;
 mod t50_watches;
+mod t51_persistent_watches;
 mod t60_reconnect;
 mod t70_bad_input;
 mod t80_cli;

@@ -43,6 +43,7 @@ fn task() -> (Task, mpsc::UnboundedSender<Cmd>) {
         next_xid: 1,
         pending: Default::default(),
         watches: Default::default(),
+        streams: Default::default(),
         state,
         session: Arc::new(SessionCell::new()),
         last_ack: tokio::time::Instant::now(),

@@ -7,9 +7,10 @@ pub(crate) mod pending;
 pub(crate) mod task;
 
 use crate::error::Error;
+use crate::stream::WatchStream;
 use crate::sync::oneshot;
 use crate::watch::WatchSender;
-use ward_proto::{LockKind, Request, Response};
+use ward_proto::{LockKind, Request, Response, WatchMode};
 
 /// What the application asks of the connection task.
 pub(crate) enum Cmd {
@@ -27,8 +28,22 @@ pub(crate) enum Cmd {
         tag: u64,
         kind: LockKind,
         data: Vec<u8>,
+        /// The lock-delay asked for (`LockAcquireDelayed`), if any.
+        lock_delay_ms: Option<u64>,
         reply: oneshot::Sender<Result<Response, Error>>,
         granted: locks::GrantSender,
+    },
+    /// Arms a persistent watch; the stream is handed over once the server has armed it.
+    Watch {
+        path: String,
+        mode: WatchMode,
+        reply: oneshot::Sender<Result<WatchStream, Error>>,
+    },
+    /// Removes a persistent watch; its streams end.
+    RemoveWatch {
+        path: String,
+        mode: WatchMode,
+        reply: oneshot::Sender<Result<(), Error>>,
     },
     /// Leaves the queues of `dirs` (a guard released, or an attempt abandoned); retried across
     /// reconnects until acknowledged.

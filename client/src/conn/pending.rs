@@ -43,6 +43,8 @@ pub(crate) enum Waiter {
     Ping,
     /// Watch re-arming and the like: nobody waits on the answer.
     Internal,
+    /// A request about persistent watches.
+    Streams(crate::stream::StreamWaiter),
 }
 
 #[derive(Default)]
@@ -113,6 +115,7 @@ impl PendingTable {
                 Waiter::LockAcquire { reply, .. } | Waiter::Auth { reply, .. } => {
                     let _ = reply.send(Err(error.clone()));
                 }
+                Waiter::Streams(waiter) => waiter.fail(error),
                 // Kept in the lock table and asked again after the reconnect.
                 Waiter::LockWait { .. } | Waiter::LockRelease { .. } | Waiter::Ping | Waiter::Internal => {}
             }

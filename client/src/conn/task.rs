@@ -8,6 +8,7 @@ use super::pending::{complete_user, watched_path, PendingTable, Waiter};
 use super::Cmd;
 use crate::error::Error;
 use crate::state::{SessionCell, SessionState};
+use crate::stream::{LocalStreams, StreamWaiter, WatchStream};
 use crate::sync::Arc;
 use crate::watch::{LocalWatches, SET_WATCHES_BATCH};
 use futures_util::{SinkExt, StreamExt};
@@ -44,6 +45,8 @@ pub(crate) struct Task {
     pub next_xid: u64,
     pub pending: PendingTable,
     pub watches: LocalWatches,
+    /// The application's persistent watches ([`crate::Client::watch`]).
+    pub streams: LocalStreams,
     /// The session state for the application ([`crate::Client::state_changes`]).
     pub state: watch::Sender<SessionState>,
     /// The same for lock guards, and whether the session may have expired without our
@@ -99,6 +102,13 @@ impl Task {
                 return End::Lost(e.to_string());
             }
         }
+        for watches in self.streams.rearm(SET_WATCHES_BATCH) {
+            let keys = watches.iter().map(|w| (w.path.clone(), w.mode)).collect();
+            let waiter = Waiter::Streams(StreamWaiter::Rearm { keys });
+            if let Err(e) = self.feed(&mut writer, Request::AddWatches { watches }, waiter).await {
+                return End::Lost(e.to_string());
+            }
+        }
         if let Err(e) = self.rearm_locks(&mut writer).await {
             return End::Lost(e.to_string());
         }
@@ -151,6 +161,9 @@ impl Task {
                         if let Some(end) = self.on_message(msg) {
                             return end;
                         }
+                        if let Err(e) = self.disarm_abandoned(&mut writer).await {
+                            return End::Lost(e.to_string());
+                        }
                     }
                 },
                 _ = &mut unconfirmed => {
@@ -195,14 +208,28 @@ impl Task {
                     self.feed(writer, request, Waiter::User { reply, watch, resend }).await?;
                 }
                 Cmd::Close { reply } => self.feed(writer, Request::CloseSession, Waiter::Close(reply)).await?,
-                Cmd::Lock { dirs, tag, kind, data, reply, granted } => {
+                Cmd::Lock { dirs, tag, kind, data, lock_delay_ms, reply, granted } => {
                     self.locks.attempt(tag, granted);
-                    let request = Request::LockAcquire { dirs, tag, kind, data };
+                    let request = match lock_delay_ms {
+                        Some(lock_delay_ms) => Request::LockAcquireDelayed { dirs, tag, kind, data, lock_delay_ms },
+                        None => Request::LockAcquire { dirs, tag, kind, data },
+                    };
                     self.feed(writer, request, Waiter::LockAcquire { tag, reply }).await?;
                 }
                 Cmd::Release { dirs, tag, done } => {
                     self.locks.release(tag, dirs.clone(), done);
                     self.feed(writer, Request::LockRelease { dirs, tag }, Waiter::LockRelease { tag }).await?;
+                }
+                Cmd::Watch { path, mode, reply } => {
+                    let (tx, stream) = WatchStream::new();
+                    let request = LocalStreams::arm(path.clone(), mode);
+                    let waiter = StreamWaiter::Watch { key: (path, mode), tx, stream, reply };
+                    self.feed(writer, request, Waiter::Streams(waiter)).await?;
+                }
+                Cmd::RemoveWatch { path, mode, reply } => {
+                    let request = Request::RemoveWatches { path: path.clone(), mode };
+                    let waiter = StreamWaiter::Remove { key: (path, mode), reply };
+                    self.feed(writer, request, Waiter::Streams(waiter)).await?;
                 }
             }
             next = self.rx.try_recv().ok();
@@ -263,6 +290,7 @@ impl Task {
                         });
                         return Some(End::Closed);
                     }
+                    Waiter::Streams(waiter) => self.streams.complete(waiter, zxid, result.map_err(Error::from)),
                     Waiter::Auth { scheme, credentials, reply } => {
                         if result.is_ok() && !self.auth.iter().any(|(s, c)| *s == scheme && *c == credentials) {
                             self.auth.push((scheme, credentials));
@@ -280,6 +308,11 @@ impl Task {
             ServerMessage::Event(event) => {
                 self.last_zxid = self.last_zxid.max(event.zxid);
                 self.watches.fire(&event);
+                None
+            }
+            ServerMessage::Streamed(event) => {
+                self.last_zxid = self.last_zxid.max(event.event.zxid);
+                self.streams.on_event(&event);
                 None
             }
             ServerMessage::SessionExpired => match self.pending.take_close() {
@@ -371,6 +404,18 @@ impl Task {
         Ok(())
     }
 
+    /// Removes the server's watches whose every stream was dropped.
+    async fn disarm_abandoned(&mut self, writer: &mut Writer) -> Result<(), CodecError> {
+        let abandoned = self.streams.take_abandoned();
+        if abandoned.is_empty() {
+            return Ok(());
+        }
+        for (path, mode) in abandoned {
+            self.feed(writer, Request::RemoveWatches { path, mode }, Waiter::Internal).await?;
+        }
+        writer.flush().await
+    }
+
     /// Requests made while disconnected fail at once, as ZooKeeper's do.
     fn while_disconnected(&mut self, cmd: Option<Cmd>) -> Result<(), End> {
         match cmd {
@@ -386,6 +431,14 @@ impl Task {
                 Err(End::Closed)
             }
             Some(Cmd::Lock { reply, .. }) => {
+                let _ = reply.send(Err(Error::ConnectionLoss));
+                Ok(())
+            }
+            Some(Cmd::Watch { reply, .. }) => {
+                let _ = reply.send(Err(Error::ConnectionLoss));
+                Ok(())
+            }
+            Some(Cmd::RemoveWatch { reply, .. }) => {
                 let _ = reply.send(Err(Error::ConnectionLoss));
                 Ok(())
             }
@@ -416,6 +469,7 @@ impl Task {
         self.publish(state);
         self.pending.fail_all(&error);
         self.watches.fail_all(&error);
+        self.streams.fail_all(&error);
         self.locks.session_over(&error);
         Some(error)
     }
@@ -425,6 +479,12 @@ impl Task {
 fn after_end(cmd: Cmd, error: &Error) {
     match cmd {
         Cmd::Request { reply, .. } | Cmd::Lock { reply, .. } => {
+            let _ = reply.send(Err(error.clone()));
+        }
+        Cmd::RemoveWatch { reply, .. } => {
+            let _ = reply.send(Err(error.clone()));
+        }
+        Cmd::Watch { reply, .. } => {
             let _ = reply.send(Err(error.clone()));
         }
         Cmd::Close { reply } => {

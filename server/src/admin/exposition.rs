@@ -100,7 +100,12 @@ fn register_locks(registry: &mut Registry, survey: &LockSurvey, now_ms: i64) {
     let holding = Family::<Labels, Gauge>::default();
     let holder_age = Family::<Labels, Seconds>::default();
     let waiter_age = Family::<Labels, Seconds>::default();
+    let delay_left = Family::<Labels, Seconds>::default();
     for lock in &survey.top {
+        if let Some(until) = lock.lock_delay_until_ms {
+            let left = (until.saturating_sub(now_ms).max(0) as f64) / 1000.0;
+            delay_left.get_or_create(&vec![("lock", lock.dir.clone())]).set(left);
+        }
         let labels = vec![("lock", lock.dir.clone())];
         waiters.get_or_create(&labels).set(i64::try_from(lock.waiters).unwrap_or(i64::MAX));
         holding.get_or_create(&labels).set(i64::try_from(lock.holding).unwrap_or(i64::MAX));
@@ -131,5 +136,11 @@ fn register_locks(registry: &mut Registry, survey: &LockSurvey, now_ms: i64) {
         "Time the longest-waiting contender of each reported lock directory has waited",
         Unit::Seconds,
         waiter_age,
+    );
+    registry.register_with_unit(
+        "lock_delay_remaining",
+        "Per lock held over for its lock-delay (its holder's session ended without releasing): time until the next contender may be granted",
+        Unit::Seconds,
+        delay_left,
     );
 }

@@ -7,7 +7,7 @@
 //! with the longest queues are reported, and at most [`MAX_HOLDERS`] holders of each, so
 //! the number of series stays bounded however many locks and readers there are.
 
-use crate::tree::DataTree;
+use crate::tree::{DataTree, NodeKind};
 use std::collections::BTreeSet;
 use ward_proto::{lock, path, SessionId};
 
@@ -33,6 +33,9 @@ pub struct LockFigures {
     pub holders: Vec<Holder>,
     /// Creation time of the waiter that has waited longest (ms since the epoch).
     pub oldest_waiter_ms: Option<i64>,
+    /// When the lock-delay of a holder whose session ended without releasing ends (ms since
+    /// the epoch), if the lock is held over.
+    pub lock_delay_until_ms: Option<i64>,
 }
 
 /// The lock directories of a tree.
@@ -45,8 +48,10 @@ pub struct LockSurvey {
 }
 
 pub fn survey(tree: &DataTree, max: usize) -> LockSurvey {
+    // Held-over holders are no ephemerals any more: their directories count too.
     let dirs: BTreeSet<&str> = tree
         .all_ephemerals()
+        .chain(tree.lock_delayed().map(|(p, _)| p))
         .filter(|p| *p != "/" && lock::sequence(path::name(p)).is_some())
         .map(path::parent)
         .collect();
@@ -64,10 +69,20 @@ fn figures(tree: &DataTree, dir: &str) -> Option<LockFigures> {
         return None;
     }
     let flags = lock::holders(&queue, crate::lock::permits(tree, dir));
-    let mut figures =
-        LockFigures { dir: dir.to_string(), waiters: 0, holding: 0, holders: Vec::new(), oldest_waiter_ms: None };
+    let mut figures = LockFigures {
+        dir: dir.to_string(),
+        waiters: 0,
+        holding: 0,
+        holders: Vec::new(),
+        oldest_waiter_ms: None,
+        lock_delay_until_ms: None,
+    };
     for (name, holds) in queue.iter().zip(flags) {
         let Some(contender) = tree.get(&path::join(dir, name)) else { continue };
+        if let (true, NodeKind::LockDelay(delay)) = (holds, contender.kind()) {
+            let until = contender.mtime.saturating_add(i64::try_from(delay).unwrap_or(i64::MAX));
+            figures.lock_delay_until_ms = Some(figures.lock_delay_until_ms.map_or(until, |u| u.max(until)));
+        }
         if holds {
             figures.holding += 1;
             if let (true, Some(session)) = (figures.holders.len() < MAX_HOLDERS, contender.ephemeral_owner()) {

@@ -1,9 +1,11 @@
 //! Applying lock commands: joining and leaving queues, as one attempt across directories.
 
+use super::Attempt;
 use crate::acl::table::OPEN;
 use crate::acl::{access, AuthId};
 use crate::state::StateMachine;
 use crate::tree::ops::Ctx;
+use ward_proto::lock::DirHeader;
 use ward_proto::{lock, path, perms, CreateMode, ErrorCode, LockKind, LockNode, LockState, Response, SessionId};
 
 impl StateMachine {
@@ -14,23 +16,18 @@ impl StateMachine {
     /// contender needs CREATE on its directory (and the first of a semaphore WRITE, for the
     /// permits it writes there); it gets the open ACL, as lock nodes of ZooKeeper's
     /// recipes do unless told otherwise: the directory's ACL is what guards the lock.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn lock_acquire(
         &mut self,
         ctx: &mut Ctx<'_>,
         session: SessionId,
-        dirs: &[String],
-        tag: u64,
-        kind: LockKind,
-        data: &[u8],
+        attempt: Attempt<'_>,
         ids: &[AuthId],
     ) -> Result<Response, ErrorCode> {
+        let Attempt { dirs, tag, kind, data, lock_delay_ms } = attempt;
         let prefix = lock::contender_prefix(session, tag, kind);
         let mut paths = Vec::with_capacity(dirs.len());
         for dir in dirs {
-            if let LockKind::Semaphore { permits } = kind {
-                self.check_semaphore(ctx, dir, permits, ids)?;
-            }
+            self.check_header(ctx, dir, kind, lock_delay_ms, ids)?;
             let path = match self.tree.child_with_prefix(dir, &prefix) {
                 Some(existing) => existing,
                 None => {
@@ -53,19 +50,49 @@ impl StateMachine {
         Ok(Response::Lock(LockState { nodes, held }))
     }
 
-    /// A semaphore's permits are fixed by the first contender: it writes them into the
-    /// empty directory's data; every later acquire must ask for the same number.
-    fn check_semaphore(&mut self, ctx: &mut Ctx<'_>, dir: &str, permits: u32, ids: &[AuthId]) -> Result<(), ErrorCode> {
+    /// A semaphore's permits and a lock's delay are fixed by the first contender that asks
+    /// for them while the queue is empty: it writes them into the directory's data
+    /// ([`DirHeader`], which needs WRITE on it); every later acquire must ask for the same (`PermitsMismatch`,
+    /// `LockDelayMismatch`), or, for the delay, for none.
+    fn check_header(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        dir: &str,
+        kind: LockKind,
+        lock_delay_ms: Option<u64>,
+        ids: &[AuthId],
+    ) -> Result<(), ErrorCode> {
         let node = self.tree.get(dir).ok_or(ErrorCode::NoNode)?;
-        match lock::parse_semaphore_header(node.data()) {
-            Some(fixed) if fixed == permits => Ok(()),
-            Some(_) => Err(ErrorCode::PermitsMismatch),
-            None if node.data().is_empty() && lock::queue(node.children.iter()).is_empty() => {
-                access::node(&self.tree, dir, perms::WRITE, ids)?;
-                self.tree.set_data(ctx, dir, lock::semaphore_header(permits), None).map(|_| ())
-            }
-            None => Err(ErrorCode::PermitsMismatch),
+        let permits = match kind {
+            LockKind::Semaphore { permits } => Some(permits),
+            LockKind::Exclusive | LockKind::Shared => None,
+        };
+        if permits.is_none() && lock_delay_ms.is_none() {
+            return Ok(());
         }
+        let empty = lock::queue(node.children.iter()).is_empty();
+        let header = DirHeader::parse(node.data());
+        let mut want = header.unwrap_or_default();
+        if let Some(permits) = permits {
+            match want.permits {
+                Some(fixed) if fixed == permits => {}
+                None if header.is_some() && empty => want.permits = Some(permits),
+                _ => return Err(ErrorCode::PermitsMismatch),
+            }
+        }
+        if let Some(delay) = lock_delay_ms {
+            match want.lock_delay_ms {
+                fixed if fixed == delay => {}
+                0 if header.is_some() && empty => want.lock_delay_ms = delay,
+                _ => return Err(ErrorCode::LockDelayMismatch),
+            }
+        }
+        if Some(want) != header {
+            // Writing the directory's data is a setData on it.
+            access::node(&self.tree, dir, perms::WRITE, ids)?;
+            self.tree.set_data(ctx, dir, want.encode(), None)?;
+        }
+        Ok(())
     }
 
     /// Deletes this session's contenders for `tag`; a release of nothing succeeds, so it can

@@ -7,6 +7,16 @@
 //! and did not before has just been granted, and its session is told once. Waiters thus
 //! depend only on what is ahead of them, and one release sends one message per new holder:
 //! one for a mutex, one per reader when a writer lets a run of readers in.
+//!
+//! Lock-delay: when a session ends without releasing (it expired, or the server ended it),
+//! a contender of it that holds a lock whose directory records a delay
+//! ([`ward_proto::lock::DirHeader`]) is not deleted but kept at the head of its queue as a
+//! [`NodeKind::LockDelay`](crate::tree::NodeKind::LockDelay) node, from the end of the
+//! session (its `mtime`). The leader deletes it once the delay has passed
+//! ([`crate::lock_delay`]); that delete grants the lock to the next contender like any
+//! release. Everyone derives holders from the queue, so the kept node holds the lock for
+//! Ward's own grants and for ZooKeeper recipes alike; its fence no longer holds (its session
+//! is gone).
 
 mod apply;
 
@@ -14,7 +24,36 @@ use crate::command::{Change, Command, CommandOp};
 use crate::state::StateMachine;
 use crate::tree::DataTree;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use ward_proto::{lock, path, SessionId, Zxid};
+use ward_proto::lock::DirHeader;
+use ward_proto::{lock, path, LockKind, SessionId, Zxid};
+
+/// One lock attempt as a command asks for it.
+pub struct Attempt<'a> {
+    pub dirs: &'a [String],
+    pub tag: u64,
+    pub kind: LockKind,
+    pub data: &'a [u8],
+    /// The lock-delay the attempt asks its directories to have; `None`: whatever they have.
+    pub lock_delay_ms: Option<u64>,
+}
+
+/// The lock-delay of `dir` (0: none), as its data records it.
+pub fn lock_delay_ms(tree: &DataTree, dir: &str) -> u64 {
+    tree.get(dir).and_then(|n| DirHeader::parse(n.data())).map_or(0, |h| h.lock_delay_ms)
+}
+
+/// The contenders of `session` that hold their lock (their whole attempt holds) in a
+/// directory with a lock-delay, with that delay: what the end of the session without a
+/// release keeps in place (`DataTree::hold_over`).
+pub fn held_with_delay(state: &StateMachine, session: SessionId) -> Vec<(String, u64)> {
+    let contenders = state.tree.ephemerals(session).filter(|p| lock::sequence(path::name(p)).is_some());
+    contenders
+        .filter_map(|p| {
+            let delay = lock_delay_ms(&state.tree, path::parent(p));
+            (delay > 0 && attempt_holds(state, p)).then(|| (p.to_string(), delay))
+        })
+        .collect()
+}
 
 /// The permits of a directory's semaphore (1 if it is not a semaphore).
 pub(crate) fn permits(tree: &DataTree, dir: &str) -> u32 {

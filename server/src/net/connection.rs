@@ -107,6 +107,7 @@ impl Wire for WardWire {
     fn outbound(&mut self, msg: Outbound) -> Option<ServerMessage> {
         match msg {
             Outbound::Event(event) => Some(ServerMessage::Event(event)),
+            Outbound::Streamed(event) => Some(ServerMessage::Streamed(event)),
             Outbound::LockGranted { path, token } => Some(ServerMessage::LockGranted { path, token }),
             Outbound::Close(_) => None,
         }
@@ -129,6 +130,9 @@ impl Wire for WardWire {
             Ok(Response::Data { data, .. }) => data.len(),
             Ok(Response::Children { children, .. }) => {
                 children.iter().map(|c| std::mem::size_of::<String>() + c.len()).sum()
+            }
+            Ok(Response::WatchesAdded { replay, .. }) => {
+                replay.iter().map(|s| crate::outbox::event_weight(&s.event) as usize).sum()
             }
             _ => 0,
         };

@@ -11,11 +11,12 @@ use crate::acl::Identity;
 use crate::command::{Command, CommandOp};
 use crate::local::Local;
 use crate::log::{MemberChange, Pending, Rejected};
+use crate::metrics::Listener;
 use crate::metrics::Stamp;
 use crate::outbox::{OutboundTx, OutboxRx};
 use crate::prep::prep;
 use crate::state::StateMachine;
-use crate::watch::ConnId;
+use crate::watch::{ConnId, Delivery};
 use crate::{now_ms, Server};
 use futures_util::Sink;
 use std::collections::VecDeque;
@@ -269,7 +270,11 @@ impl SessionConn {
         Fut: Future<Output = ()>,
     {
         let server = &self.server;
-        server.local.watches.add_conn(self.conn, self.outbox.clone());
+        let delivery = match W::LISTENER {
+            Listener::Ward => Delivery::Streams,
+            Listener::ZooKeeper => Delivery::OneEvent,
+        };
+        server.local.watches.add_conn(self.conn, self.outbox.clone(), delivery);
         let (queue_tx, queue_rx) = queue::bounded(server.config.max_inflight_per_conn);
         let progress = Arc::new(Progress::default());
         let applied_tx = AppliedTx(progress.clone());

@@ -103,7 +103,9 @@ fn payload_size(op: &CommandOp) -> usize {
     match op {
         CommandOp::Op(op) => op_size(op),
         CommandOp::Multi(ops) => ops.iter().map(op_size).sum(),
-        CommandOp::LockAcquire { dirs, data, .. } => dirs.iter().map(String::len).sum::<usize>() + data.len(),
+        CommandOp::LockAcquire { dirs, data, .. } | CommandOp::LockAcquireDelayed { dirs, data, .. } => {
+            dirs.iter().map(String::len).sum::<usize>() + data.len()
+        }
         CommandOp::LockRelease { dirs, .. } => dirs.iter().map(String::len).sum(),
         CommandOp::Resent(inner) => payload_size(inner),
         CommandOp::Fenced { op, .. } => 8 + payload_size(op),

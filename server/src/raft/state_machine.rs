@@ -29,7 +29,9 @@ use std::sync::Arc;
 /// (only ZooKeeper clients write it) has owner tag 2 or 3 where an `Option` has 0 or 1
 /// (`tree::znode`'s `Owner`); a node with data is written as before. Version 6 appended the
 /// nodes' ACLs (two lists: the ACL table's slots, and the nodes pointing to them; see
-/// `crate::state`'s `StoredAcls`). Older versions are still read ([`decode`]).
+/// `crate::state`'s `StoredAcls`), and a node's owner word may mark a lock contender held over
+/// for its lock-delay ([`crate::tree::NodeKind::LockDelay`]), which an older server would take
+/// for an ephemeral's owner. Older versions are still read ([`decode`]).
 const SNAPSHOT_VERSION: u8 = 6;
 
 /// The empty collections a body of `version` lacks at its end: versions 2 and 3 each
@@ -363,6 +365,34 @@ mod tests {
         assert_eq!(tree.get("/t").map(|n| n.kind()), Some(crate::tree::NodeKind::Ttl(50)));
         assert_eq!(tree.swept_len(), 2, "the index is rebuilt");
         assert_eq!(tree.unused_nodes(1_000, 0, 10), ["/t"], "the TTL node is due; the container never had a child");
+    }
+
+    /// A lock holder's contender held over for its lock-delay keeps its kind through a
+    /// snapshot, and the lock-delay task's index is rebuilt.
+    #[test]
+    fn a_snapshot_keeps_a_held_over_lock_contender() {
+        let mut state = state(0);
+        let dir = Op::Create { path: "/l".into(), data: Vec::new(), mode: CreateMode::Persistent };
+        state.apply_command(&command(3, 1, 0, CommandOp::Op(dir)));
+        let acquire = CommandOp::LockAcquireDelayed {
+            dirs: vec!["/l".into()],
+            tag: 1,
+            kind: ward_proto::LockKind::Exclusive,
+            data: Vec::new(),
+            lock_delay_ms: 100,
+        };
+        state.apply_command(&command(4, 1, 0, acquire));
+        state.apply_command(&command(5, 1, 0, CommandOp::ExpireSession));
+        let bytes = postcard::to_allocvec(&BodyRef { meta: &SnapshotMeta::default(), state: &state }).expect("encode");
+        let tree = decode(SNAPSHOT_VERSION, &bytes).expect("decode").state.tree;
+        let held: Vec<(String, crate::tree::NodeKind, i64)> =
+            tree.lock_delayed().map(|(path, node)| (path.to_string(), node.kind(), node.mtime)).collect();
+        assert_eq!(held.len(), 1, "the index is rebuilt");
+        assert_eq!(
+            (held[0].1, held[0].2),
+            (crate::tree::NodeKind::LockDelay(100), 5),
+            "its delay runs from the expiry"
+        );
     }
 
     /// Null data survives a snapshot: the node is written with the owner tag that marks it

@@ -16,7 +16,9 @@ use ward_proto::ErrorCode;
 ///   (so that one created just before a check is not deleted before its first child
 ///   arrives) until it is older than `never_used_ms` (0: kept for good);
 /// * a TTL node without children, unchanged (`mtime`: its create or last set) for longer
-///   than its TTL.
+///   than its TTL;
+/// * a lock contender kept for its lock-delay ([`NodeKind::LockDelay`]), once its delay has
+///   passed since its session ended (its `mtime`).
 ///
 /// ZooKeeper checks `cversion > 0`; `!= 0` says the same until the counter wraps.
 pub fn unused(node: &Znode, now_ms: i64, never_used_ms: u64) -> bool {
@@ -28,7 +30,8 @@ pub fn unused(node: &Znode, now_ms: i64, never_used_ms: u64) -> bool {
     match node.kind() {
         NodeKind::Container if node.cversion != 0 => true,
         NodeKind::Container => never_used_ms != 0 && longer_than(never_used_ms),
-        NodeKind::Ttl(ttl) => longer_than(ttl),
+        // A held-over lock contender: its `mtime` is when its session ended.
+        NodeKind::Ttl(ttl) | NodeKind::LockDelay(ttl) => longer_than(ttl),
         NodeKind::Persistent | NodeKind::Ephemeral(_) => false,
     }
 }
@@ -42,6 +45,25 @@ impl DataTree {
             .take(limit)
             .map(|path| path.to_string())
             .collect()
+    }
+
+    /// The lock contenders kept for their lock-delay, with their nodes.
+    pub fn lock_delayed(&self) -> impl Iterator<Item = (&str, &Znode)> {
+        self.delayed.iter().filter_map(|path| self.nodes.get(&**path).map(|node| (&**path, node)))
+    }
+
+    /// Keeps the ephemeral lock contender `path` in its queue past its session's end, as a
+    /// [`NodeKind::LockDelay`] node: its `mtime` becomes the command's time, from which its
+    /// delay runs; nothing else changes (no watch fires: the node is still there, its data
+    /// and versions the same). Not undoable: only the end of a session does this, whose
+    /// changes are never rolled back.
+    pub(crate) fn hold_over(&mut self, ctx: &Ctx<'_>, path: &str, delay_ms: u64) {
+        let Some(node) = self.nodes.get_mut(path) else { return };
+        let Some(session) = node.ephemeral_owner() else { return };
+        node.set_kind(NodeKind::LockDelay(delay_ms));
+        node.mtime = ctx.time_ms;
+        self.unindex_ephemeral(session, path);
+        self.delayed.insert(path.into());
     }
 
     /// The number of containers and TTL nodes.

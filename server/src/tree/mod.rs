@@ -30,6 +30,10 @@ pub struct DataTree {
     /// is read ([`Stored`]).
     #[serde(skip)]
     swept: BTreeSet<Box<str>>,
+    /// Paths of the lock contenders kept for their lock-delay ([`NodeKind::LockDelay`]),
+    /// for the leader's lock-delay task. Derived like `swept`.
+    #[serde(skip)]
+    delayed: BTreeSet<Box<str>>,
     /// The ACLs the nodes point to. Not in the tree's part of a snapshot, which keeps the
     /// layout older snapshots have: the state machine writes it after everything else
     /// (`crate::state`), and puts it back when a snapshot is read.
@@ -46,8 +50,11 @@ struct Stored {
 
 impl From<Stored> for DataTree {
     fn from(stored: Stored) -> DataTree {
-        let swept = stored.nodes.iter().filter(|(_, node)| node.kind().is_swept()).map(|(p, _)| p.clone()).collect();
-        DataTree { nodes: stored.nodes, ephemerals: stored.ephemerals, swept, acls: AclTable::default() }
+        let of = |want: fn(NodeKind) -> bool| {
+            stored.nodes.iter().filter(|(_, node)| want(node.kind())).map(|(p, _)| p.clone()).collect()
+        };
+        let (swept, delayed) = (of(NodeKind::is_swept), of(NodeKind::is_delayed));
+        DataTree { nodes: stored.nodes, ephemerals: stored.ephemerals, swept, delayed, acls: AclTable::default() }
     }
 }
 
@@ -55,7 +62,13 @@ impl Default for DataTree {
     fn default() -> Self {
         let mut nodes = HashMap::new();
         nodes.insert("/".into(), Znode::new(Vec::new(), 0, 0, NodeKind::Persistent));
-        DataTree { nodes, ephemerals: HashMap::new(), swept: BTreeSet::new(), acls: AclTable::default() }
+        DataTree {
+            nodes,
+            ephemerals: HashMap::new(),
+            swept: BTreeSet::new(),
+            delayed: BTreeSet::new(),
+            acls: AclTable::default(),
+        }
     }
 }
 
@@ -130,20 +143,26 @@ impl DataTree {
         self.ephemerals.values().flatten().map(|path| &**path)
     }
 
-    /// Adds a node, keeping the cleanup's index.
+    /// Adds a node, keeping the cleanup's indexes.
     fn insert_node(&mut self, path: &str, node: Znode) {
         if node.kind().is_swept() {
             self.swept.insert(path.into());
+        }
+        if node.kind().is_delayed() {
+            self.delayed.insert(path.into());
         }
         self.acls.retain(node.acl);
         self.nodes.insert(path.into(), node);
     }
 
-    /// Removes a node, keeping the cleanup's index.
+    /// Removes a node, keeping the cleanup's indexes.
     fn remove_node(&mut self, path: &str) -> Option<Znode> {
         let node = self.nodes.remove(path)?;
         if node.kind().is_swept() {
             self.swept.remove(path);
+        }
+        if node.kind().is_delayed() {
+            self.delayed.remove(path);
         }
         self.acls.release(node.acl);
         Some(node)

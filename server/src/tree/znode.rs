@@ -51,6 +51,9 @@ const CONTAINER: u64 = 1 << 63;
 /// bits below it zero, the type is TTL and the low 40 bits hold the TTL.
 const TTL_MARK: u64 = 0xff << 56;
 const EXTENDED_TYPE_BITS: u64 = 0xff_ff << 40;
+/// Ward's own extended type 1 (ZooKeeper uses only 0, for TTL): a lock contender kept for
+/// its lock-delay, with the delay in the low 40 bits.
+const LOCK_DELAY_MARK: u64 = TTL_MARK | (1 << 40);
 
 /// What kind of node a znode is, as far as its lifetime goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +65,11 @@ pub enum NodeKind {
     Container,
     /// Deleted by the leader's cleanup once childless and unchanged for this many ms.
     Ttl(u64),
+    /// A lock holder's contender whose session ended without releasing it (expired, or
+    /// ended by the server): it keeps its place at the head of the queue until this many ms
+    /// after its `mtime`, the session's end, when the leader's lock-delay task deletes it
+    /// (`crate::lock_delay`) and the next contender is granted the lock.
+    LockDelay(u64),
 }
 
 impl NodeKind {
@@ -80,12 +88,18 @@ impl NodeKind {
         matches!(self, NodeKind::Container | NodeKind::Ttl(_))
     }
 
+    /// True for the kind the leader's lock-delay task deletes.
+    pub fn is_delayed(self) -> bool {
+        matches!(self, NodeKind::LockDelay(_))
+    }
+
     fn encode(self) -> u64 {
         match self {
             NodeKind::Persistent => 0,
             NodeKind::Ephemeral(session) => session.0,
             NodeKind::Container => CONTAINER,
             NodeKind::Ttl(ttl) => TTL_MARK | (ttl & MAX_TTL_MS),
+            NodeKind::LockDelay(delay) => LOCK_DELAY_MARK | (delay & MAX_TTL_MS),
         }
     }
 
@@ -94,6 +108,7 @@ impl NodeKind {
             0 => NodeKind::Persistent,
             CONTAINER => NodeKind::Container,
             _ if owner & (TTL_MARK | EXTENDED_TYPE_BITS) == TTL_MARK => NodeKind::Ttl(owner & MAX_TTL_MS),
+            _ if owner & (TTL_MARK | EXTENDED_TYPE_BITS) == LOCK_DELAY_MARK => NodeKind::LockDelay(owner & MAX_TTL_MS),
             _ => NodeKind::Ephemeral(SessionId(owner)),
         }
     }
@@ -129,6 +144,11 @@ impl Znode {
 
     pub fn kind(&self) -> NodeKind {
         NodeKind::decode(self.owner)
+    }
+
+    /// Makes the node of another kind (only a held-over lock contender changes kind).
+    pub(super) fn set_kind(&mut self, kind: NodeKind) {
+        self.owner = kind.encode();
     }
 
     /// The session owning this node if it is ephemeral.
@@ -299,6 +319,8 @@ mod tests {
             NodeKind::Container,
             NodeKind::Ttl(1),
             NodeKind::Ttl(MAX_TTL_MS),
+            NodeKind::LockDelay(0),
+            NodeKind::LockDelay(MAX_TTL_MS),
         ];
         for kind in kinds {
             let node = Znode::new(Vec::new(), 1, 1, kind);
@@ -309,6 +331,7 @@ mod tests {
         }
         assert_eq!(NodeKind::Container.encode(), 0x8000_0000_0000_0000, "ZooKeeper's container mark");
         assert_eq!(NodeKind::Ttl(100).encode(), 0xff00_0000_0000_0064, "ZooKeeper's TTL encoding");
+        assert_eq!(NodeKind::LockDelay(100).encode(), 0xff00_0100_0000_0064, "an extended type of Ward's own");
     }
 
     #[test]

@@ -11,8 +11,8 @@ use crate::local::Local;
 use crate::net::order::SessionConn;
 use crate::read::Reader;
 use crate::state::StateMachine;
-use crate::watch::{Armed, PersistentMode};
-use ward_proto::{path, perms, Request, Response, WatchEvent, WatchKind};
+use crate::watch::Armed;
+use ward_proto::{path, perms, Request, Response, WatchEvent, WatchKind, WatchMode};
 
 pub fn execute(
     ctx: &SessionConn,
@@ -97,7 +97,7 @@ pub fn execute(
             if let Err(e) = reader.execute(state, Request::SetWatches { last_zxid: rel_zxid, watches }, events) {
                 return ZkAnswer::fail(code(e));
             }
-            for (mode, paths) in [(PersistentMode::Exact, persistent), (PersistentMode::Recursive, recursive)] {
+            for (mode, paths) in [(WatchMode::Persistent, persistent), (WatchMode::PersistentRecursive, recursive)] {
                 for p in paths {
                     local.watches.add_persistent(ctx.conn, &p, mode);
                 }
@@ -105,8 +105,8 @@ pub fn execute(
         }
         ReadOp::AddWatch { path, mode } => {
             let mode = match mode {
-                0 => PersistentMode::Exact,
-                1 => PersistentMode::Recursive,
+                0 => WatchMode::Persistent,
+                1 => WatchMode::PersistentRecursive,
                 _ => return ZkAnswer::fail(err::BAD_ARGUMENTS),
             };
             local.watches.add_persistent(ctx.conn, &path, mode);
@@ -115,12 +115,12 @@ pub fn execute(
         ReadOp::RemoveWatches { path, kind, only_check } => {
             let which = move |armed: Armed| match (kind, armed) {
                 // ZooKeeper 3.8 keeps a persistent watch in both its data and child tables.
-                (1, Armed::OneShot(WatchKind::Child) | Armed::Persistent(PersistentMode::Exact)) => true,
+                (1, Armed::OneShot(WatchKind::Child) | Armed::Persistent(WatchMode::Persistent)) => true,
                 (2, Armed::OneShot(WatchKind::Data | WatchKind::Exists) | Armed::Persistent(_)) => true,
                 (3, _) => true,
                 // 3.9's Persistent and PersistentRecursive watcher types.
-                (4, Armed::Persistent(PersistentMode::Exact)) => true,
-                (5, Armed::Persistent(PersistentMode::Recursive)) => true,
+                (4, Armed::Persistent(WatchMode::Persistent)) => true,
+                (5, Armed::Persistent(WatchMode::PersistentRecursive)) => true,
                 _ => false,
             };
             if !(1..=5).contains(&kind) {

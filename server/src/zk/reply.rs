@@ -68,7 +68,9 @@ impl Wire for ZkWire {
 
     fn outbound(&mut self, msg: Outbound) -> Option<Bytes> {
         match msg {
-            Outbound::Event(event) => {
+            // A ZooKeeper connection is registered for one notification per change
+            // (`Delivery::OneEvent`), so streamed events never reach it; say so anyway.
+            Outbound::Event(event) | Outbound::Streamed(ward_proto::StreamEvent { event, .. }) => {
                 self.stats.sent_event();
                 Some(Bytes::from(notification(&event)))
             }

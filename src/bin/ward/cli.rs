@@ -248,13 +248,20 @@ CMD gets WARD_FENCING_TOKEN and WARD_LOCK_PATH (its contender node; comma-separa
 PATH) in its environment. ward releases when CMD exits and exits with its status. If the
 lock is lost, CMD gets SIGTERM and ward exits 3; --timeout passing first exits 4 without
 running CMD; a SIGTERM or SIGINT to ward stops CMD the same way and exits 128+signal; a CMD
-that cannot be started exits 127.")]
+that cannot be started exits 127.
+
+--lock-delay SECS: if a holder's session ends without releasing (its process was killed or
+stalled past the session timeout), the next holder is granted the lock no earlier than SECS
+after that; CMD exiting, or ward stopping it, releases at once. The first contender of an
+idle lock sets the delay; the others must ask for the same or none (docs/recipes.md).")]
     Lock {
         /// The read side of a read/write lock
         #[arg(long)]
         shared: bool,
         #[command(flatten)]
         timeout: Timeout,
+        #[command(flatten)]
+        delay: LockDelay,
         /// The lock directories (several: all taken at once, or none)
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<String>,
@@ -267,6 +274,8 @@ that cannot be started exits 127.")]
         permits: u32,
         #[command(flatten)]
         timeout: Timeout,
+        #[command(flatten)]
+        delay: LockDelay,
         /// The semaphore directory
         path: String,
         #[command(flatten)]
@@ -426,6 +435,14 @@ pub struct Timeout {
     pub limit: Option<Duration>,
 }
 
+#[derive(Debug, Args)]
+pub struct LockDelay {
+    /// After a holder's session ends without releasing, grant the next holder no earlier
+    /// than SECS later
+    #[arg(long = "lock-delay", value_name = "SECS", value_parser = seconds)]
+    pub delay: Option<Duration>,
+}
+
 /// `-- CMD [ARGS...]`: the `--` is required, which keeps CMD's own options (`sh -c`) away
 /// from ward's.
 #[derive(Debug, Args)]
@@ -518,7 +535,8 @@ mod tests {
     #[test]
     fn parses_lock_and_elect_with_the_command_after_dashes() {
         let cli = parse(&["lock", "--timeout", "1.5", "/l", "--", "sh", "-c", "echo --timeout"]).expect("parses");
-        let Command::Lock { shared, timeout, paths, cmd } = cli.command else { panic!("lock") };
+        let Command::Lock { shared, timeout, paths, cmd, delay } = cli.command else { panic!("lock") };
+        assert_eq!(delay.delay, None);
         assert!(!shared);
         assert_eq!(timeout.limit, Some(Duration::from_millis(1500)));
         assert_eq!(

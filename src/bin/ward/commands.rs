@@ -157,13 +157,15 @@ async fn execute(
     // Installed by `run` for exactly the commands below that take them.
     let signals = || signals.unwrap_or_else(Signals::install);
     match command {
-        Command::Lock { shared, timeout, paths, cmd } => {
+        Command::Lock { shared, timeout, delay, paths, cmd } => {
             let kind = if shared { LockKind::Shared } else { LockKind::Exclusive };
-            return run::lock(client, &paths, kind, timeout.limit, &cmd.argv, signals()).await;
+            let asked = run::Asked { kind, timeout: timeout.limit, lock_delay: delay.delay };
+            return run::lock(client, &paths, asked, &cmd.argv, signals()).await;
         }
-        Command::Semaphore { permits, timeout, path, cmd } => {
+        Command::Semaphore { permits, timeout, delay, path, cmd } => {
             let kind = LockKind::Semaphore { permits };
-            return run::lock(client, &[path], kind, timeout.limit, &cmd.argv, signals()).await;
+            let asked = run::Asked { kind, timeout: timeout.limit, lock_delay: delay.delay };
+            return run::lock(client, &[path], asked, &cmd.argv, signals()).await;
         }
         Command::Elect { path, observe: true, .. } => observe::leaders(client, &path, out, signals()).await?,
         Command::Elect { path, id, cmd, .. } => {

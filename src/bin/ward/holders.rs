@@ -1,4 +1,6 @@
-//! `ward holders PATH`: the lock queue, holders first, each marked holder or waiter.
+//! `ward holders PATH`: the lock queue, holders first, each marked holder or waiter, or
+//! `delayed`: a holder whose session ended without releasing, which keeps the lock until its
+//! lock-delay is over (`lock-delay-until=TIME`).
 
 use crate::commands::{ward, Failure};
 use crate::output::{one_line, put_data, utc, Out};
@@ -34,11 +36,13 @@ async fn holding(client: &Client, dir: &str, queue: &[Contender]) -> Result<Vec<
     Ok(lock::holders(&names, permits))
 }
 
-/// `holder|waiter PATH token=N since=TIME session=ID data=TEXT`; the data on one line.
+/// `holder|waiter|delayed PATH token=N since=TIME session=ID data=TEXT`, and for a delayed
+/// one ` lock-delay-until=TIME`; the data on one line.
 fn line(contender: &Contender, holds: bool) -> String {
+    let until = contender.lock_delay_until_ms.map(|ms| format!(" lock-delay-until={}", utc(ms))).unwrap_or_default();
     format!(
-        "{} {} token={} since={} session={} data={}",
-        role(holds),
+        "{} {} token={} since={} session={} data={}{until}",
+        role(contender, holds),
         contender.path,
         contender.token,
         utc(contender.since_ms),
@@ -49,21 +53,25 @@ fn line(contender: &Contender, holds: bool) -> String {
 
 fn object(contender: &Contender, holds: bool) -> Value {
     let mut object = Map::new();
-    object.insert("role".into(), json!(role(holds)));
+    object.insert("role".into(), json!(role(contender, holds)));
     object.insert("path".into(), json!(contender.path));
     object.insert("token".into(), json!(contender.token));
     object.insert("since".into(), json!(utc(contender.since_ms)));
     object.insert("since_ms".into(), json!(contender.since_ms));
     object.insert("session".into(), json!(contender.session.map(|s| s.to_string())));
     put_data(&mut object, "data", &contender.data);
+    if let Some(ms) = contender.lock_delay_until_ms {
+        object.insert("lock_delay_until".into(), json!(utc(ms)));
+        object.insert("lock_delay_until_ms".into(), json!(ms));
+    }
     Value::Object(object)
 }
 
-fn role(holds: bool) -> &'static str {
-    if holds {
-        "holder"
-    } else {
-        "waiter"
+fn role(contender: &Contender, holds: bool) -> &'static str {
+    match (holds, contender.lock_delay_until_ms) {
+        (true, Some(_)) => "delayed",
+        (true, None) => "holder",
+        (false, _) => "waiter",
     }
 }
 
@@ -84,6 +92,7 @@ mod tests {
             token: 7,
             since_ms: 0,
             session: Some(SessionId(0x2a)),
+            lock_delay_until_ms: None,
         };
         assert_eq!(
             line(&contender, true),
@@ -91,8 +100,15 @@ mod tests {
              data=a\\nb\u{fffd}"
         );
         assert!(line(&contender, false).starts_with("waiter /l/"));
-        let object = object(&contender, false);
-        assert_eq!(object["role"], "waiter");
-        assert_eq!(object["data_encoding"], "base64");
+        let waiter = object(&contender, false);
+        assert_eq!(waiter["role"], "waiter");
+        assert_eq!(waiter["data_encoding"], "base64");
+        let delayed = Contender { session: None, lock_delay_until_ms: Some(1_500), ..contender };
+        assert_eq!(
+            line(&delayed, true),
+            "delayed /l/x__lock__0000000001 token=7 since=1970-01-01T00:00:00.000Z session=none data=a\\nb\u{fffd} \
+             lock-delay-until=1970-01-01T00:00:01.500Z"
+        );
+        assert_eq!(object(&delayed, true)["lock_delay_until_ms"], 1_500);
     }
 }

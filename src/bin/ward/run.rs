@@ -17,20 +17,29 @@ use std::future::Future;
 use std::process::ExitStatus;
 use std::time::Duration;
 use tokio::process::{Child, Command};
-use ward_client::{Client, Error, Fence, LockKind};
+use ward_client::{Client, Error, Fence, LockKind, LockOptions};
 
 /// How long CMD has to exit after SIGTERM before it gets SIGKILL.
 const GRACE: Duration = Duration::from_secs(10);
 
-/// Runs `cmd` while holding the lock(s) `paths` of `kind`; see the module docs.
+/// What `ward lock` or `ward semaphore` asks for.
+pub struct Asked {
+    pub kind: LockKind,
+    /// Give up if not granted within this.
+    pub timeout: Option<Duration>,
+    pub lock_delay: Option<Duration>,
+}
+
+/// Runs `cmd` while holding the lock(s) `paths`; see the module docs.
 pub async fn lock(
     client: &Client,
     paths: &[String],
-    kind: LockKind,
-    timeout: Option<Duration>,
+    asked: Asked,
     cmd: &[String],
     mut signals: Signals,
 ) -> Result<u8, Failure> {
+    let Asked { kind, timeout, lock_delay } = asked;
+    let options = lock_delay.map_or_else(LockOptions::new, |d| LockOptions::new().lock_delay(d));
     let what = match kind {
         LockKind::Exclusive => format!("lock {}", paths.join(" ")),
         LockKind::Shared => format!("shared lock {}", paths.join(" ")),
@@ -39,7 +48,7 @@ pub async fn lock(
     let context = format!("ward-cli pid={} host={} cmd={}", std::process::id(), hostname(), cmd.join(" "));
     let dirs: Vec<&str> = paths.iter().map(String::as_str).collect();
     let acquire = async {
-        let attempt = client.acquire(&dirs, kind, context.as_bytes());
+        let attempt = client.acquire_with(&dirs, kind, context.as_bytes(), &options);
         match timeout {
             Some(limit) => tokio::time::timeout(limit, attempt).await.ok(),
             None => Some(attempt.await),

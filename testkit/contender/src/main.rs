@@ -12,8 +12,9 @@
 //!     (i + k) % W == 0 (W defaults to 4), else the read side; enter lines say
 //!     "enter <token> W|R <pid>/<k>". `semaphore`: one of N permits of D.
 //! ward-contender hold  --server A --dir D [--session-timeout-ms T] [--owner NAME] [--data BYTES]
-//!                      [--write-on-go P]
-//!     Connects (as owner NAME, if given), locks D with BYTES as context, prints
+//!                      [--write-on-go P] [--lock-delay-ms L]
+//!     Connects (as owner NAME, if given), locks D with BYTES as context (and a lock-delay of
+//!     L ms, if given), prints
 //!     "held <token> <path>", and holds until killed, or until lost: then prints "lost" and
 //!     exits 3. With --write-on-go, once lost it waits for a line (or EOF) on stdin, then
 //!     tries a fenced set_data of P with its old fence and prints "fenced <outcome>"; unless
@@ -45,7 +46,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use ward_client::{Client, Error, Fence, LockGuard, Stat};
+use ward_client::{Client, Error, Fence, LockGuard, LockKind, LockOptions, Stat};
 
 struct Args {
     mode: String,
@@ -65,6 +66,7 @@ struct Args {
     data: Vec<u8>,
     target: Option<String>,
     stop_file: Option<String>,
+    lock_delay: Option<Duration>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -88,6 +90,7 @@ fn parse() -> Result<Args, String> {
         data: Vec::new(),
         target: None,
         stop_file: None,
+        lock_delay: None,
     };
     while let Some(flag) = words.next() {
         let value = words.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -109,6 +112,7 @@ fn parse() -> Result<Args, String> {
             "--data" => args.data = value.clone().into_bytes(),
             "--write-on-go" | "--target" => args.target = Some(value.clone()),
             "--stop-file" => args.stop_file = Some(value.clone()),
+            "--lock-delay-ms" => args.lock_delay = Some(Duration::from_millis(number()?)),
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -279,7 +283,11 @@ async fn lock_loop(args: &Args) -> Result<u8, String> {
 
 async fn hold(args: &Args) -> Result<u8, String> {
     let client = connect(args).await?;
-    let guard = client.lock_with_data(&args.dir, &args.data).await.map_err(|e| format!("lock {}: {e}", args.dir))?;
+    let options = args.lock_delay.map_or_else(LockOptions::new, |d| LockOptions::new().lock_delay(d));
+    let guard = client
+        .acquire_with(&[&args.dir], LockKind::Exclusive, &args.data, &options)
+        .await
+        .map_err(|e| format!("lock {}: {e}", args.dir))?;
     say(format!("held {} {}", guard.fencing_token(), guard.path()))?;
     guard.lost().await;
     say("lost".to_string())?;

@@ -1,5 +1,6 @@
 //! ZooKeeper's own Java client and zkCli, from Debian's `zookeeper` package (its jars in
-//! /usr/share/java; .ci/run installs it).
+//! /usr/share/java; .ci/run installs it), and Apache Curator's recipes over it, from
+//! Debian's `libcurator-recipes-java`.
 
 use super::SCRIPT_LIMIT;
 use crate::run::run_ok;
@@ -11,6 +12,8 @@ use std::process::Command;
 const JARS: [&str; 6] =
     ["zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-nop.jar", "netty-all.jar", "commons-cli.jar"];
 const JAR_DIR: &str = "/usr/share/java";
+/// What Curator's recipes add to [`JARS`].
+const CURATOR_JARS: [&str; 4] = ["curator-framework.jar", "curator-client.jar", "curator-recipes.jar", "guava.jar"];
 
 /// java, and the classpath of ZooKeeper's jars.
 #[derive(Clone, Debug)]
@@ -33,6 +36,21 @@ impl ZkJava {
             return None;
         }
         let classpath = JARS.iter().map(|j| dir.join(j).display().to_string()).collect::<Vec<_>>().join(":");
+        Some(ZkJava { classpath })
+    }
+
+    /// The same with Curator's recipes on the classpath, or `None` after a loud [`skip`].
+    pub fn with_curator(&self) -> Option<ZkJava> {
+        let dir = PathBuf::from(JAR_DIR);
+        let missing: Vec<&str> = CURATOR_JARS.iter().copied().filter(|j| !dir.join(j).exists()).collect();
+        if !missing.is_empty() {
+            skip(&format!(
+                "{missing:?} missing from {JAR_DIR}: install Debian's libcurator-recipes-java (.ci/run does)"
+            ));
+            return None;
+        }
+        let jars = CURATOR_JARS.iter().map(|j| dir.join(j).display().to_string());
+        let classpath = std::iter::once(self.classpath.clone()).chain(jars).collect::<Vec<_>>().join(":");
         Some(ZkJava { classpath })
     }
 

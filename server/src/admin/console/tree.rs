@@ -91,6 +91,8 @@ pub fn answer(server: &Server, query: &Query) -> Reply {
             NodeKind::Ephemeral(_) => ("ephemeral", None),
             NodeKind::Container => ("container", None),
             NodeKind::Ttl(ttl) => ("ttl", Some(ttl)),
+            // A lock holder whose session ended, kept for its lock-delay.
+            NodeKind::LockDelay(_) => ("lock-delay", None),
         };
         let names: Vec<String> = node.children.iter_after(after).take(limit).map(String::from).collect();
         let more = names.last().is_some_and(|last| node.children.iter_after(Some(last)).next().is_some());
