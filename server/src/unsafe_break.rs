@@ -82,11 +82,11 @@ struct Broken {
     broken: Break,
 }
 
-/// True for a lock attempt, fenced by its connection's attachment or not.
+/// True for a lock attempt, whatever wraps it (its connection's attachment, its identities).
 fn is_acquire(op: &CommandOp) -> bool {
     match op {
-        CommandOp::LockAcquire { .. } => true,
-        CommandOp::Fenced { op, .. } => is_acquire(op),
+        CommandOp::LockAcquire { .. } | CommandOp::LockAcquireDelayed { .. } => true,
+        CommandOp::Fenced { op, .. } | CommandOp::As { op, .. } => is_acquire(op),
         _ => false,
     }
 }
