@@ -82,7 +82,10 @@ fn an_expired_holder_keeps_its_place_until_its_delay_has_passed_by_the_commands_
     assert!(!changes.contains(&Change::Deleted(path.clone())), "{changes:?}");
     assert!(w.granted(&changes).is_empty(), "nobody is granted at the expiry");
     let node = w.sm.tree().get(&path).expect("held over");
-    assert_eq!((node.kind(), node.mtime, w.sm.tree().stat(node).ephemeral_owner), (NodeKind::LockDelay(DELAY), T + 10, None));
+    assert_eq!(
+        (node.kind(), node.mtime, w.sm.tree().stat(node).ephemeral_owner),
+        (NodeKind::LockDelay(DELAY), T + 10, None)
+    );
     assert!(w.sm.tree().ephemerals(a).next().is_none());
     assert_eq!(check_fence(w.sm.tree(), &path, token), Err(ErrorCode::StaleFence), "its session is gone");
     let waiter = w.sm.tree().ephemerals(b).next().expect("b's contender").to_string();
