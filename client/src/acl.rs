@@ -1,6 +1,6 @@
 //! Access control from the client's side: showing credentials, and nodes' ACLs
 //! (docs/security.md). The types are ZooKeeper's: [`Acl`] entries of permission bits
-//! ([`perms`]) and an identity; `Acl::open()` is what a plain create gives.
+//! ([`perms`](crate::perms)) and an identity; `Acl::open()` is what a plain create gives.
 //!
 //! ```no_run
 //! use ward_client::{perms, Acl, Client, CreateMode};

@@ -21,7 +21,7 @@ pub struct SessionRecord {
     pub owner: Option<String>,
 }
 
-/// Serializable as a whole: a snapshot is this value in postcard ([`Stored`]).
+/// Serializable as a whole: a snapshot is this value in postcard (`Stored`).
 #[derive(Clone, Debug, Default)]
 pub struct StateMachine {
     pub(crate) tree: DataTree,
