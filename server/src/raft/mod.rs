@@ -15,6 +15,7 @@
 //! # Modules
 //! * [`types`]: the openraft type configuration (an entry is a batch of commands).
 //! * [`record`], [`segment`], [`wal`]: the record format, one segment's I/O, the segment set;
+//!   [`writer`]: the thread that does the log's writes and fdatasyncs (group commit at the disk);
 //!   [`extent`]: how far the log had reached, so that lost segments are noticed.
 //! * [`log_store`]: openraft's `RaftLogStorage` over the WAL, and the vote; it keeps only
 //!   unapplied entries in memory, and `readback` reads applied ones from the segments.
@@ -49,6 +50,7 @@ pub mod service;
 pub mod state_machine;
 pub mod types;
 pub mod wal;
+pub mod writer;
 
 pub use error::{FileError, OpenError};
 pub use proposer::BatchLimits;
