@@ -21,7 +21,7 @@ fn entry(index: u64) -> Entry<TypeConfig> {
     let cmd = Command { time_ms: 0, session: SessionId(7), xid: index, op: CommandOp::Op(op) };
     Entry {
         log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
-        payload: EntryPayload::Normal(vec![cmd]),
+        payload: EntryPayload::Normal(vec![cmd].into()),
     }
 }
 

@@ -47,7 +47,7 @@ fn entry(index: u64, fill: u8) -> Entry<TypeConfig> {
     };
     Entry {
         log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
-        payload: EntryPayload::Normal(vec![cmd]),
+        payload: EntryPayload::Normal(vec![cmd].into()),
     }
 }
 
@@ -437,7 +437,8 @@ fn a_record_larger_than_a_segment_gets_a_larger_segment() {
         wal.append(&RecordRef::Entries(&[entry(1, 1)])).expect("small");
         let mut big = entry(2, 2);
         if let EntryPayload::Normal(cmds) = &mut big.payload {
-            cmds[0].op = CommandOp::Op(Op::SetData { path: "/a".into(), data: vec![7; 10_000], version: None });
+            cmds.commands[0].op =
+                CommandOp::Op(Op::SetData { path: "/a".into(), data: vec![7; 10_000], version: None });
         }
         wal.append(&RecordRef::Entries(&[big])).expect("big");
         wal.append(&RecordRef::Entries(&[entry(3, 3)])).expect("small after big");

@@ -12,6 +12,7 @@
 //! an applied entry after that (a lagging follower) gets it from the segment files
 //! (`raft/readback.rs`).
 
+use super::activity::{Activity, Counts};
 use super::error::{FileError, OpenError};
 use super::fsutil::{magic, read_versioned, remove_stale_tmp, write_checked};
 use super::readback;
@@ -51,6 +52,7 @@ pub struct LogStore {
     vote: Option<Vote>,
     /// The oldest segment's number when the log was opened.
     oldest_segment: u64,
+    activity: Arc<Activity>,
 }
 
 /// A reader of the log for openraft's apply and replication tasks: unapplied entries from
@@ -133,7 +135,9 @@ impl LogStore {
         );
         let oldest_segment = wal.oldest_segment();
         let writer = Writer::start(wal, segment_max)?;
-        Ok(LogStore { writer, log_dir, cache: Arc::new(RwLock::new(cache)), vote_path, vote, oldest_segment })
+        let cache = Arc::new(RwLock::new(cache));
+        let activity = Arc::default();
+        Ok(LogStore { writer, log_dir, cache, vote_path, vote, oldest_segment, activity })
     }
 
     /// The entries missing at the front of the log, if any: those after the last purge (or
@@ -155,6 +159,11 @@ impl LogStore {
     /// The oldest segment's number when the log was opened.
     pub fn oldest_segment(&self) -> u64 {
         self.oldest_segment
+    }
+
+    /// What the disk is doing (appends started and flushed), for the proposer.
+    pub fn activity(&self) -> tokio::sync::watch::Receiver<Counts> {
+        self.activity.watch()
     }
 
     /// The handle through which the state machine drops applied entries from memory.
@@ -309,15 +318,20 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // Readable from now on (openraft's contract for `append`), but not durable: openraft
         // counts them as flushed, and so commits and applies them, only once the callback ran.
         write(&self.cache).entries.extend(entries.into_iter().map(|e| (e.log_id.index, e)));
+        self.activity.started();
+        let activity = self.activity.clone();
         self.writer.write(
             payload,
             Some(last),
-            Box::new(move |result| match result {
-                Ok(_sync) => {
-                    crate::metrics::log::appended(figures.0, figures.1);
-                    callback.log_io_completed(Ok(()));
+            Box::new(move |result| {
+                match result {
+                    Ok(_sync) => {
+                        crate::metrics::log::appended(figures.0, figures.1);
+                        callback.log_io_completed(Ok(()));
+                    }
+                    Err(e) => callback.log_io_completed(Err(std::io::Error::other(e.to_string()))),
                 }
-                Err(e) => callback.log_io_completed(Err(std::io::Error::other(e.to_string()))),
+                activity.flushed();
             }),
         );
         Ok(())

@@ -30,6 +30,8 @@
 //! * [`membership`]: adding and removing members.
 //! * [`identity`]: which member a data directory belongs to.
 
+pub mod activity;
+pub mod batch;
 pub mod contact;
 mod continuity;
 pub mod error;
@@ -325,6 +327,7 @@ pub async fn open_member(
     let routes = ensemble.as_ref().map(|e| e.routes.clone()).unwrap_or_default();
     let peers = Arc::new(Peers::new(Identity { ensemble: name.into(), me: id }, routes));
     let network = PeerNetworkFactory { peers: peers.clone() };
+    let disk = store.activity();
     let raft =
         Raft::new(id, Arc::new(config), network, store, sm).await.map_err(|e| OpenError::raft("starting")(e.into()))?;
     // Until this server leads and is ready, it expires nobody.
@@ -365,7 +368,7 @@ pub async fn open_member(
     let contact = contact::Contact::new(!replicated);
     tasks.spawn(contact::run(contact.clone(), raft.clone(), local.clone(), peers.clone(), cancel.clone()));
     let route = Route { raft: raft.clone(), peers, me: id };
-    let (proposer, task) = Proposer::start(route.clone(), options.batch);
+    let (proposer, task) = Proposer::start(route.clone(), options.batch, disk);
     Ok(RaftLog {
         raft,
         proposer,

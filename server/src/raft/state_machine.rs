@@ -183,7 +183,16 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             self.last_applied = Some(entry.log_id);
             let reply = match entry.payload {
                 EntryPayload::Blank => Vec::new(),
-                EntryPayload::Normal(batch) => batch.iter().map(|cmd| self.core.apply(cmd)).collect(),
+                EntryPayload::Normal(batch) => match batch.take_replies() {
+                    // Proposed here: each command is answered as soon as it is applied.
+                    Some(replies) => {
+                        for (cmd, reply) in batch.commands.iter().zip(replies) {
+                            let _ = reply.send(Ok(self.core.apply(cmd)));
+                        }
+                        Vec::new()
+                    }
+                    None => batch.commands.iter().map(|cmd| self.core.apply(cmd)).collect(),
+                },
                 EntryPayload::Membership(m) => {
                     self.membership = StoredMembership::new(Some(entry.log_id), m);
                     Vec::new()
