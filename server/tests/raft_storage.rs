@@ -288,7 +288,15 @@ fn damage_at_the_end_of_a_full_segment_refuses_to_open() {
 // ---- restarts through openraft: snapshot + log replay ----
 
 fn options(snapshot_every: u64) -> RaftOptions {
-    RaftOptions { segment_bytes: 4096, snapshot_every, keep_after_snapshot: 0, ..RaftOptions::default() }
+    // Snapshots by entry count alone, so that the tests know when they come.
+    let snapshot_every = Some(snapshot_every);
+    RaftOptions {
+        segment_bytes: 4096,
+        snapshot_every,
+        snapshot_log_percent: 0,
+        keep_after_snapshot: 0,
+        ..RaftOptions::default()
+    }
 }
 
 fn cmd(session: SessionId, xid: u64, op: CommandOp) -> Command {

@@ -17,6 +17,7 @@ use super::error::{FileError, OpenError};
 use super::fsutil::{magic, read_versioned, remove_stale_tmp, write_checked};
 use super::readback;
 use super::record::{Record, RecordRef};
+use super::snapshot_trigger::SnapshotTrigger;
 use super::types::{Entry, LogId, LogState, StorageError, TypeConfig, Vote};
 use super::wal::{encode_payload, OnLoss, Replayed, Wal};
 use super::writer::Writer;
@@ -52,7 +53,11 @@ pub struct LogStore {
     vote: Option<Vote>,
     /// The oldest segment's number when the log was opened.
     oldest_segment: u64,
+    /// The bytes of the records found when the log was opened.
+    found_bytes: u64,
     activity: Arc<Activity>,
+    /// Counts the bytes appended, to decide when a snapshot is due.
+    trigger: Option<Arc<SnapshotTrigger>>,
 }
 
 /// A reader of the log for openraft's apply and replication tasks: unapplied entries from
@@ -133,11 +138,11 @@ impl LogStore {
             last = %cache.entries.last_key_value().map_or_else(|| "none".to_string(), |(i, _)| i.to_string()),
             "log opened"
         );
-        let oldest_segment = wal.oldest_segment();
+        let (oldest_segment, found_bytes) = (wal.oldest_segment(), wal.found_bytes());
         let writer = Writer::start(wal, segment_max)?;
         let cache = Arc::new(RwLock::new(cache));
         let activity = Arc::default();
-        Ok(LogStore { writer, log_dir, cache, vote_path, vote, oldest_segment, activity })
+        Ok(LogStore { writer, log_dir, cache, vote_path, vote, oldest_segment, found_bytes, activity, trigger: None })
     }
 
     /// The entries missing at the front of the log, if any: those after the last purge (or
@@ -159,6 +164,16 @@ impl LogStore {
     /// The oldest segment's number when the log was opened.
     pub fn oldest_segment(&self) -> u64 {
         self.oldest_segment
+    }
+
+    /// The bytes of the records found when the log was opened.
+    pub fn found_bytes(&self) -> u64 {
+        self.found_bytes
+    }
+
+    /// From now on, the bytes of every append count towards the next snapshot.
+    pub fn count_towards(&mut self, trigger: Arc<SnapshotTrigger>) {
+        self.trigger = Some(trigger);
     }
 
     /// What the disk is doing (appends started and flushed), for the proposer.
@@ -315,6 +330,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             }
         };
         let figures = (entries.len(), commands(&entries));
+        if let Some(trigger) = &self.trigger {
+            trigger.logged(payload.len() as u64);
+        }
         // Readable from now on (openraft's contract for `append`), but not durable: openraft
         // counts them as flushed, and so commits and applies them, only once the callback ran.
         write(&self.cache).entries.extend(entries.into_iter().map(|e| (e.log_id.index, e)));

@@ -9,6 +9,7 @@
 use super::error::OpenError;
 use super::fsutil::{read_versioned, remove_stale_tmp, write_checked};
 use super::log_store::Evictor;
+use super::snapshot_trigger::SnapshotTrigger;
 use super::types::{Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 use crate::command::Applied;
 use crate::core::Core;
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The current snapshot version. Versions 2 and 3 each appended one map to the end of the
 /// state machine, which ends the body: 2 each session's last write
@@ -82,6 +84,10 @@ pub struct StateMachineStore {
     built: u64,
     /// Drops applied entries from the log store's memory.
     evictor: Option<Evictor>,
+    /// Told of each snapshot begun and written, to decide when the next is due.
+    trigger: Option<Arc<SnapshotTrigger>>,
+    /// The size of the snapshot loaded at opening (0 if none).
+    loaded_bytes: u64,
 }
 
 impl StateMachineStore {
@@ -96,8 +102,11 @@ impl StateMachineStore {
             snapshot_path,
             built: 0,
             evictor: None,
+            trigger: None,
+            loaded_bytes: 0,
         };
         if let Some((version, bytes)) = read_snapshot_file(&sm.snapshot_path)? {
+            sm.loaded_bytes = bytes.len() as u64;
             let body = decode(version, &bytes)
                 .map_err(|source| OpenError::Decode { what: sm.snapshot_path.display().to_string(), source })?;
             tracing::info!(last = %super::types::shown(body.meta.last_log_id), zxid = body.state.last_zxid(), "snapshot loaded");
@@ -123,6 +132,16 @@ impl StateMachineStore {
         self.evictor = Some(evictor);
     }
 
+    /// The size of the snapshot loaded at opening (0 if none).
+    pub fn loaded_bytes(&self) -> u64 {
+        self.loaded_bytes
+    }
+
+    /// From now on, `trigger` hears of every snapshot begun, written and installed.
+    pub fn report_snapshots(&mut self, trigger: Arc<SnapshotTrigger>) {
+        self.trigger = Some(trigger);
+    }
+
     fn evict(&self) {
         if let (Some(evictor), Some(applied)) = (&self.evictor, self.last_applied) {
             evictor.applied(applied.index);
@@ -144,10 +163,24 @@ pub struct Builder {
     /// would double what taking it costs in memory.
     data: Option<Result<Vec<u8>, postcard::Error>>,
     path: PathBuf,
+    trigger: Option<Arc<SnapshotTrigger>>,
+    began: Instant,
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for Builder {
     async fn build_snapshot(&mut self) -> Result<Snapshot, StorageError> {
+        let result = self.build();
+        let bytes = result.as_ref().ok().map(|s| s.snapshot.get_ref().len() as u64);
+        if let Some(trigger) = &self.trigger {
+            trigger.finished(bytes);
+        }
+        crate::metrics::snapshots::finished(self.began.elapsed());
+        result
+    }
+}
+
+impl Builder {
+    fn build(&mut self) -> Result<Snapshot, StorageError> {
         let signature = Some(self.meta.signature());
         let data = match self.data.take() {
             Some(Ok(data)) => data,
@@ -214,8 +247,13 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         };
         let meta =
             SnapshotMeta { last_log_id: self.last_applied, last_membership: self.membership.clone(), snapshot_id: id };
+        let began = Instant::now();
         let data = self.core.read(|state| postcard::to_allocvec(&BodyRef { meta: &meta, state }));
-        Builder { meta, data: Some(data), path: self.snapshot_path.clone() }
+        crate::metrics::snapshots::begun(began.elapsed());
+        if let Some(trigger) = &self.trigger {
+            trigger.began();
+        }
+        Builder { meta, data: Some(data), path: self.snapshot_path.clone(), trigger: self.trigger.clone(), began }
     }
 
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
@@ -233,6 +271,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             .map_err(|e| StorageIOError::read_snapshot(signature.clone(), AnyError::new(&e)))?;
         write_checked(&self.snapshot_path, &magic(SNAPSHOT_VERSION), &data)
             .map_err(|e| StorageIOError::write_snapshot(signature, AnyError::new(&e)))?;
+        if let Some(trigger) = &self.trigger {
+            trigger.installed(data.len() as u64);
+        }
         self.restore(meta, body.state);
         Ok(())
     }

@@ -33,6 +33,8 @@ pub struct Wal {
     /// does not stall appends for the time it takes to zero a segment.
     spare: Option<JoinHandle<Result<PathBuf, FileError>>>,
     buf: Vec<u8>,
+    /// The bytes of the records found on opening.
+    found_bytes: u64,
 }
 
 /// What opening does with a log that lost durable data (a deleted or cut segment file).
@@ -90,6 +92,7 @@ impl Wal {
         let mut newest = None;
         let mut keeps_extent = false;
         let mut prev: Option<(PathBuf, u64)> = None;
+        let mut found_bytes = 0;
         for (i, &number) in numbers.iter().enumerate() {
             let path = dir.join(segment::file_name(number));
             let image = segment::read_image(&path)?;
@@ -121,6 +124,7 @@ impl Wal {
                 }
             }
             let (end, rsn) = scan(&image, header.first_rsn, last, &path, number, &mut replayed)?;
+            found_bytes += end.saturating_sub(record::SEGMENT_HEADER) as u64;
             next_rsn = rsn;
             prev = Some((path.clone(), end as u64));
             match last {
@@ -160,6 +164,7 @@ impl Wal {
             failed: false,
             spare: None,
             buf: Vec::new(),
+            found_bytes,
         };
         // From here on, what was found is what the next start must find at least.
         extent::record(dir, wal.extent())?;
@@ -263,6 +268,11 @@ impl Wal {
             .spawn(move || prepare_zeroed(&path, size).map(|()| path));
         // Without the thread, rolling over zeroes the segment inline instead.
         self.spare = spawned.ok();
+    }
+
+    /// The bytes of the records found when the log was opened.
+    pub fn found_bytes(&self) -> u64 {
+        self.found_bytes
     }
 
     /// Full segments, oldest first.
