@@ -6,8 +6,9 @@
 //! checksummed file (see [`super::fsutil`]), written to a temporary file, fsynced, renamed
 //! and the directory fsynced — openraft purges the log behind it only after that.
 
+use super::error::FileError;
 use super::error::OpenError;
-use super::fsutil::{read_versioned, remove_stale_tmp, write_checked};
+use super::fsutil::{read_versioned, remove_stale_tmp, write_checked, write_streamed};
 use super::log_store::Evictor;
 use super::snapshot_trigger::SnapshotTrigger;
 use super::types::{Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
@@ -47,7 +48,7 @@ fn magic(version: u8) -> [u8; 8] {
     super::fsutil::magic(b"WARDSNP", version)
 }
 
-/// The snapshot's content, as built (borrowing the live state under its read lock)...
+/// The snapshot's content, as built (borrowing a copy of the state)...
 #[derive(Serialize)]
 struct BodyRef<'a> {
     meta: &'a SnapshotMeta,
@@ -159,9 +160,10 @@ impl StateMachineStore {
 /// A snapshot taken at one instant, written out off the apply path.
 pub struct Builder {
     meta: SnapshotMeta,
-    /// Taken by the one build, not copied: a snapshot is as large as the state, and a copy
-    /// would double what taking it costs in memory.
-    data: Option<Result<Vec<u8>, postcard::Error>>,
+    /// A copy of the state at `meta`'s log id, taken by the one build. Copying took an
+    /// instant: the tree's nodes are shared with the live state, shard by shard, until a
+    /// write changes a shard ([`crate::tree::Nodes`]).
+    state: Option<StateMachine>,
     path: PathBuf,
     trigger: Option<Arc<SnapshotTrigger>>,
     began: Instant,
@@ -169,33 +171,34 @@ pub struct Builder {
 
 impl RaftSnapshotBuilder<TypeConfig> for Builder {
     async fn build_snapshot(&mut self) -> Result<Snapshot, StorageError> {
-        let result = self.build();
-        let bytes = result.as_ref().ok().map(|s| s.snapshot.get_ref().len() as u64);
+        let signature = Some(self.meta.signature());
+        let Some(state) = self.state.take() else {
+            let e = AnyError::error("this snapshot builder has already built its snapshot");
+            return Err(StorageIOError::write_snapshot(signature, e).into());
+        };
+        let (meta, path) = (self.meta.clone(), self.path.clone());
+        // Serializing a large tree takes CPU for a while: on a thread of its own, not a
+        // worker of the runtime. The copy is dropped there too.
+        let written = tokio::task::spawn_blocking(move || {
+            write_streamed(&path, &magic(SNAPSHOT_VERSION), |w| {
+                postcard::to_io(&BodyRef { meta: &meta, state: &state }, w).map(drop).map_err(std::io::Error::other)
+            })
+        })
+        .await
+        .unwrap_or_else(|e| Err(FileError::Io { path: self.path.clone(), op: "serialize into", source: e.into() }));
         if let Some(trigger) = &self.trigger {
-            trigger.finished(bytes);
+            trigger.finished(written.as_ref().ok().copied());
         }
         crate::metrics::snapshots::finished(self.began.elapsed());
-        result
-    }
-}
-
-impl Builder {
-    fn build(&mut self) -> Result<Snapshot, StorageError> {
-        let signature = Some(self.meta.signature());
-        let data = match self.data.take() {
-            Some(Ok(data)) => data,
-            Some(Err(e)) => return Err(StorageIOError::write_snapshot(signature, AnyError::new(&e)).into()),
-            None => {
-                let e = AnyError::error("this snapshot builder has already built its snapshot");
-                return Err(StorageIOError::write_snapshot(signature, e).into());
-            }
-        };
-        write_checked(&self.path, &magic(SNAPSHOT_VERSION), &data).map_err(|e| {
+        let bytes = written.map_err(|e| {
             tracing::error!(error = %e, "writing the snapshot failed");
             StorageIOError::write_snapshot(signature, AnyError::new(&e))
         })?;
-        tracing::info!(last = %super::types::shown(self.meta.last_log_id), bytes = data.len(), "snapshot written");
-        Ok(Snapshot { meta: self.meta.clone(), snapshot: Box::new(Cursor::new(data)) })
+        let took = self.began.elapsed();
+        tracing::info!(last = %super::types::shown(self.meta.last_log_id), bytes, ?took, "snapshot written");
+        // openraft 0.9 keeps only the metadata of a snapshot it had built; followers are sent
+        // the file (`get_current_snapshot`). So the data is not read back into memory here.
+        Ok(Snapshot { meta: self.meta.clone(), snapshot: Box::new(Cursor::new(Vec::new())) })
     }
 }
 
@@ -247,13 +250,16 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         };
         let meta =
             SnapshotMeta { last_log_id: self.last_applied, last_membership: self.membership.clone(), snapshot_id: id };
+        // Under the state's read lock only for the copy (see `Builder::state`); this task
+        // is the one that applies, so no apply runs meanwhile either way.
         let began = Instant::now();
-        let data = self.core.read(|state| postcard::to_allocvec(&BodyRef { meta: &meta, state }));
+        let state = self.core.read(StateMachine::clone);
         crate::metrics::snapshots::begun(began.elapsed());
         if let Some(trigger) = &self.trigger {
             trigger.began();
         }
-        Builder { meta, data: Some(data), path: self.snapshot_path.clone(), trigger: self.trigger.clone(), began }
+        let (path, trigger) = (self.snapshot_path.clone(), self.trigger.clone());
+        Builder { meta, state: Some(state), path, trigger, began }
     }
 
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {

@@ -38,7 +38,7 @@ impl DataTree {
     pub fn unused_nodes(&self, now_ms: i64, never_used_ms: u64, limit: usize) -> Vec<String> {
         self.swept
             .iter()
-            .filter(|path| self.nodes.get(&**path).is_some_and(|node| unused(node, now_ms, never_used_ms)))
+            .filter(|path| self.nodes.get(path).is_some_and(|node| unused(node, now_ms, never_used_ms)))
             .take(limit)
             .map(|path| path.to_string())
             .collect()

@@ -4,11 +4,13 @@
 mod children;
 pub(crate) mod cleanup;
 mod journal;
+mod nodes;
 pub(crate) mod ops;
 mod znode;
 
 pub use children::Children;
 pub(crate) use journal::Journal;
+pub use nodes::Nodes;
 pub use znode::{NodeKind, Znode};
 
 use serde::{Deserialize, Serialize};
@@ -19,8 +21,9 @@ use ward_proto::SessionId;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(from = "Stored")]
 pub struct DataTree {
-    /// Keyed by boxed paths: 16 bytes a slot instead of 24, in a table that has spare slots.
-    nodes: HashMap<Box<str>, Znode>,
+    /// Keyed by boxed paths: 16 bytes a slot instead of 24, in tables that have spare slots.
+    /// Sharded, and cheap to copy ([`Nodes`]): what lets a snapshot leave the lock at once.
+    nodes: Nodes,
     /// Paths of each session's ephemeral nodes, so ending a session is proportional to
     /// what it owns rather than to the size of the tree.
     ephemerals: HashMap<SessionId, BTreeSet<Box<str>>>,
@@ -34,20 +37,20 @@ pub struct DataTree {
 /// The tree as a snapshot holds it: what [`DataTree`] serializes, field for field.
 #[derive(Deserialize)]
 struct Stored {
-    nodes: HashMap<Box<str>, Znode>,
+    nodes: Nodes,
     ephemerals: HashMap<SessionId, BTreeSet<Box<str>>>,
 }
 
 impl From<Stored> for DataTree {
     fn from(stored: Stored) -> DataTree {
-        let swept = stored.nodes.iter().filter(|(_, node)| node.kind().is_swept()).map(|(p, _)| p.clone()).collect();
+        let swept = stored.nodes.iter().filter(|(_, node)| node.kind().is_swept()).map(|(p, _)| p.into()).collect();
         DataTree { nodes: stored.nodes, ephemerals: stored.ephemerals, swept }
     }
 }
 
 impl Default for DataTree {
     fn default() -> Self {
-        let mut nodes = HashMap::new();
+        let mut nodes = Nodes::default();
         nodes.insert("/".into(), Znode::new(Vec::new(), 0, 0, NodeKind::Persistent));
         DataTree { nodes, ephemerals: HashMap::new(), swept: BTreeSet::new() }
     }
