@@ -2,6 +2,8 @@
 //! counted since the log opened. The proposer watches it to hand openraft its next batch the
 //! moment the disk is free, with everything that queued while it synced ([`super::proposer`]).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use tokio::sync::watch;
 
 /// The two counts. The disk is idle when they are equal.
@@ -18,26 +20,43 @@ impl Counts {
     }
 }
 
-/// The log store's side. Updated from openraft's core (a start) and from the I/O thread (a
-/// flush): a `watch` channel can be sent to from any thread.
-pub struct Activity(watch::Sender<Counts>);
-
-impl Default for Activity {
-    fn default() -> Self {
-        Activity(watch::Sender::new(Counts::default()))
-    }
+/// The log store's side. A start is counted from openraft's core, a flush from the I/O
+/// thread. Only flushes wake the watcher: a start never makes the disk free.
+#[derive(Default)]
+pub struct Activity {
+    started: Arc<AtomicU64>,
+    flushed: watch::Sender<u64>,
 }
 
 impl Activity {
     pub fn started(&self) {
-        self.0.send_modify(|c| c.started += 1);
+        self.started.fetch_add(1, Ordering::AcqRel);
     }
 
     pub fn flushed(&self) {
-        self.0.send_modify(|c| c.flushed += 1);
+        self.flushed.send_modify(|n| *n += 1);
     }
 
-    pub fn watch(&self) -> watch::Receiver<Counts> {
-        self.0.subscribe()
+    pub fn watch(&self) -> Watch {
+        Watch { started: self.started.clone(), flushed: self.flushed.subscribe() }
+    }
+}
+
+/// The proposer's side.
+pub struct Watch {
+    started: Arc<AtomicU64>,
+    flushed: watch::Receiver<u64>,
+}
+
+impl Watch {
+    /// The counts now; a later [`Watch::flushed`] waits for a flush after this.
+    pub fn now(&mut self) -> Counts {
+        let flushed = *self.flushed.borrow_and_update();
+        Counts { started: self.started.load(Ordering::Acquire), flushed }
+    }
+
+    /// Resolves at the next flush (or at once if the log is gone).
+    pub async fn flushed(&mut self) {
+        let _ = self.flushed.changed().await;
     }
 }

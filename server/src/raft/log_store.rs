@@ -12,7 +12,7 @@
 //! an applied entry after that (a lagging follower) gets it from the segment files
 //! (`raft/readback.rs`).
 
-use super::activity::{Activity, Counts};
+use super::activity::{Activity, Watch};
 use super::error::{FileError, OpenError};
 use super::fsutil::{magic, read_versioned, remove_stale_tmp, write_checked};
 use super::readback;
@@ -177,7 +177,7 @@ impl LogStore {
     }
 
     /// What the disk is doing (appends started and flushed), for the proposer.
-    pub fn activity(&self) -> tokio::sync::watch::Receiver<Counts> {
+    pub fn activity(&self) -> Watch {
         self.activity.watch()
     }
 
@@ -342,6 +342,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             payload,
             Some(last),
             Box::new(move |result| {
+                // The proposer first: its next batch is then in openraft's queue by the time
+                // openraft's core, woken next, has taken this flush in.
+                activity.flushed();
                 match result {
                     Ok(_sync) => {
                         crate::metrics::log::appended(figures.0, figures.1);
@@ -349,7 +352,6 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                     }
                     Err(e) => callback.log_io_completed(Err(std::io::Error::other(e.to_string()))),
                 }
-                activity.flushed();
             }),
         );
         Ok(())

@@ -17,7 +17,7 @@
 //! only once nothing proposed here is still in openraft, so that a session's writes reach
 //! the log in the order it sent them even across a change of leader.
 
-use super::activity::Counts;
+use super::activity::Watch;
 use super::batch::{Batch, Replies};
 use super::route::{Route, COMMIT_TIMEOUT};
 use super::types::TypeConfig;
@@ -27,7 +27,7 @@ use openraft::error::ClientWriteError;
 use openraft::raft::ClientWriteResult;
 use std::collections::VecDeque;
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use ward_proto::Op;
@@ -64,7 +64,7 @@ pub struct Proposer {
 impl Proposer {
     /// Starts the proposer task on the current runtime. It ends when the proposer is dropped.
     /// `disk`: the log store's [`super::activity`].
-    pub fn start(route: Route, limits: BatchLimits, disk: watch::Receiver<Counts>) -> (Proposer, JoinHandle<()>) {
+    pub fn start(route: Route, limits: BatchLimits, disk: Watch) -> (Proposer, JoinHandle<()>) {
         let (queue, rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(Task { route, queue: rx, limits, disk, in_flight: VecDeque::new(), sent_at: 0 }.run());
         (Proposer { queue }, task)
@@ -91,7 +91,7 @@ struct Task {
     route: Route,
     queue: mpsc::UnboundedReceiver<Proposal>,
     limits: BatchLimits,
-    disk: watch::Receiver<Counts>,
+    disk: Watch,
     /// Oldest first; openraft answers in this order.
     in_flight: VecDeque<InFlight>,
     /// The disk's start count when the last batch went to openraft: a later start is that
@@ -117,7 +117,7 @@ impl Task {
                     None => break,
                 },
                 // Only waited on while a batch is ready and the disk is not.
-                _ = self.disk.changed(), if next.is_some() => {}
+                () = self.disk.flushed(), if next.is_some() => {}
             }
         }
         // The proposer was dropped: answer what is still in openraft.
@@ -133,7 +133,7 @@ impl Task {
         if self.in_flight.is_empty() {
             return true;
         }
-        let disk = *self.disk.borrow_and_update();
+        let disk = self.disk.now();
         self.in_flight.len() < MAX_IN_FLIGHT && disk.started > self.sent_at && disk.idle()
     }
 
@@ -156,7 +156,7 @@ impl Task {
         }
         let replies = Replies::new(senders);
         let batch = Batch::answered(commands, &replies);
-        self.sent_at = self.disk.borrow().started;
+        self.sent_at = self.disk.now().started;
         match self.route.raft.client_write_ff(batch).await {
             Ok(response) => {
                 let deadline = Instant::now() + COMMIT_TIMEOUT;
