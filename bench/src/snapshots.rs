@@ -59,15 +59,12 @@ fn measure(n: usize) -> Figures {
 
     let timed = |what: &str, f: &mut Figures, work: &mut dyn FnMut() -> usize| {
         let t0 = Instant::now();
-        let bytes = work();
+        let out = work();
         f.add(format!("{what} (ms)"), ms(t0.elapsed()));
-        bytes
+        out
     };
-    let bytes = timed("serialize under the lock (before)", &mut f, &mut || {
-        postcard::to_allocvec(&state).map_or(0, |v| v.len())
-    });
-    f.add("snapshot size (MB)", bytes as f64 / 1e6);
-    timed("deep copy under the lock", &mut f, &mut || deep_copy(&state));
+    // The server's way first: a mass of frees (as a deep copy's drop) would make the
+    // allocator's next large request slow, and the figures below with it.
     let mut copy = None;
     timed("shared copy under the lock (now)", &mut f, &mut || {
         copy = Some(state.clone());
@@ -75,27 +72,60 @@ fn measure(n: usize) -> Figures {
     });
     let copy = copy.unwrap_or_default();
     timed("first create in the big directory after the copy", &mut f, &mut || {
-        state.apply_command(&cmd(0, create("/g/after-1".into())));
+        state.apply_command(&cmd(0, create("/g/after-0".into())));
         0
     });
-    timed("first create elsewhere after the copy", &mut f, &mut || {
-        state.apply_command(&cmd(0, create("/other/after-1".into())));
-        0
-    });
-    timed("next create in the big directory", &mut f, &mut || {
-        state.apply_command(&cmd(0, create("/g/after-2".into())));
-        0
-    });
-    timed("serialize the copy, outside the lock (now)", &mut f, &mut || {
-        postcard::to_io(&copy, std::io::sink()).map_or(0, |_| 1)
+    // Creates in fresh places until 32 of them have each copied a shard of their own.
+    let t0 = Instant::now();
+    let mut copied = 0;
+    for i in 0..10_000 {
+        let shared_before = state.tree().shared_shards(copy.tree());
+        state.apply_command(&cmd(0, create(format!("/other/after-{i}"))));
+        copied += usize::from(state.tree().shared_shards(copy.tree()) < shared_before);
+        if copied == 32 {
+            break;
+        }
+    }
+    f.add("a create that copies a shard, mean (ms)", ms(t0.elapsed()) / copied.max(1) as f64);
+    let t0 = Instant::now();
+    for i in 1..=100 {
+        state.apply_command(&cmd(0, create(format!("/g/after-{i}"))));
+    }
+    f.add("a create in the big directory once copied, mean (ms)", ms(t0.elapsed()) / 100.0);
+    let written = timed("serialize the copy, outside the lock (now)", &mut f, &mut || {
+        postcard::to_io(&copy, Counter(0)).map_or(0, |c| c.0)
     });
     drop(copy);
+    let bytes = timed("serialize under the lock (before)", &mut f, &mut || {
+        postcard::to_allocvec(&state).map_or(0, |v| v.len())
+    });
+    f.add("snapshot size (MB)", bytes as f64 / 1e6);
+    f.add("serialized copy size (MB)", written as f64 / 1e6);
+    let mut deep = HashMap::new();
+    timed("deep copy under the lock", &mut f, &mut || {
+        deep = deep_copy(&state);
+        deep.len()
+    });
+    drop(deep);
     f
 }
 
+/// A sink that counts what is written to it.
+struct Counter(usize);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A copy of the tree that shares nothing, as cloning it cost before it was sharded: every
-/// node (its data and child list) and its path, into one table. Returns the nodes copied.
-fn deep_copy(state: &StateMachine) -> usize {
+/// node (its data and child list) and its path, into one table.
+fn deep_copy(state: &StateMachine) -> HashMap<Box<str>, Znode> {
     let tree = state.tree();
     let mut copy: HashMap<Box<str>, Znode> = HashMap::with_capacity(tree.len());
     let mut stack = vec![String::from("/")];
@@ -104,7 +134,7 @@ fn deep_copy(state: &StateMachine) -> usize {
         stack.extend(node.children.iter().map(|child| ward_proto::path::join(&path, child)));
         copy.insert(path.into_boxed_str(), node.clone());
     }
-    copy.len()
+    copy
 }
 
 fn ms(d: Duration) -> f64 {

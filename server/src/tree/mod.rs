@@ -70,6 +70,12 @@ impl DataTree {
         false
     }
 
+    /// How many of the node table's shards this tree shares with `other` (a copy of it, or
+    /// the tree it was copied from): see [`Nodes`].
+    pub fn shared_shards(&self, other: &DataTree) -> usize {
+        self.nodes.shared_with(&other.nodes)
+    }
+
     /// The path of the first child of `dir` whose name starts with `prefix`.
     pub fn child_with_prefix(&self, dir: &str, prefix: &str) -> Option<String> {
         let node = self.nodes.get(dir)?;
