@@ -281,7 +281,7 @@ mod tests {
             let parsed = parsed.unwrap_or_else(|e| panic!("key {key}: {e}"));
             assert_ne!(parsed, Settings::default(), "key {key} set nothing");
         }
-        assert_eq!(keys().len(), 36, "a new option: add it to docs/operations.md and here");
+        assert_eq!(keys().len(), 37, "a new option: add it to docs/operations.md and here");
     }
 
     #[test]
