@@ -7,13 +7,12 @@
 // `declare_raft_types!` names the default snapshot type unqualified.
 use std::io::Cursor;
 
-use super::batch::Batch;
-use crate::command::Applied;
+use crate::command::{Applied, Command};
 
 openraft::declare_raft_types!(
     /// Ward's Raft types: a batch of commands in, one result per command out.
     pub TypeConfig:
-        D = Batch,
+        D = Vec<Command>,
         R = Vec<Applied>,
         NodeId = u64,
         Node = openraft::BasicNode,
