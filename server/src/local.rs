@@ -8,7 +8,7 @@ use crate::lock;
 use crate::session::SessionTracker;
 use crate::state::StateMachine;
 use crate::sync::{AtomicU64, Ordering};
-use crate::watch::{Outbound, WatchRegistry};
+use crate::watch::{CloseReason, Outbound, WatchRegistry};
 use std::time::Duration;
 use ward_proto::ServerStats;
 
@@ -73,10 +73,14 @@ impl Effects for Local {
         }
     }
 
-    /// Watches are not fired: connections that watched the old state are expected to be
-    /// gone. The history persistent watches are replayed from starts again at the new state. Sessions the new state no longer has are dropped (their connections closed),
-    /// and new ones get a full timeout.
+    /// Watches are not fired and grants not pushed: nothing says which changes lie between
+    /// the two states. So every connection here is closed (none are open at startup): its
+    /// client reconnects, re-arms its watches from the last zxid it saw and asks after its
+    /// lock waits (G6, G23). The history persistent watches are replayed from starts again
+    /// at the new state. Sessions the new state no longer has are dropped, and new ones get
+    /// a full timeout.
     fn replaced(&self, state: &StateMachine) {
+        self.sessions.close_all(CloseReason::StateReplaced);
         self.watches.reset_history(state.last_zxid());
         let live = state.sessions().map(|(id, r)| (id, Duration::from_millis(u64::from(r.timeout_ms)))).collect();
         self.sessions.follow(live);

@@ -3,7 +3,7 @@
 //! docs/guarantees.md (G1..G25) it checks: the lock, election and recipe tests (t90..t98)
 //! G12 and docs/recipes.md, the cleanup of containers and TTL nodes (t99) G20, the ensemble
 //! tests (t100..t105) G13..G19, t106 runs `ward check`, persistent watches (t51) G23 and
-//! lock-delay (t107) G25.
+//! lock-delay (t107) G25, members that come back behind the others (t108) G6, G16, G17.
 //!
 //! One test binary, so the server is built and started from one place (`harness`, over
 //! `ward-testkit`).
@@ -18,6 +18,7 @@ mod t104_membership;
 mod t105_session_moves;
 mod t106_ward_check;
 mod t107_lock_delay;
+mod t108_catch_up;
 mod t10_crud;
 mod t20_sequential;
 mod t30_multi;

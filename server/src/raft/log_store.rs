@@ -14,7 +14,7 @@ use super::fsutil::{magic, read_versioned, remove_stale_tmp, write_checked};
 use super::late::Late;
 use super::readback;
 use super::record::{Record, RecordRef};
-use super::types::{Entry, LogId, LogState, StorageError, TypeConfig, Vote};
+use super::types::{Entry, LogId, LogState, NodeId, StorageError, TypeConfig, Vote};
 use super::wal::{OnLoss, Replayed, Wal};
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{AnyError, RaftLogReader, StorageIOError};
@@ -132,6 +132,22 @@ impl LogStore {
             "log opened"
         );
         Ok(LogStore { wal, log_dir, cache: Arc::new(RwLock::new(cache)), vote_path, vote, segment_max, late: None })
+    }
+
+    /// For an ensemble member: a vote of its own that a quorum had granted is read back as
+    /// not yet granted, so that a member restarted while it led campaigns for a new term
+    /// rather than leading again at once. openraft 0.9 resumes such leadership without an
+    /// election, and its read index is then the first entry of the old term or the last one
+    /// the snapshot applied, whichever is later (the commit index is not stored): it misses
+    /// writes this member acknowledged before it stopped, and a follower that had not yet
+    /// heard they were committed would answer a `sync` without them (G17). The vote still
+    /// promises what matters, no second vote in its term; a new term's first entry follows
+    /// every write committed before.
+    pub fn forget_leadership(&mut self, me: NodeId) {
+        if let Some(vote) = self.vote.as_mut().filter(|v| v.committed && v.leader_id.node_id == me) {
+            tracing::info!(term = vote.leader_id.term, "led before this start: leads again only if elected");
+            vote.committed = false;
+        }
     }
 
     /// The entries missing at the front of the log, if any: those after the last purge (or

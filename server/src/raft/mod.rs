@@ -275,6 +275,9 @@ pub async fn open_member(
     if options.ack_before_fsync {
         store.acknowledge_before_writing();
     }
+    if let Some(e) = &ensemble {
+        store.forget_leadership(e.id);
+    }
     continuity::check(data_dir, &mut store, sm.applied(), options.on_loss).await?;
     // An ensemble keeps a tail of applied entries for followers a little behind (bounded:
     // an entry is a batch of at most ~1 MiB, usually far less).

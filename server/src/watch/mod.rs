@@ -30,6 +30,11 @@ pub enum CloseReason {
     SessionMoved,
     /// This member lost contact with the ensemble's leader: the client should move on.
     OutOfContact,
+    /// This member replaced its state with a snapshot (it had fallen behind): the changes in
+    /// between fired no watch and pushed no lock grant. On its next connection the client
+    /// re-arms its watches from the last zxid it saw and asks again after its lock waits,
+    /// which finds what it missed, as a ZooKeeper follower's clients do after a SNAP sync.
+    StateReplaced,
 }
 
 /// What the rest of the server can push onto a connection besides replies.
