@@ -34,6 +34,7 @@ impl Cluster {
                     seed: config.seed,
                     binary: Some(server_binary.clone()),
                     envs,
+                    log_dir: Some(config.out.clone()),
                 };
                 let ensemble = Ensemble::launch(&options).await?;
                 ensemble.try_leader(&[], SETTLE).await?;

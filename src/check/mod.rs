@@ -86,7 +86,8 @@ pub struct Config {
     pub workloads: Vec<Workload>,
     /// Only with [`Target::Ensemble`].
     pub faults: Vec<FaultKind>,
-    /// Where `history.jsonl` goes (made if missing).
+    /// Where `history.jsonl` goes (made if missing), and the logs of the members
+    /// `--ensemble` starts (`member-ID.log`).
     pub out: PathBuf,
     /// Where to draw the run's timeline, if anywhere.
     pub svg: Option<PathBuf>,

@@ -46,6 +46,8 @@ pub struct EnsembleOptions {
     /// Environment variables for every member (the harness passes none of its own
     /// `WARD_*` variables on).
     pub envs: Vec<(String, String)>,
+    /// `Some(dir)`: each member's whole stderr is kept in `dir/member-ID.log`.
+    pub log_dir: Option<PathBuf>,
 }
 
 impl Ensemble {
@@ -56,7 +58,7 @@ impl Ensemble {
         let seed = seed();
         eprintln!("ensemble of {n}: start order from WARD_TEST_SEED={seed}");
         let flags = flags.iter().map(|f| f.to_string()).collect();
-        let options = EnsembleOptions { members: n, flags, seed, binary: None, envs: Vec::new() };
+        let options = EnsembleOptions { members: n, flags, seed, binary: None, envs: Vec::new(), log_dir: None };
         Ensemble::launch(&options).await.unwrap_or_else(|why| panic!("ensemble of {n} did not start: {why}"))
     }
 
@@ -103,6 +105,9 @@ impl Ensemble {
             let mut builder = ServerProcess::builder().zookeeper().admin().flags(&args).envs(&envs);
             if let Some(binary) = &options.binary {
                 builder = builder.binary(binary.clone());
+            }
+            if let Some(dir) = &options.log_dir {
+                builder = builder.log_file(dir.join(format!("member-{id}.log")));
             }
             members.insert(id, builder.launch()?);
         }

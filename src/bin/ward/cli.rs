@@ -336,7 +336,8 @@ pub struct CheckArgs {
     /// The faults to inject (--ensemble only)
     #[arg(long, value_enum, value_delimiter = ',', default_value = "kill,pause,partition")]
     pub nemesis: Vec<CheckFault>,
-    /// Where to write the history [default: a new directory under the system temp dir]
+    /// Where to write the history, and with --ensemble each member's log (member-ID.log)
+    /// [default: a new directory under the system temp dir]
     #[arg(long, value_name = "DIR")]
     pub out: Option<std::path::PathBuf>,
     /// Draw the run as a timeline (SVG) in FILE

@@ -24,6 +24,8 @@ pub struct ServerBuilder {
     pub(super) bare: bool,
     /// `None`: [`crate::locate::server_binary`], built for the running test.
     pub(super) binary: Option<PathBuf>,
+    /// Where every line of the server's stderr goes besides the kept tail.
+    pub(super) log_file: Option<PathBuf>,
 }
 
 impl Default for ServerBuilder {
@@ -38,6 +40,7 @@ impl Default for ServerBuilder {
             envs: Vec::new(),
             bare: false,
             binary: None,
+            log_file: None,
         }
     }
 }
@@ -70,6 +73,12 @@ impl ServerBuilder {
     /// for a program outside `cargo test` ([`crate::locate::server_binary_beside`]).
     pub fn binary(mut self, binary: PathBuf) -> ServerBuilder {
         self.binary = Some(binary);
+        self
+    }
+
+    /// Appends every line the server writes to stderr, over all its incarnations, to `path`.
+    pub fn log_file(mut self, path: PathBuf) -> ServerBuilder {
+        self.log_file = Some(path);
         self
     }
 

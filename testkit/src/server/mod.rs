@@ -62,6 +62,10 @@ impl ServerProcess {
 
     fn launch(options: ServerBuilder) -> Result<ServerProcess, String> {
         let (addr, zk_addr, admin_addr) = (options.listen, options.zk_listen, options.admin_listen);
+        let log = match &options.log_file {
+            Some(path) => LogTail::to_file(path).map_err(|e| format!("{}: {e}", path.display()))?,
+            None => LogTail::default(),
+        };
         let mut server = ServerProcess {
             child: None,
             addr,
@@ -69,7 +73,7 @@ impl ServerProcess {
             zk_tls_addr: options.zk_tls_listen,
             admin_addr,
             options,
-            log: LogTail::default(),
+            log,
             starts: 0,
             dir: TempDir::try_new("server").map_err(|e| e.to_string())?,
         };

@@ -1,8 +1,9 @@
 //! Starting one incarnation of a server process: wait for its banners on stdout, keep the
-//! tail of its stderr.
+//! tail of its stderr (and all of it in a file, when asked).
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
@@ -17,23 +18,40 @@ const ZK_BANNER: &str = "ward-server zookeeper listening on ";
 const ZK_TLS_BANNER: &str = "ward-server zookeeper tls listening on ";
 const ADMIN_BANNER: &str = "ward-server admin listening on ";
 
-/// The last [`LOG_TAIL`] lines a server wrote to stderr, each marked with its incarnation.
+/// The last [`LOG_TAIL`] lines a server wrote to stderr, each marked with its incarnation;
+/// every line also goes to `file` if there is one.
 #[derive(Clone, Default)]
-pub struct LogTail(Arc<Mutex<VecDeque<String>>>);
+pub struct LogTail(Arc<Mutex<Lines>>);
+
+#[derive(Default)]
+struct Lines {
+    tail: VecDeque<String>,
+    file: Option<File>,
+}
 
 impl LogTail {
+    /// A tail that also appends every line to `path` (created, or added to).
+    pub fn to_file(path: &std::path::Path) -> std::io::Result<LogTail> {
+        let file = File::options().create(true).append(true).open(path)?;
+        Ok(LogTail(Arc::new(Mutex::new(Lines { tail: VecDeque::new(), file: Some(file) }))))
+    }
+
     fn push(&self, line: String) {
         // A test that panicked while holding this lock must not hide the log.
         let mut log = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if log.len() == LOG_TAIL {
-            log.pop_front();
+        if let Some(file) = log.file.as_mut() {
+            // The log file is for reading afterwards; a full disk must not stop the server.
+            let _ = writeln!(file, "{line}");
         }
-        log.push_back(line);
+        if log.tail.len() == LOG_TAIL {
+            log.tail.pop_front();
+        }
+        log.tail.push_back(line);
     }
 
     pub fn text(&self) -> String {
         let log = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        Vec::from(log.clone()).join("\n")
+        Vec::from(log.tail.clone()).join("\n")
     }
 
     /// The last `n` lines on one line, for a short error message.
