@@ -8,6 +8,9 @@ use std::time::Duration;
 use ward_client::{Client, CreateMode, EventKind};
 use ward_testkit::{serial, Ensemble};
 
+/// Sessions that outlive every cut and failover of these tests.
+const SESSION_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// `sync` then read `path` through `client`, within `limit`: `None` if either failed.
 async fn synced_read(client: &Client, path: &str, limit: Duration) -> Option<Vec<u8>> {
     let read = async {
@@ -31,7 +34,7 @@ async fn a_restarted_leader_never_answers_a_sync_without_what_it_acknowledged() 
         let leader = ensemble.leader(&[]).await;
         let follower = ensemble.ids().into_iter().find(|&id| id != leader).expect("a follower");
         let writer = connect(&ensemble.addr(leader)).await;
-        let reader = connect(&ensemble.addr(follower)).await;
+        let reader = connect_with(&ensemble.addr(follower), SESSION_TIMEOUT).await;
         writer.create("/g17-restart", b"before", CreateMode::Persistent).await.expect("create");
         assert_eq!(synced_read(&reader, "/g17-restart", DEADLINE).await.as_deref(), Some(&b"before"[..]));
 
@@ -76,7 +79,8 @@ async fn a_follower_caught_up_from_a_snapshot_still_fires_watches_and_hands_over
         let others: Vec<String> =
             ensemble.ids().into_iter().filter(|&id| id != behind).map(|id| ensemble.addr(id)).collect();
         let writer = connect(&others.join(",")).await;
-        let watcher = connect(&ensemble.addr(behind)).await;
+        // A long timeout: the sessions must outlive the cut, which a loaded machine stretches.
+        let watcher = connect_with(&ensemble.addr(behind), SESSION_TIMEOUT).await;
         writer.create("/g6-snap", b"0", CreateMode::Persistent).await.expect("create");
         watcher.sync("/g6-snap").await.expect("sync");
         let (_, _, watch) = watcher.get_data_watch("/g6-snap").await.expect("arm a data watch");
