@@ -48,13 +48,15 @@ pub async fn million<Y: System>(sys: &Y, dir: &str, total: usize) -> Result<Figu
     close_all(sessions).await;
     let n = step * STEPS;
     let (first, last) = (rates[0], rates[STEPS - 1]);
+    // Thousands, rounded: a step is a whole number of creates per task, a little under a tenth.
+    let k = |n: usize| format!("{}k", (n as f64 / 1000.0).round());
     let mut f = Figures::default();
     f.rate("create/s", n, created);
-    f.add(format!("create/s, 0 to {}k znodes", step / 1000), first);
-    f.add(format!("create/s, {}k to {}k znodes", (n - step) / 1000, n / 1000), last);
+    f.add(format!("create/s, 0 to {} znodes", k(step)), first);
+    f.add(format!("create/s, {} to {} znodes", k(n - step), k(n)), last);
     f.add("create rate, last step / first step", last / first);
     f.rate("delete/s", n, deleted);
-    per_item(&mut f, &format!("znode at {}k", step / 1000), before, at_first_step, step);
-    per_item(&mut f, &format!("znode at {}k", n / 1000), before, after, n);
+    per_item(&mut f, &format!("znode at {}", k(step)), before, at_first_step, step);
+    per_item(&mut f, &format!("znode at {}", k(n)), before, after, n);
     Ok(f)
 }

@@ -111,7 +111,7 @@ impl Task {
             }
             tokio::select! {
                 biased;
-                (outcome, done) = front(&mut self.in_flight) => finish(outcome, &done.replies),
+                (outcome, replies) = front(&mut self.in_flight) => finish(outcome, &replies),
                 proposal = self.queue.recv(), if next.is_none() => match proposal {
                     Some(proposal) => next = Some(proposal),
                     None => break,
@@ -122,8 +122,8 @@ impl Task {
         }
         // The proposer was dropped: answer what is still in openraft.
         while !self.in_flight.is_empty() {
-            let (outcome, done) = front(&mut self.in_flight).await;
-            finish(outcome, &done.replies);
+            let (outcome, replies) = front(&mut self.in_flight).await;
+            finish(outcome, &replies);
         }
     }
 
@@ -170,8 +170,8 @@ impl Task {
     /// is answered (see the module's doc).
     async fn forward(&mut self, commands: Vec<Command>, senders: Vec<oneshot::Sender<Committed>>) {
         while !self.in_flight.is_empty() {
-            let (outcome, done) = front(&mut self.in_flight).await;
-            finish(outcome, &done.replies);
+            let (outcome, replies) = front(&mut self.in_flight).await;
+            finish(outcome, &replies);
         }
         let n = commands.len();
         let replies = Replies::new(senders);
@@ -188,8 +188,9 @@ impl Task {
 }
 
 /// The outcome of the oldest batch in flight, once openraft has it (or its deadline passed),
-/// and that batch; never resolves while nothing is in flight.
-async fn front(in_flight: &mut VecDeque<InFlight>) -> (Result<Vec<crate::command::Applied>, Rejected>, InFlight) {
+/// and that batch's replies; the batch then leaves `in_flight`. Never resolves while nothing
+/// is in flight.
+async fn front(in_flight: &mut VecDeque<InFlight>) -> (Result<Vec<crate::command::Applied>, Rejected>, Arc<Replies>) {
     let Some(oldest) = in_flight.front_mut() else { return std::future::pending().await };
     let outcome = match tokio::time::timeout_at(oldest.deadline, &mut oldest.response).await {
         Ok(Ok(Ok(response))) => Ok(response.data),
@@ -199,8 +200,9 @@ async fn front(in_flight: &mut VecDeque<InFlight>) -> (Result<Vec<crate::command
         // openraft keeps a deposed leader's pending writes waiting (#973): bound them.
         Err(_) => Err(Rejected::Unknown(format!("not committed within {COMMIT_TIMEOUT:?}"))),
     };
-    let done = in_flight.pop_front().expect("the batch awaited is the front one");
-    (outcome, done)
+    let replies = oldest.replies.clone();
+    in_flight.pop_front();
+    (outcome, replies)
 }
 
 /// Answers the commands of a finished batch that the state machine did not answer itself:

@@ -3,13 +3,18 @@
 //! A snapshot must see the state at one applied index, but serializing a tree of a million
 //! nodes takes about a second, and writes must not wait that long. So a snapshot takes a
 //! copy under the state's lock and serializes the copy outside it (`raft/state_machine.rs`).
-//! Copying this map copies 256 pointers: every shard is shared, copy-on-write. A write to
-//! a shard that a snapshot still holds first copies that one shard (1/256 of the nodes, a
-//! fraction of a millisecond at a million), so each shard is copied at most once per
-//! snapshot, and only if it is written to while the snapshot is being written out. At rest
-//! nothing is shared and nothing is copied. Sharding also bounds a table's growth: a shard
-//! doubles at 1/256 of the size one table would, so no single write pays for moving every
-//! node.
+//! Copying this map copies 256 pointers: every shard is shared, copy-on-write, and so is
+//! every node in it. A write to a shard that a snapshot still holds first copies that shard's
+//! table (its paths, and a pointer per node: a fraction of a millisecond at a million nodes),
+//! and a write to a node the snapshot still holds copies that node alone. So a snapshot costs
+//! the writers at most one table copy per shard and one node copy per node they change while
+//! it is being written out, never a copy of every node's data; at rest nothing is shared and
+//! nothing is copied. Sharding also bounds a table's growth: a shard doubles at 1/256 of the
+//! size one table would, so no single write pays for moving every node.
+//!
+//! Each node in its own allocation also keeps the tables small: a slot is a path and a
+//! pointer (24 bytes) rather than a path and a whole node (104), so the spare capacity of a
+//! hash table (up to half of it just after it doubles) costs far less.
 //!
 //! Serialized as the one map of paths to nodes it replaced, byte for byte (postcard writes a
 //! map as its length and its pairs; their order never mattered).
@@ -23,7 +28,7 @@ use std::sync::Arc;
 
 const SHARDS: usize = 256;
 
-type Shard = HashMap<Box<str>, Znode>;
+type Shard = HashMap<Box<str>, Arc<Znode>>;
 
 /// See the module's doc.
 #[derive(Clone, Debug)]
@@ -50,24 +55,25 @@ fn shard_of(path: &str) -> usize {
 
 impl Nodes {
     pub fn get(&self, path: &str) -> Option<&Znode> {
-        self.shards[shard_of(path)].get(path)
+        self.shards[shard_of(path)].get(path).map(|node| &**node)
     }
 
     pub fn contains_key(&self, path: &str) -> bool {
         self.shards[shard_of(path)].contains_key(path)
     }
 
-    /// The node at `path`, to change; copies its shard first if a snapshot shares it.
+    /// The node at `path`, to change; copies its shard's table, and then the node, first if
+    /// a snapshot shares them.
     pub fn get_mut(&mut self, path: &str) -> Option<&mut Znode> {
-        Arc::make_mut(&mut self.shards[shard_of(path)]).get_mut(path)
+        Arc::make_mut(&mut self.shards[shard_of(path)]).get_mut(path).map(Arc::make_mut)
     }
 
     pub fn insert(&mut self, path: Box<str>, node: Znode) -> Option<Znode> {
-        let old = Arc::make_mut(&mut self.shards[shard_of(&path)]).insert(path, node);
+        let old = Arc::make_mut(&mut self.shards[shard_of(&path)]).insert(path, Arc::new(node));
         if old.is_none() {
             self.len += 1;
         }
-        old
+        old.map(Arc::unwrap_or_clone)
     }
 
     pub fn remove(&mut self, path: &str) -> Option<Znode> {
@@ -75,7 +81,7 @@ impl Nodes {
         if old.is_some() {
             self.len -= 1;
         }
-        old
+        old.map(Arc::unwrap_or_clone)
     }
 
     pub fn len(&self) -> usize {
@@ -94,7 +100,7 @@ impl Nodes {
 
     /// Every node, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Znode)> {
-        self.shards.iter().flat_map(|shard| shard.iter()).map(|(path, node)| (&**path, node))
+        self.shards.iter().flat_map(|shard| shard.iter()).map(|(path, node)| (&**path, &**node))
     }
 }
 
@@ -156,6 +162,11 @@ mod tests {
         assert!(copy.get("/n2").is_some() && copy.get("/new").is_none());
         assert_eq!((nodes.len(), copy.len()), (1000, 1000));
         assert!(nodes.shared_with(&copy) >= SHARDS - 3, "only the shards written to were copied");
+        // In a copied shard, the nodes not written to are still shared, not copied.
+        let neighbour = (3..1000).map(|i| format!("/n{i}")).find(|p| shard_of(p) == shard_of("/n1")).expect("one");
+        let node = |n: &Nodes, p: &str| n.shards[shard_of(p)].get(p).cloned().expect("there");
+        assert!(Arc::ptr_eq(&node(&nodes, &neighbour), &node(&copy, &neighbour)));
+        assert!(!Arc::ptr_eq(&node(&nodes, "/n1"), &node(&copy, "/n1")));
         drop(copy);
         assert_eq!(nodes.get("/n1").map(|n| n.version), Some(7));
     }
