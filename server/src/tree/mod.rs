@@ -97,10 +97,7 @@ impl DataTree {
 
     /// Every node whose ACL slot is not the open one: what a snapshot lists.
     pub fn acl_assignments(&self) -> impl Iterator<Item = (&str, AclId)> {
-        self.nodes
-            .iter()
-            .filter(|(_, node)| node.acl != crate::acl::table::OPEN)
-            .map(|(path, node)| (path, node.acl))
+        self.nodes.iter().filter(|(_, node)| node.acl != crate::acl::table::OPEN).map(|(path, node)| (path, node.acl))
     }
 
     /// Puts back what [`DataTree::acl_assignments`] and the table's slots listed: each
