@@ -14,7 +14,9 @@
 //!   memory of server processes; `server.rs`: the single `ward-server` this program starts.
 //! - `replicated.rs`: the `--ensemble` run; `ensemble.rs`: its member processes (ports,
 //!   kill -9, restart, leader); `failover.rs`: the leader kills and what they cost.
-//! - `tables.rs`: `--tables`, the session table in memory (no server).
+//! - `tables.rs`: `--tables`, the session table in memory (no server); `snapshots.rs`:
+//!   `--snapshots`, what a snapshot of a large tree costs the writers (no server).
+//! - `scale.rs`: the scale workloads (a million znodes, a thousand lock waiters).
 
 mod ensemble;
 mod failover;
@@ -22,7 +24,9 @@ mod floors;
 mod procinfo;
 mod replicated;
 mod report;
+mod scale;
 mod server;
+mod snapshots;
 mod stats;
 mod sys;
 mod tables;
@@ -46,17 +50,25 @@ const USAGE: &str =
   --markdown FILE   write the table as Markdown
   --quick           shorten every workload (a smoke run)
   --runs N          run every workload N times per system and report medians (default 1)
-  --only IDS        run only these workloads, comma-separated: a,b,c,d,e10,e100,f,g,h,w
+  --only IDS        run only these workloads, comma-separated: a,b,c,d,e10,e100,f,g,h,w,g1m,e1000
   --replot FILE     measure nothing: print the table of a --json FILE again and redraw
                     --svg/--markdown from it (--runs N only sets the chart's title)
   --ward-pid PID, --zk-pid PID   server PIDs for memory figures (default: found by port)
   --ensemble N      start N ward-server members as a local ensemble instead (clients spread
                     over them); run workloads a,b,w,d,e10 (or --only) and time leader kills
   --kills N         with --ensemble: leader kill -9s to time (default 5, 1 with --quick; 0: none)
-  --tables          measure only the in-memory session table (std Mutex<HashMap> against DashMap)";
+  --tables          measure only the in-memory session table (std Mutex<HashMap> against DashMap)
+  --snapshots       measure only what a snapshot of 100k and 1M znodes costs the writers, in process
+  --scale           run the scale workloads (f, h, g1m, e1000: each prints its cost per item);
+                    they run only with --scale or when named in --only";
 
 /// Workloads that report the server's memory growth.
-const MEMORY_WORKLOADS: &[&str] = &["f", "g", "h"];
+const MEMORY_WORKLOADS: &[&str] = &["f", "g", "h", "g1m", "e1000"];
+/// The scale workloads (`--scale`), each printing its cost per item.
+const SCALE_WORKLOADS: &[&str] = &["f", "h", "g1m", "e1000"];
+/// Of those, the ones that run only when asked for (`--scale` or `--only`): too long for
+/// every run.
+const SCALE_ONLY: &[&str] = &["g1m", "e1000"];
 
 struct Args {
     ward: Option<String>,
@@ -73,6 +85,8 @@ struct Args {
     ensemble: Option<u64>,
     kills: Option<usize>,
     tables: bool,
+    snapshots: bool,
+    scale: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -91,6 +105,8 @@ fn parse_args() -> Result<Args, String> {
         ensemble: None,
         kills: None,
         tables: false,
+        snapshots: false,
+        scale: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -110,6 +126,8 @@ fn parse_args() -> Result<Args, String> {
             "--ensemble" => a.ensemble = Some(value()?.parse().map_err(|e| format!("--ensemble: {e}"))?),
             "--kills" => a.kills = Some(value()?.parse().map_err(|e| format!("--kills: {e}"))?),
             "--tables" => a.tables = true,
+            "--snapshots" => a.snapshots = true,
+            "--scale" => a.scale = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -154,9 +172,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if args.tables {
+    if args.tables || args.snapshots {
         let mut results = Results::default();
-        tables::run(&mut results, args.quick);
+        match args.tables {
+            true => tables::run(&mut results, args.quick),
+            false => snapshots::run(&mut results, args.quick),
+        }
         return match output(&args, &results) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -242,7 +263,12 @@ async fn run(args: &Args, tmp: &std::path::Path) -> Result<bool, Error> {
     let tag = std::process::id();
     let mut restarts = 0;
     for (id, title) in WORKLOADS {
-        if args.only.as_ref().is_some_and(|only| !only.iter().any(|o| o == id)) {
+        let wanted = match &args.only {
+            Some(only) => only.iter().any(|o| o == id),
+            None if args.scale => SCALE_WORKLOADS.contains(id),
+            None => !SCALE_ONLY.contains(id),
+        };
+        if !wanted {
             continue;
         }
         for round in 0..args.runs {

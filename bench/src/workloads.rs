@@ -21,6 +21,8 @@ pub struct Sizes {
     pub watch_sessions: usize,
     pub watch_nodes: usize,
     pub durable: Duration,
+    /// g1m: znodes created in ten equal steps.
+    pub million: usize,
 }
 
 impl Sizes {
@@ -36,6 +38,7 @@ impl Sizes {
             watch_sessions: 100,
             watch_nodes: 1_000,
             durable: Duration::from_secs(5),
+            million: 1_000_000,
         }
     }
 
@@ -51,14 +54,15 @@ impl Sizes {
             watch_sessions: 10,
             watch_nodes: 100,
             durable: Duration::from_millis(500),
+            million: 20_000,
         }
     }
 }
 
 /// Sessions × tasks used for the "64 outstanding over 4 sessions" workloads.
-const SESSIONS: usize = 4;
-const OUTSTANDING: usize = 64;
-const DATA: [u8; 100] = [b'w'; 100];
+pub(crate) const SESSIONS: usize = 4;
+pub(crate) const OUTSTANDING: usize = 64;
+pub(crate) const DATA: [u8; 100] = [b'w'; 100];
 
 /// The workloads in the order they run: (id, title).
 pub const WORKLOADS: &[(&str, &str)] = &[
@@ -72,6 +76,8 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("g", "g. 100k znodes"),
     ("h", "h. watches"),
     ("w", "durable writes (64 writers)"),
+    ("g1m", "g. 1M znodes"),
+    ("e1000", "e. contended lock N=1000"),
 ];
 
 pub async fn run<Y: System>(sys: &Y, id: &str, base: &str, sizes: &Sizes) -> Result<Figures> {
@@ -90,6 +96,8 @@ pub async fn run<Y: System>(sys: &Y, id: &str, base: &str, sizes: &Sizes) -> Res
         "g" => znodes(sys, &dir, sizes.znodes).await,
         "h" => watches(sys, &ctl, &dir, sizes.watch_sessions, sizes.watch_nodes).await,
         "w" => durable(sys, &ctl, &dir, sizes.durable).await,
+        "g1m" => crate::scale::million(sys, &dir, sizes.million).await,
+        "e1000" => contended_both(sys, &ctl, &dir, 1000, sizes.contended).await,
         other => Err(Error(format!("no workload {other:?}"))),
     };
     remove_tree(&ctl, &dir).await;
@@ -121,7 +129,7 @@ async fn remove_tree<S: Session>(s: &S, path: &str) {
     }
 }
 
-async fn connect_many<Y: System>(sys: &Y, n: usize) -> Result<Vec<Y::S>> {
+pub(crate) async fn connect_many<Y: System>(sys: &Y, n: usize) -> Result<Vec<Y::S>> {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         out.push(sys.connect().await?);
@@ -129,7 +137,7 @@ async fn connect_many<Y: System>(sys: &Y, n: usize) -> Result<Vec<Y::S>> {
     Ok(out)
 }
 
-async fn close_all<S: Session>(sessions: Vec<S>) {
+pub(crate) async fn close_all<S: Session>(sessions: Vec<S>) {
     let mut closing = FuturesUnordered::new();
     for s in sessions {
         closing.push(s.close());
@@ -142,7 +150,12 @@ async fn close_all<S: Session>(sessions: Vec<S>) {
 
 /// Runs `op(session, task, k)` for k in 0..per_task in each of `tasks` tasks (task i uses
 /// session i % sessions.len()); returns the wall time and every op's latency.
-async fn pipelined<S, F, Fut>(sessions: &[S], tasks: usize, per_task: usize, op: F) -> Result<(Duration, Samples)>
+pub(crate) async fn pipelined<S, F, Fut>(
+    sessions: &[S],
+    tasks: usize,
+    per_task: usize,
+    op: F,
+) -> Result<(Duration, Samples)>
 where
     S: Session,
     F: Fn(S, usize, usize) -> Fut + Clone + Send + Sync + 'static,
@@ -381,6 +394,9 @@ async fn contended<Y: System>(
     let lock = format!("{dir}/lock");
     ctl.ensure(dir).await?;
     ctl.ensure(&lock).await?;
+    // With many waiters, what each costs the server (its session, contender node and watch).
+    let measure_waiters = n >= 1000;
+    let unqueued = if measure_waiters { memory(sys) } else { (None, None) };
     let contenders = connect_many(sys, n).await?;
     let gate = sys.connect().await?;
     let gate_guard = gate.lock(&lock).await?;
@@ -442,6 +458,7 @@ async fn contended<Y: System>(
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    let queued = if measure_waiters { memory(sys) } else { (None, None) };
     let before = sys.counters(ctl).await?;
     let start = Instant::now();
     gate.unlock(gate_guard).await?;
@@ -482,6 +499,9 @@ async fn contended<Y: System>(
     fsyncs_per(&mut f, "acquisition", before, after, handoffs);
     f.add("mutual-exclusion violations", exclusion_violations.load(Ordering::Relaxed) as f64);
     f.add("FIFO violations", l.fifo_violations as f64);
+    if measure_waiters {
+        per_item(&mut f, "waiter", unqueued, queued, n);
+    }
     Ok(f)
 }
 
@@ -494,14 +514,14 @@ fn fsyncs_per(f: &mut Figures, what: &str, before: Counters, after: Counters, n:
 
 /// The server's resident memory and (ZooKeeper) live heap, now.
 /// Blocks this worker (jcmd takes a while), leaving the runtime's other threads running.
-fn memory<Y: System>(sys: &Y) -> (Option<u64>, Option<u64>) {
+pub(crate) fn memory<Y: System>(sys: &Y) -> (Option<u64>, Option<u64>) {
     tokio::task::block_in_place(|| {
         let rss = sys.server_pid().and_then(crate::procinfo::rss_bytes);
         (rss, sys.live_heap())
     })
 }
 
-fn per_item(
+pub(crate) fn per_item(
     f: &mut Figures,
     what: &str,
     before: (Option<u64>, Option<u64>),

@@ -21,7 +21,7 @@ fn entry(index: u64) -> Entry<TypeConfig> {
     let cmd = Command { time_ms: 0, session: SessionId(7), xid: index, op: CommandOp::Op(op) };
     Entry {
         log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
-        payload: EntryPayload::Normal(vec![cmd]),
+        payload: EntryPayload::Normal(vec![cmd].into()),
     }
 }
 
@@ -148,8 +148,16 @@ fn the_golden_v1_log_opens_as_written() {
 
 // ---- the log against the snapshot, through openraft ----
 
+/// Snapshots by entry count alone, so that the tests know when they come.
 fn options(snapshot_every: u64, keep_after_snapshot: u64) -> RaftOptions {
-    RaftOptions { segment_bytes: 4096, snapshot_every, keep_after_snapshot, ..RaftOptions::default() }
+    let snapshot_every = Some(snapshot_every);
+    RaftOptions {
+        segment_bytes: 4096,
+        snapshot_every,
+        snapshot_log_percent: 0,
+        keep_after_snapshot,
+        ..RaftOptions::default()
+    }
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -47,7 +47,7 @@ fn entry(index: u64, fill: u8) -> Entry<TypeConfig> {
     };
     Entry {
         log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
-        payload: EntryPayload::Normal(vec![cmd]),
+        payload: EntryPayload::Normal(vec![cmd].into()),
     }
 }
 
@@ -288,7 +288,15 @@ fn damage_at_the_end_of_a_full_segment_refuses_to_open() {
 // ---- restarts through openraft: snapshot + log replay ----
 
 fn options(snapshot_every: u64) -> RaftOptions {
-    RaftOptions { segment_bytes: 4096, snapshot_every, keep_after_snapshot: 0, ..RaftOptions::default() }
+    // Snapshots by entry count alone, so that the tests know when they come.
+    let snapshot_every = Some(snapshot_every);
+    RaftOptions {
+        segment_bytes: 4096,
+        snapshot_every,
+        snapshot_log_percent: 0,
+        keep_after_snapshot: 0,
+        ..RaftOptions::default()
+    }
 }
 
 fn cmd(session: SessionId, xid: u64, op: CommandOp) -> Command {
@@ -437,7 +445,8 @@ fn a_record_larger_than_a_segment_gets_a_larger_segment() {
         wal.append(&RecordRef::Entries(&[entry(1, 1)])).expect("small");
         let mut big = entry(2, 2);
         if let EntryPayload::Normal(cmds) = &mut big.payload {
-            cmds[0].op = CommandOp::Op(Op::SetData { path: "/a".into(), data: vec![7; 10_000], version: None });
+            cmds.commands[0].op =
+                CommandOp::Op(Op::SetData { path: "/a".into(), data: vec![7; 10_000], version: None });
         }
         wal.append(&RecordRef::Entries(&[big])).expect("big");
         wal.append(&RecordRef::Entries(&[entry(3, 3)])).expect("small after big");

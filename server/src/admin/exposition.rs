@@ -59,6 +59,7 @@ pub fn render(server: &Server) -> Result<String, std::fmt::Error> {
     registry.register("connections", "Client connections open, per listener", connections);
     traffic::register_requests(&mut registry);
     traffic::register_log(&mut registry);
+    traffic::register_snapshots(&mut registry);
     traffic::register_lock_handoffs(&mut registry);
     register_raft(&mut registry, server);
     register_locks(&mut registry, &survey, crate::now_ms());

@@ -7,6 +7,7 @@ use crate::metrics::histogram::{Series, NANOS};
 use crate::metrics::{locks, log, Failure, Listener, Op};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::{Registry, Unit};
 use std::sync::atomic::Ordering;
 
@@ -72,6 +73,48 @@ pub fn register_log(registry: &mut Registry) {
         "log_append_commands",
         "Commands per durable log append (group commit)",
         log::APPEND_COMMANDS.snapshot(1.0),
+    );
+}
+
+pub fn register_snapshots(registry: &mut Registry) {
+    use crate::metrics::snapshots as snap;
+    use std::sync::atomic::Ordering::Relaxed;
+    let gauge = |v: &std::sync::atomic::AtomicU64| ConstGauge::new(i64::try_from(v.load(Relaxed)).unwrap_or(i64::MAX));
+    let seconds = |v: &std::sync::atomic::AtomicU64| ConstGauge::new(v.load(Relaxed) as f64 / 1e9);
+    registry.register(
+        "snapshots_begun",
+        "Snapshots begun (the state captured)",
+        ConstCounter::new(snap::BEGUN.load(Relaxed)),
+    );
+    registry.register(
+        "snapshots_finished",
+        "Snapshots written or failed (one is in progress while this is below ward_snapshots_begun_total)",
+        ConstCounter::new(snap::FINISHED.load(Relaxed)),
+    );
+    registry.register_with_unit("snapshot", "Size of the last snapshot", Unit::Bytes, gauge(&snap::SNAPSHOT_BYTES));
+    registry.register_with_unit(
+        "snapshot_log",
+        "Log written since the last snapshot began",
+        Unit::Bytes,
+        gauge(&snap::LOG_BYTES),
+    );
+    registry.register_with_unit(
+        "snapshot_threshold",
+        "Log size at which the next snapshot is due",
+        Unit::Bytes,
+        gauge(&snap::THRESHOLD_BYTES),
+    );
+    registry.register_with_unit(
+        "snapshot_capture",
+        "How long the last snapshot held the state's lock (writes waited)",
+        Unit::Seconds,
+        seconds(&snap::CAPTURE_NS),
+    );
+    registry.register_with_unit(
+        "snapshot_build",
+        "How long the last snapshot took from capture to its file in place (writes went on)",
+        Unit::Seconds,
+        seconds(&snap::BUILD_NS),
     );
 }
 

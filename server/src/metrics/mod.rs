@@ -6,6 +6,7 @@
 //!   (process-wide).
 //! * [`log`]: log fsync latency and append batch sizes (process-wide).
 //! * [`locks`]: lock wait times and involuntary releases (process-wide).
+//! * [`snapshots`]: when the next snapshot is due, and how long the last one took.
 //!
 //! Process-wide figures are that server's in production, where one server runs per process;
 //! several in-process test servers share them.
@@ -14,6 +15,7 @@ pub mod histogram;
 pub mod locks;
 pub mod log;
 pub mod requests;
+pub mod snapshots;
 
 pub use requests::{Failure, Listener, ListenerFigures, Op, Stamp};
 

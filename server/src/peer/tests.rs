@@ -49,7 +49,7 @@ fn every_request_round_trips() {
     let vote = Vote::new_committed(3, 2);
     let entries: Vec<Entry> = vec![
         Entry { log_id: log_id(3, 10), payload: EntryPayload::Blank },
-        Entry { log_id: log_id(3, 11), payload: EntryPayload::Normal(vec![command(), command()]) },
+        Entry { log_id: log_id(3, 11), payload: EntryPayload::Normal(vec![command(), command()].into()) },
     ];
     round_trip(PeerRequest::AppendEntries(AppendEntriesRequest::<TypeConfig> {
         vote,

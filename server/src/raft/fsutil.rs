@@ -14,31 +14,67 @@
 use super::error::{FileError, OpenError};
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 const HEADER: usize = 24;
 
 /// Replaces `path` with `payload` atomically and durably.
 pub fn write_checked(path: &Path, magic: &[u8; 8], payload: &[u8]) -> Result<(), FileError> {
+    write_streamed(path, magic, |w| w.write_all(payload)).map(|_| ())
+}
+
+/// [`write_checked`] of the payload that `write` writes, which is streamed to the file as it
+/// comes (a snapshot's payload is as large as the state: it is never held in memory whole).
+/// The header's length and checksum are filled in once the payload is written. Returns the
+/// payload's length.
+pub fn write_streamed(
+    path: &Path,
+    magic: &[u8; 8],
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<u64, FileError> {
     let tmp = tmp_path(path);
-    // The header, then the payload as it is: a snapshot's payload is as large as the state,
-    // and copying it behind the header would take that much memory again.
-    let mut header = Vec::with_capacity(HEADER);
-    header.extend_from_slice(magic);
-    header.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    header.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
-    header.extend_from_slice(&[0; 4]);
     let io = |op: &'static str, p: &Path| {
         let p = p.to_path_buf();
         move |source| FileError::Io { path: p, op, source }
     };
     let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp).map_err(io("create", &tmp))?;
-    file.write_all(&header).map_err(io("write", &tmp))?;
-    file.write_all(payload).map_err(io("write", &tmp))?;
+    file.write_all(&[0; HEADER]).map_err(io("write", &tmp))?;
+    let mut payload =
+        std::io::BufWriter::with_capacity(1 << 20, Checked { file, crc: crc32fast::Hasher::new(), len: 0 });
+    write(&mut payload).map_err(io("write", &tmp))?;
+    let Checked { file, crc, len } = payload.into_inner().map_err(|e| io("write", &tmp)(e.into_error()))?;
+    let mut header = Vec::with_capacity(HEADER);
+    header.extend_from_slice(magic);
+    header.extend_from_slice(&len.to_le_bytes());
+    header.extend_from_slice(&crc.finalize().to_le_bytes());
+    header.extend_from_slice(&[0; 4]);
+    file.write_all_at(&header, 0).map_err(io("write", &tmp))?;
     file.sync_all().map_err(io("fsync", &tmp))?;
     drop(file);
     fs::rename(&tmp, path).map_err(io("rename", path))?;
-    sync_dir(parent(path))
+    sync_dir(parent(path))?;
+    Ok(len)
+}
+
+/// The file behind a payload being written: checksums and counts what passes.
+struct Checked {
+    file: File,
+    crc: crc32fast::Hasher,
+    len: u64,
+}
+
+impl Write for Checked {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.crc.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
 }
 
 /// The version and payload of a file written by [`write_checked`] with a magic of `kind`

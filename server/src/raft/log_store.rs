@@ -1,5 +1,8 @@
-//! openraft's log store over the [`Wal`]: every append, truncate and purge is one record and
-//! one `fdatasync`; the vote is a small file replaced atomically.
+//! openraft's log store over the [`Wal`]: every append, truncate and purge is one record,
+//! written and made durable by the log's I/O thread ([`Writer`]); the vote is a small file
+//! replaced atomically. An append returns once its entries are readable and queued for the
+//! disk; openraft hears that they are flushed (`LogFlushed`) only once the `fdatasync` that
+//! covers them has returned.
 //!
 //! Entries not yet applied are also kept in memory: openraft reads every committed entry
 //! back to apply it, and a store that went to disk for that would pay for the write twice.
@@ -9,13 +12,16 @@
 //! an applied entry after that (a lagging follower) gets it from the segment files
 //! (`raft/readback.rs`).
 
+use super::activity::{Activity, Watch};
 use super::error::{FileError, OpenError};
 use super::fsutil::{magic, read_versioned, remove_stale_tmp, write_checked};
 use super::late::Late;
 use super::readback;
 use super::record::{Record, RecordRef};
+use super::snapshot_trigger::SnapshotTrigger;
 use super::types::{Entry, LogId, LogState, NodeId, StorageError, TypeConfig, Vote};
-use super::wal::{OnLoss, Replayed, Wal};
+use super::wal::{encode_payload, OnLoss, Replayed, Wal};
+use super::writer::Writer;
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{AnyError, RaftLogReader, StorageIOError};
 use std::collections::BTreeMap;
@@ -41,13 +47,18 @@ struct Cache {
 /// The log store handed to openraft. Only openraft's core writes through it, one call at a
 /// time, which is what keeps appends, truncations, purges and votes in order.
 pub struct LogStore {
-    wal: Wal,
+    writer: Writer,
     log_dir: PathBuf,
     cache: Arc<RwLock<Cache>>,
     vote_path: PathBuf,
     vote: Option<Vote>,
-    /// The highest entry index each segment holds, to know which segments a purge frees.
-    segment_max: BTreeMap<u64, u64>,
+    /// The oldest segment's number when the log was opened.
+    oldest_segment: u64,
+    /// The bytes of the records found when the log was opened.
+    found_bytes: u64,
+    activity: Arc<Activity>,
+    /// Counts the bytes appended, to decide when a snapshot is due.
+    trigger: Option<Arc<SnapshotTrigger>>,
     /// Appends acknowledged before they are written: only under `--unsafe-break
     /// ack-before-fsync` (`raft/late.rs`); `None` always otherwise.
     late: Option<Late>,
@@ -131,7 +142,22 @@ impl LogStore {
             last = %cache.entries.last_key_value().map_or_else(|| "none".to_string(), |(i, _)| i.to_string()),
             "log opened"
         );
-        Ok(LogStore { wal, log_dir, cache: Arc::new(RwLock::new(cache)), vote_path, vote, segment_max, late: None })
+        let (oldest_segment, found_bytes) = (wal.oldest_segment(), wal.found_bytes());
+        let writer = Writer::start(wal, segment_max)?;
+        let cache = Arc::new(RwLock::new(cache));
+        let activity = Arc::default();
+        Ok(LogStore {
+            writer,
+            log_dir,
+            cache,
+            vote_path,
+            vote,
+            oldest_segment,
+            found_bytes,
+            activity,
+            trigger: None,
+            late: None,
+        })
     }
 
     /// For an ensemble member: a vote of its own that a quorum had granted is read back as
@@ -166,9 +192,24 @@ impl LogStore {
         (cache.last_purged, cache.entries.first_key_value().map(|(_, e)| e.log_id))
     }
 
-    /// The oldest segment's number.
+    /// The oldest segment's number when the log was opened.
     pub fn oldest_segment(&self) -> u64 {
-        self.wal.oldest_segment()
+        self.oldest_segment
+    }
+
+    /// The bytes of the records found when the log was opened.
+    pub fn found_bytes(&self) -> u64 {
+        self.found_bytes
+    }
+
+    /// From now on, the bytes of every append count towards the next snapshot.
+    pub fn count_towards(&mut self, trigger: Arc<SnapshotTrigger>) {
+        self.trigger = Some(trigger);
+    }
+
+    /// What the disk is doing (appends started and flushed), for the proposer.
+    pub fn activity(&self) -> Watch {
+        self.activity.watch()
     }
 
     /// Breaks durability on purpose: appends are acknowledged before they are written
@@ -180,19 +221,21 @@ impl LogStore {
 
     /// Writes what `--unsafe-break ack-before-fsync` has held back, before a record that
     /// must follow it.
-    fn write_late(&mut self) -> Result<(), FileError> {
+    async fn write_late(&mut self) -> Result<(), FileError> {
         match self.late.as_mut().map(Late::take) {
-            Some(entries) if !entries.is_empty() => self.write_entries(&entries),
-            _ => Ok(()),
+            Some(entries) => self.write_entries(&entries).await,
+            None => Ok(()),
         }
     }
 
-    /// One record of `entries`, durable when this returns.
-    fn write_entries(&mut self, entries: &[Entry]) -> Result<(), FileError> {
+    /// One record of `entries`, durable when this returns (the break's late writes only).
+    async fn write_entries(&mut self, entries: &[Entry]) -> Result<(), FileError> {
         let Some(last) = entries.last().map(|e| e.log_id.index) else { return Ok(()) };
-        let segment = self.write_record(&RecordRef::Entries(entries))?;
+        let payload = encode_payload(&RecordRef::Entries(entries))?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.writer.write(payload, Some(last), Box::new(move |result| drop(tx.send(result))));
+        rx.await.unwrap_or(Err(FileError::Failed))?;
         crate::metrics::log::appended(entries.len(), commands(entries));
-        self.segment_max.insert(segment, last);
         Ok(())
     }
 
@@ -207,27 +250,12 @@ impl LogStore {
         cache.entries.is_empty() && cache.last_purged.is_none() && cache.last_evicted.is_none()
     }
 
-    fn write_record(&mut self, record: &RecordRef<'_>) -> Result<u64, FileError> {
-        self.wal.append(record).inspect_err(|e| {
-            tracing::error!(error = %e, "log write failed; the log stops accepting writes");
-        })
-    }
-
-    /// Deletes the oldest full segments whose entries are all purged. Only a prefix goes, so
-    /// a truncation record can never outlive the entries it voids.
-    fn remove_purged_segments(&mut self, upto: u64) -> Result<(), FileError> {
-        let mut last = None;
-        for n in self.wal.closed_segments() {
-            match self.segment_max.get(&n) {
-                Some(max) if *max > upto => break,
-                _ => last = Some(n),
-            }
-        }
-        if let Some(last) = last {
-            self.wal.remove_through(last)?;
-            self.segment_max.retain(|n, _| *n > last);
-        }
-        Ok(())
+    /// Writes `record` and returns once it is durable.
+    async fn write_durably(&self, record: &RecordRef<'_>) -> Result<(), FileError> {
+        let payload = encode_payload(record)?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.writer.write(payload, None, Box::new(move |result| drop(tx.send(result))));
+        rx.await.unwrap_or(Err(FileError::Failed)).map(|_sync| ())
     }
 }
 
@@ -347,46 +375,67 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: Send,
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
-        if entries.is_empty() {
+        let Some(last) = entries.last().map(|e| e.log_id.index) else {
             callback.log_io_completed(Ok(()));
             return Ok(());
-        }
+        };
         if let Some(late) = self.late.as_mut() {
             // Broken on purpose (`late.rs`): acknowledged first, written later.
             write(&self.cache).entries.extend(entries.iter().map(|e| (e.log_id.index, e.clone())));
             callback.log_io_completed(Ok(()));
             let due = late.hold(entries);
-            return self.write_entries(&due).map_err(|e| write_failed(&e));
+            return self.write_entries(&due).await.map_err(|e| write_failed(&e));
         }
-        // The write includes the fdatasync: the callback below is the acknowledgement.
-        match self.write_entries(&entries) {
-            Ok(()) => {
-                write(&self.cache).entries.extend(entries.into_iter().map(|e| (e.log_id.index, e)));
-                callback.log_io_completed(Ok(()));
-                Ok(())
-            }
+        let payload = match encode_payload(&RecordRef::Entries(&entries)) {
+            Ok(payload) => payload,
             Err(e) => {
+                tracing::error!(error = %e, "log entries cannot be encoded");
                 callback.log_io_completed(Err(std::io::Error::other(e.to_string())));
-                Err(write_failed(&e))
+                return Err(write_failed(&e));
             }
+        };
+        let figures = (entries.len(), commands(&entries));
+        if let Some(trigger) = &self.trigger {
+            trigger.logged(payload.len() as u64);
         }
+        // Readable from now on (openraft's contract for `append`), but not durable: openraft
+        // counts them as flushed, and so commits and applies them, only once the callback ran.
+        write(&self.cache).entries.extend(entries.into_iter().map(|e| (e.log_id.index, e)));
+        self.activity.started();
+        let activity = self.activity.clone();
+        self.writer.write(
+            payload,
+            Some(last),
+            Box::new(move |result| {
+                // The proposer first: its next batch is then in openraft's queue by the time
+                // openraft's core, woken next, has taken this flush in.
+                activity.flushed();
+                match result {
+                    Ok(_sync) => {
+                        crate::metrics::log::appended(figures.0, figures.1);
+                        callback.log_io_completed(Ok(()));
+                    }
+                    Err(e) => callback.log_io_completed(Err(std::io::Error::other(e.to_string()))),
+                }
+            }),
+        );
+        Ok(())
     }
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
-        self.write_late().map_err(|e| write_failed(&e))?;
-        self.write_record(&RecordRef::Truncate { since: log_id.index }).map_err(|e| write_failed(&e))?;
+        self.write_late().await.map_err(|e| write_failed(&e))?;
+        self.write_durably(&RecordRef::Truncate { since: log_id.index }).await.map_err(|e| write_failed(&e))?;
         drop(write(&self.cache).entries.split_off(&log_id.index));
         Ok(())
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
-        self.write_late().map_err(|e| write_failed(&e))?;
-        self.write_record(&RecordRef::Purge { upto: log_id }).map_err(|e| write_failed(&e))?;
+        self.write_late().await.map_err(|e| write_failed(&e))?;
+        self.write_durably(&RecordRef::Purge { upto: log_id }).await.map_err(|e| write_failed(&e))?;
         write(&self.cache).purge(log_id);
-        // The purge is durable; failing to delete old files only wastes space until the next.
-        if let Err(e) = self.remove_purged_segments(log_id.index) {
-            tracing::warn!(error = %e, "cannot remove purged log segments");
-        }
+        // Only now: a reader holding the cache's lock reads no segment this removes, and a
+        // later reader asks for no entry the purge covers.
+        self.writer.remove_purged(log_id.index);
         Ok(())
     }
 }

@@ -3,9 +3,9 @@
 //! more members (and a real [`network`]).
 //!
 //! ```text
-//! submit ─► proposer queue ─► one client_write per batch ─► log store: 1 record, fdatasync
-//!                                                                  │
-//!        reply ◄── Vec<Applied> ◄── state machine: Core::apply ◄───┘ (committed)
+//! submit ─► proposer queue ─► one client_write per batch ─► log store: 1 record
+//!                                                                │ I/O thread: pwrite, fdatasync
+//!   reply ◄── state machine: Core::apply, command by command ◄───┘ (committed)
 //! ```
 //!
 //! On disk, under the data directory (byte layouts in `docs/storage.md`):
@@ -13,13 +13,15 @@
 //! * `vote` — the Raft vote; `snapshot` — the state machine at a log position ([`fsutil`]).
 //!
 //! # Modules
-//! * [`types`]: the openraft type configuration (an entry is a batch of commands).
+//! * [`types`]: the openraft type configuration (an entry is a [`batch`] of commands).
 //! * [`record`], [`segment`], [`wal`]: the record format, one segment's I/O, the segment set;
+//!   [`writer`]: the thread that does the log's writes and fdatasyncs (group commit at the disk);
 //!   [`extent`]: how far the log had reached, so that lost segments are noticed.
 //! * [`log_store`]: openraft's `RaftLogStorage` over the WAL, and the vote; it keeps only
 //!   unapplied entries in memory, and `readback` reads applied ones from the segments.
-//! * [`state_machine`]: openraft's `RaftStateMachine` over [`Core`], and snapshots.
-//! * [`proposer`]: group commit in front of openraft.
+//! * [`state_machine`]: openraft's `RaftStateMachine` over [`Core`], and snapshots;
+//!   [`snapshot_trigger`]: when the next one is due (by log size).
+//! * [`proposer`]: group commit in front of openraft, paced by the disk ([`activity`]).
 //! * [`route`]: a batch into Raft here, or to the leader; the read index for `sync`.
 //! * [`network`]: openraft's RPCs over the peer link ([`crate::peer`]).
 //! * [`service`]: what this member does with its peers' requests.
@@ -29,6 +31,8 @@
 //! * [`membership`]: adding and removing members.
 //! * [`identity`]: which member a data directory belongs to.
 
+pub mod activity;
+pub mod batch;
 pub mod contact;
 mod continuity;
 pub mod error;
@@ -47,9 +51,11 @@ pub mod rounds;
 pub mod route;
 pub mod segment;
 pub mod service;
+pub mod snapshot_trigger;
 pub mod state_machine;
 pub mod types;
 pub mod wal;
+pub mod writer;
 
 pub use error::{FileError, OpenError};
 pub use proposer::BatchLimits;
@@ -66,6 +72,7 @@ use network::PeerNetworkFactory;
 use openraft::{BasicNode, ServerState, SnapshotPolicy};
 use proposer::Proposer;
 use route::Route;
+use snapshot_trigger::SnapshotTrigger;
 use state_machine::StateMachineStore;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -104,8 +111,12 @@ pub struct EnsembleOptions {
 pub struct RaftOptions {
     /// Size of a pre-zeroed log segment.
     pub segment_bytes: u64,
-    /// A snapshot is taken after this many entries (batches) since the last one.
-    pub snapshot_every: u64,
+    /// A snapshot is taken once the log written since the last one reaches this share of
+    /// that snapshot's size, in percent (and at least one segment); 0: never by size
+    /// ([`snapshot_trigger`]).
+    pub snapshot_log_percent: u64,
+    /// A snapshot is also taken after this many entries (batches) since the last one.
+    pub snapshot_every: Option<u64>,
     /// Entries kept in the log behind a snapshot (a follower that lags a little catches up
     /// from the log instead of a snapshot).
     pub keep_after_snapshot: u64,
@@ -123,7 +134,8 @@ impl Default for RaftOptions {
     fn default() -> Self {
         RaftOptions {
             segment_bytes: 64 << 20,
-            snapshot_every: 5000,
+            snapshot_log_percent: 100,
+            snapshot_every: None,
             keep_after_snapshot: 1000,
             batch: BatchLimits::default(),
             replay_timeout: Duration::from_secs(600),
@@ -294,6 +306,15 @@ pub async fn open_member(
     if let Some(parent) = data_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         fsutil::sync_dir(parent)?;
     }
+    let trigger = SnapshotTrigger::new(
+        options.segment_bytes,
+        options.snapshot_log_percent,
+        sm.loaded_bytes(),
+        store.found_bytes(),
+    );
+    store.count_towards(trigger.clone());
+    sm.report_snapshots(trigger.clone());
+    let policy = options.snapshot_every.map_or(SnapshotPolicy::Never, SnapshotPolicy::LogsSinceLast);
     let config = match &ensemble {
         Some(_) => openraft::Config {
             cluster_name: name.into(),
@@ -310,7 +331,7 @@ pub async fn open_member(
             snapshot_max_chunk_size: 1 << 20,
             // Each entry is a batch of up to ~1 MiB.
             max_payload_entries: 16,
-            snapshot_policy: SnapshotPolicy::LogsSinceLast(options.snapshot_every),
+            snapshot_policy: policy,
             max_in_snapshot_log_to_keep: options.keep_after_snapshot,
             ..Default::default()
         },
@@ -320,7 +341,7 @@ pub async fn open_member(
             heartbeat_interval: 500,
             election_timeout_min: 1500,
             election_timeout_max: 3000,
-            snapshot_policy: SnapshotPolicy::LogsSinceLast(options.snapshot_every),
+            snapshot_policy: policy,
             max_in_snapshot_log_to_keep: options.keep_after_snapshot,
             ..Default::default()
         },
@@ -337,6 +358,7 @@ pub async fn open_member(
     let peer_tls = ensemble.as_ref().and_then(|e| e.peer_tls.clone());
     let peers = Arc::new(Peers::new(Identity { ensemble: name.into(), me: id, tls: peer_tls }, routes));
     let network = PeerNetworkFactory { peers: peers.clone() };
+    let disk = store.activity();
     let raft =
         Raft::new(id, Arc::new(config), network, store, sm).await.map_err(|e| OpenError::raft("starting")(e.into()))?;
     // Until this server leads and is ready, it expires nobody.
@@ -374,11 +396,12 @@ pub async fn open_member(
         }
     }
     core.read(|state| local.restart_deadlines(state));
+    tasks.spawn(snapshot_trigger::run(raft.clone(), trigger, cancel.clone()));
     tasks.spawn(leadership::run_duties(raft.clone(), local.clone(), grace, cancel.clone()));
     let contact = contact::Contact::new(!replicated);
     tasks.spawn(contact::run(contact.clone(), raft.clone(), local.clone(), peers.clone(), cancel.clone()));
     let route = Route { raft: raft.clone(), peers, me: id };
-    let (proposer, task) = Proposer::start(route.clone(), options.batch);
+    let (proposer, task) = Proposer::start(route.clone(), options.batch, disk);
     Ok(RaftLog {
         raft,
         proposer,

@@ -8,6 +8,7 @@
 //! deadline) against "unknown" (sent, and no answer came: the caller must not claim either
 //! outcome).
 
+use super::batch::Batch;
 use super::membership::{self, AppliedReports};
 use super::types::{NodeId, Raft};
 use crate::command::{Applied, Command};
@@ -37,6 +38,11 @@ pub struct Route {
 }
 
 impl Route {
+    /// Whether this member leads, as far as it knows.
+    pub fn leads_here(&self) -> bool {
+        self.raft.metrics().borrow().current_leader == Some(self.me)
+    }
+
     /// The leader this member knows of and its peer address, waiting (until `deadline`) for
     /// one to be elected.
     async fn leader(&self, deadline: Instant) -> Result<(NodeId, String), Rejected> {
@@ -196,7 +202,7 @@ impl Route {
 /// Proposes `batch` as one entry on this member, which must lead. Returns the entry's index
 /// and each command's result. Used for this member's own batches and for forwarded ones.
 pub async fn write_here(raft: &Raft, batch: Vec<Command>) -> Result<(u64, Vec<Applied>), ForwardError> {
-    match tokio::time::timeout(COMMIT_TIMEOUT, raft.client_write(batch)).await {
+    match tokio::time::timeout(COMMIT_TIMEOUT, raft.client_write(Batch::from(batch))).await {
         Ok(Ok(response)) => Ok((response.log_id.index, response.data)),
         Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => Err(ForwardError::NotLeader(f.leader_id)),
         Ok(Err(e)) => Err(ForwardError::Unknown(e.to_string())),

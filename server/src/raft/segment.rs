@@ -1,5 +1,5 @@
-//! One segment file of the log: creating it pre-zeroed, appending with `fdatasync`, and
-//! zeroing a torn tail. All the log's file I/O is here.
+//! One segment file of the log: creating it pre-zeroed, writing records and making them
+//! durable with `fdatasync`, and zeroing a torn tail. All the log's file I/O is here.
 //!
 //! Segments are filled with zeros and fsynced before they take records, so an append
 //! overwrites allocated blocks and never changes the file size: `fdatasync` then flushes only
@@ -24,6 +24,8 @@ pub struct Segment {
     pub size: u64,
     /// Where the next record goes; everything from here to `size` is zero.
     pub write_pos: u64,
+    /// Where the bytes made durable by the last `fdatasync` end: `write_pos` once synced.
+    synced_pos: u64,
 }
 
 pub fn file_name(number: u64) -> String {
@@ -88,7 +90,8 @@ impl Segment {
         fs::rename(zeroed, &path).map_err(io_err(&path, "rename"))?;
         sync_dir(dir)?;
         tracing::debug!(path = %path.display(), size, "new log segment");
-        Ok(Segment { number, path, file, size, write_pos: SEGMENT_HEADER as u64 })
+        let write_pos = SEGMENT_HEADER as u64;
+        Ok(Segment { number, path, file, size, write_pos, synced_pos: write_pos })
     }
 
     /// Opens the last segment for appending at `write_pos` (the end of its intact records).
@@ -111,7 +114,7 @@ impl Segment {
             }
             file.sync_data().map_err(io_err(path, "fsync"))?;
         }
-        Ok(Segment { number, path: path.to_path_buf(), file, size, write_pos })
+        Ok(Segment { number, path: path.to_path_buf(), file, size, write_pos, synced_pos: write_pos })
     }
 
     /// Whether `len` more bytes fit.
@@ -119,14 +122,24 @@ impl Segment {
         self.write_pos + len as u64 <= self.size
     }
 
-    /// Writes `bytes` at the write position and waits until they are on disk. Only after
-    /// this returns may anything that depends on them be acknowledged.
-    pub fn append(&mut self, bytes: &[u8]) -> Result<(), FileError> {
+    /// Writes `bytes` at the write position. They are not durable until [`Segment::sync`]
+    /// returns, and nothing that depends on them may be acknowledged before.
+    pub fn write(&mut self, bytes: &[u8]) -> Result<(), FileError> {
         self.file.write_all_at(bytes, self.write_pos).map_err(io_err(&self.path, "write"))?;
+        self.write_pos += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Makes every byte written so far durable (one `fdatasync`, none if nothing was written
+    /// since the last).
+    pub fn sync(&mut self) -> Result<(), FileError> {
+        if self.synced_pos == self.write_pos {
+            return Ok(());
+        }
         let started = std::time::Instant::now();
         self.file.sync_data().map_err(io_err(&self.path, "fdatasync"))?;
         crate::metrics::log::fsynced(started.elapsed());
-        self.write_pos += bytes.len() as u64;
+        self.synced_pos = self.write_pos;
         Ok(())
     }
 }

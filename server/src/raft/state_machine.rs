@@ -6,9 +6,11 @@
 //! checksummed file (see [`super::fsutil`]), written to a temporary file, fsynced, renamed
 //! and the directory fsynced — openraft purges the log behind it only after that.
 
+use super::error::FileError;
 use super::error::OpenError;
-use super::fsutil::{read_versioned, remove_stale_tmp, write_checked};
+use super::fsutil::{read_versioned, remove_stale_tmp, write_checked, write_streamed};
 use super::log_store::Evictor;
+use super::snapshot_trigger::SnapshotTrigger;
 use super::types::{Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 use crate::command::Applied;
 use crate::core::Core;
@@ -19,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The current snapshot version. Versions 2 and 3 each appended one map to the end of the
 /// state machine, which ends the body: 2 each session's last write
@@ -50,7 +53,7 @@ fn magic(version: u8) -> [u8; 8] {
     super::fsutil::magic(b"WARDSNP", version)
 }
 
-/// The snapshot's content, as built (borrowing the live state under its read lock)...
+/// The snapshot's content, as built (borrowing a copy of the state)...
 #[derive(Serialize)]
 struct BodyRef<'a> {
     meta: &'a SnapshotMeta,
@@ -87,6 +90,10 @@ pub struct StateMachineStore {
     built: u64,
     /// Drops applied entries from the log store's memory.
     evictor: Option<Evictor>,
+    /// Told of each snapshot begun and written, to decide when the next is due.
+    trigger: Option<Arc<SnapshotTrigger>>,
+    /// The size of the snapshot loaded at opening (0 if none).
+    loaded_bytes: u64,
 }
 
 impl StateMachineStore {
@@ -101,8 +108,11 @@ impl StateMachineStore {
             snapshot_path,
             built: 0,
             evictor: None,
+            trigger: None,
+            loaded_bytes: 0,
         };
         if let Some((version, bytes)) = read_snapshot_file(&sm.snapshot_path)? {
+            sm.loaded_bytes = bytes.len() as u64;
             let body = decode(version, &bytes)
                 .map_err(|source| OpenError::Decode { what: sm.snapshot_path.display().to_string(), source })?;
             tracing::info!(last = %super::types::shown(body.meta.last_log_id), zxid = body.state.last_zxid(), "snapshot loaded");
@@ -128,6 +138,16 @@ impl StateMachineStore {
         self.evictor = Some(evictor);
     }
 
+    /// The size of the snapshot loaded at opening (0 if none).
+    pub fn loaded_bytes(&self) -> u64 {
+        self.loaded_bytes
+    }
+
+    /// From now on, `trigger` hears of every snapshot begun, written and installed.
+    pub fn report_snapshots(&mut self, trigger: Arc<SnapshotTrigger>) {
+        self.trigger = Some(trigger);
+    }
+
     fn evict(&self) {
         if let (Some(evictor), Some(applied)) = (&self.evictor, self.last_applied) {
             evictor.applied(applied.index);
@@ -145,29 +165,45 @@ impl StateMachineStore {
 /// A snapshot taken at one instant, written out off the apply path.
 pub struct Builder {
     meta: SnapshotMeta,
-    /// Taken by the one build, not copied: a snapshot is as large as the state, and a copy
-    /// would double what taking it costs in memory.
-    data: Option<Result<Vec<u8>, postcard::Error>>,
+    /// A copy of the state at `meta`'s log id, taken by the one build. Copying took an
+    /// instant: the tree's nodes are shared with the live state, shard by shard, until a
+    /// write changes a shard ([`crate::tree::Nodes`]).
+    state: Option<StateMachine>,
     path: PathBuf,
+    trigger: Option<Arc<SnapshotTrigger>>,
+    began: Instant,
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for Builder {
     async fn build_snapshot(&mut self) -> Result<Snapshot, StorageError> {
         let signature = Some(self.meta.signature());
-        let data = match self.data.take() {
-            Some(Ok(data)) => data,
-            Some(Err(e)) => return Err(StorageIOError::write_snapshot(signature, AnyError::new(&e)).into()),
-            None => {
-                let e = AnyError::error("this snapshot builder has already built its snapshot");
-                return Err(StorageIOError::write_snapshot(signature, e).into());
-            }
+        let Some(state) = self.state.take() else {
+            let e = AnyError::error("this snapshot builder has already built its snapshot");
+            return Err(StorageIOError::write_snapshot(signature, e).into());
         };
-        write_checked(&self.path, &magic(SNAPSHOT_VERSION), &data).map_err(|e| {
+        let (meta, path) = (self.meta.clone(), self.path.clone());
+        // Serializing a large tree takes CPU for a while: on a thread of its own, not a
+        // worker of the runtime. The copy is dropped there too.
+        let written = tokio::task::spawn_blocking(move || {
+            write_streamed(&path, &magic(SNAPSHOT_VERSION), |w| {
+                postcard::to_io(&BodyRef { meta: &meta, state: &state }, w).map(drop).map_err(std::io::Error::other)
+            })
+        })
+        .await
+        .unwrap_or_else(|e| Err(FileError::Io { path: self.path.clone(), op: "serialize into", source: e.into() }));
+        if let Some(trigger) = &self.trigger {
+            trigger.finished(written.as_ref().ok().copied());
+        }
+        crate::metrics::snapshots::finished(self.began.elapsed());
+        let bytes = written.map_err(|e| {
             tracing::error!(error = %e, "writing the snapshot failed");
             StorageIOError::write_snapshot(signature, AnyError::new(&e))
         })?;
-        tracing::info!(last = %super::types::shown(self.meta.last_log_id), bytes = data.len(), "snapshot written");
-        Ok(Snapshot { meta: self.meta.clone(), snapshot: Box::new(Cursor::new(data)) })
+        let took = self.began.elapsed();
+        tracing::info!(last = %super::types::shown(self.meta.last_log_id), bytes, ?took, "snapshot written");
+        // openraft 0.9 keeps only the metadata of a snapshot it had built; followers are sent
+        // the file (`get_current_snapshot`). So the data is not read back into memory here.
+        Ok(Snapshot { meta: self.meta.clone(), snapshot: Box::new(Cursor::new(Vec::new())) })
     }
 }
 
@@ -188,7 +224,16 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             self.last_applied = Some(entry.log_id);
             let reply = match entry.payload {
                 EntryPayload::Blank => Vec::new(),
-                EntryPayload::Normal(batch) => batch.iter().map(|cmd| self.core.apply(cmd)).collect(),
+                EntryPayload::Normal(batch) => match batch.take_replies() {
+                    // Proposed here: each command is answered as soon as it is applied.
+                    Some(replies) => {
+                        for (cmd, reply) in batch.commands.iter().zip(replies) {
+                            let _ = reply.send(Ok(self.core.apply(cmd)));
+                        }
+                        Vec::new()
+                    }
+                    None => batch.commands.iter().map(|cmd| self.core.apply(cmd)).collect(),
+                },
                 EntryPayload::Membership(m) => {
                     self.membership = StoredMembership::new(Some(entry.log_id), m);
                     Vec::new()
@@ -210,8 +255,16 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         };
         let meta =
             SnapshotMeta { last_log_id: self.last_applied, last_membership: self.membership.clone(), snapshot_id: id };
-        let data = self.core.read(|state| postcard::to_allocvec(&BodyRef { meta: &meta, state }));
-        Builder { meta, data: Some(data), path: self.snapshot_path.clone() }
+        // Under the state's read lock only for the copy (see `Builder::state`); this task
+        // is the one that applies, so no apply runs meanwhile either way.
+        let began = Instant::now();
+        let state = self.core.read(StateMachine::clone);
+        crate::metrics::snapshots::begun(began.elapsed());
+        if let Some(trigger) = &self.trigger {
+            trigger.began();
+        }
+        let (path, trigger) = (self.snapshot_path.clone(), self.trigger.clone());
+        Builder { meta, state: Some(state), path, trigger, began }
     }
 
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
@@ -229,6 +282,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             .map_err(|e| StorageIOError::read_snapshot(signature.clone(), AnyError::new(&e)))?;
         write_checked(&self.snapshot_path, &magic(SNAPSHOT_VERSION), &data)
             .map_err(|e| StorageIOError::write_snapshot(signature, AnyError::new(&e)))?;
+        if let Some(trigger) = &self.trigger {
+            trigger.installed(data.len() as u64);
+        }
         self.restore(meta, body.state);
         Ok(())
     }

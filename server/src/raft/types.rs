@@ -7,12 +7,13 @@
 // `declare_raft_types!` names the default snapshot type unqualified.
 use std::io::Cursor;
 
-use crate::command::{Applied, Command};
+use super::batch::Batch;
+use crate::command::Applied;
 
 openraft::declare_raft_types!(
     /// Ward's Raft types: a batch of commands in, one result per command out.
     pub TypeConfig:
-        D = Vec<Command>,
+        D = Batch,
         R = Vec<Applied>,
         NodeId = u64,
         Node = openraft::BasicNode,

@@ -33,6 +33,8 @@ pub struct Wal {
     /// does not stall appends for the time it takes to zero a segment.
     spare: Option<JoinHandle<Result<PathBuf, FileError>>>,
     buf: Vec<u8>,
+    /// The bytes of the records found on opening.
+    found_bytes: u64,
 }
 
 /// What opening does with a log that lost durable data (a deleted or cut segment file).
@@ -90,6 +92,7 @@ impl Wal {
         let mut newest = None;
         let mut keeps_extent = false;
         let mut prev: Option<(PathBuf, u64)> = None;
+        let mut found_bytes = 0;
         for (i, &number) in numbers.iter().enumerate() {
             let path = dir.join(segment::file_name(number));
             let image = segment::read_image(&path)?;
@@ -121,6 +124,7 @@ impl Wal {
                 }
             }
             let (end, rsn) = scan(&image, header.first_rsn, last, &path, number, &mut replayed)?;
+            found_bytes += end.saturating_sub(record::SEGMENT_HEADER) as u64;
             next_rsn = rsn;
             prev = Some((path.clone(), end as u64));
             match last {
@@ -160,6 +164,7 @@ impl Wal {
             failed: false,
             spare: None,
             buf: Vec::new(),
+            found_bytes,
         };
         // From here on, what was found is what the next start must find at least.
         extent::record(dir, wal.extent())?;
@@ -173,17 +178,27 @@ impl Wal {
 
     /// Appends one record and returns once it is on disk, with the segment that holds it.
     pub fn append(&mut self, record: &RecordRef<'_>) -> Result<u64, FileError> {
+        let segment = self.write(record)?;
+        self.sync()?;
+        Ok(segment)
+    }
+
+    /// Writes one record, not yet durable ([`Wal::sync`]), and returns the segment that
+    /// holds it.
+    pub fn write(&mut self, record: &RecordRef<'_>) -> Result<u64, FileError> {
+        self.write_payload(&encode_payload(record)?)
+    }
+
+    /// [`Wal::write`] of a record already encoded by [`encode_payload`]: the encoding can be
+    /// done by the caller, off the thread that does the log's I/O.
+    pub fn write_payload(&mut self, payload: &[u8]) -> Result<u64, FileError> {
         if self.failed {
             return Err(FileError::Failed);
         }
-        let payload = postcard::to_allocvec(record).map_err(|_| FileError::TooLarge(0))?;
-        if payload.len() > record::MAX_PAYLOAD {
-            return Err(FileError::TooLarge(payload.len()));
-        }
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
-        record::encode(self.next_rsn, &payload, &mut buf);
-        let result = self.write(&buf);
+        record::encode(self.next_rsn, payload, &mut buf);
+        let result = self.write_bytes(&buf);
         self.buf = buf;
         if result.is_err() {
             self.failed = true;
@@ -196,14 +211,28 @@ impl Wal {
         Ok(self.active.number)
     }
 
-    fn write(&mut self, bytes: &[u8]) -> Result<(), FileError> {
+    /// Makes every record written so far durable: one `fdatasync` of the segment being
+    /// written (a full segment was synced when the log rolled over from it). A failure is
+    /// final (see `failed`).
+    pub fn sync(&mut self) -> Result<(), FileError> {
+        if self.failed {
+            return Err(FileError::Failed);
+        }
+        self.active.sync().inspect_err(|_| self.failed = true)
+    }
+
+    fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), FileError> {
         if !self.active.fits(bytes.len()) {
             self.roll(bytes.len())?;
         }
-        self.active.append(bytes)
+        self.active.write(bytes)
     }
 
     fn roll(&mut self, len: usize) -> Result<(), FileError> {
+        // The records written to the full segment become durable before any in the next
+        // one, so that one sync of the active segment covers every record written before
+        // it, and the extent recorded below counts only durable records.
+        self.active.sync()?;
         let number = self.active.number + 1;
         let size = self.segment_bytes.max(((record::SEGMENT_HEADER + len) as u64).next_multiple_of(PAGE));
         // An oversized segment leaves the spare for the next roll.
@@ -241,6 +270,11 @@ impl Wal {
         self.spare = spawned.ok();
     }
 
+    /// The bytes of the records found when the log was opened.
+    pub fn found_bytes(&self) -> u64 {
+        self.found_bytes
+    }
+
     /// Full segments, oldest first.
     pub fn closed_segments(&self) -> impl Iterator<Item = u64> + '_ {
         self.closed.iter().map(|(n, _)| *n)
@@ -271,13 +305,24 @@ impl Drop for Wal {
     /// notices the loss of any of them (after a crash, only of those written before the
     /// last open or new segment).
     fn drop(&mut self) {
-        if self.failed {
+        // Records written and not yet synced were never acknowledged; syncing them first
+        // keeps the extent to durable records (a no-op when nothing is unsynced).
+        if self.sync().is_err() {
             return;
         }
         if let Err(error) = extent::record(&self.dir, self.extent()) {
             tracing::warn!(%error, "cannot record the log's extent at close");
         }
     }
+}
+
+/// A record's payload, as [`Wal::write_payload`] takes it.
+pub fn encode_payload(record: &RecordRef<'_>) -> Result<Vec<u8>, FileError> {
+    let payload = postcard::to_allocvec(record).map_err(|_| FileError::TooLarge(0))?;
+    if payload.len() > record::MAX_PAYLOAD {
+        return Err(FileError::TooLarge(payload.len()));
+    }
+    Ok(payload)
 }
 
 /// Checks and decodes the records of one segment image. Returns where the intact records

@@ -41,7 +41,7 @@ impl DataTree {
     pub fn unused_nodes(&self, now_ms: i64, never_used_ms: u64, limit: usize) -> Vec<String> {
         self.swept
             .iter()
-            .filter(|path| self.nodes.get(&**path).is_some_and(|node| unused(node, now_ms, never_used_ms)))
+            .filter(|path| self.nodes.get(path).is_some_and(|node| unused(node, now_ms, never_used_ms)))
             .take(limit)
             .map(|path| path.to_string())
             .collect()
@@ -49,7 +49,7 @@ impl DataTree {
 
     /// The lock contenders kept for their lock-delay, with their nodes.
     pub fn lock_delayed(&self) -> impl Iterator<Item = (&str, &Znode)> {
-        self.delayed.iter().filter_map(|path| self.nodes.get(&**path).map(|node| (&**path, node)))
+        self.delayed.iter().filter_map(|path| self.nodes.get(path).map(|node| (&**path, node)))
     }
 
     /// Keeps the ephemeral lock contender `path` in its queue past its session's end, as a

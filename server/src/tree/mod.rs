@@ -4,11 +4,13 @@
 mod children;
 pub(crate) mod cleanup;
 mod journal;
+mod nodes;
 pub(crate) mod ops;
 mod znode;
 
 pub use children::Children;
 pub(crate) use journal::Journal;
+pub use nodes::Nodes;
 pub use znode::{NodeKind, Znode};
 
 use crate::acl::table::{AclId, AclTable};
@@ -20,8 +22,9 @@ use ward_proto::{Acl, SessionId, Stat};
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(from = "Stored")]
 pub struct DataTree {
-    /// Keyed by boxed paths: 16 bytes a slot instead of 24, in a table that has spare slots.
-    nodes: HashMap<Box<str>, Znode>,
+    /// Keyed by boxed paths: 16 bytes a slot instead of 24, in tables that have spare slots.
+    /// Sharded, and cheap to copy ([`Nodes`]): what lets a snapshot leave the lock at once.
+    nodes: Nodes,
     /// Paths of each session's ephemeral nodes, so ending a session is proportional to
     /// what it owns rather than to the size of the tree.
     ephemerals: HashMap<SessionId, BTreeSet<Box<str>>>,
@@ -44,14 +47,14 @@ pub struct DataTree {
 /// The tree as a snapshot holds it: what [`DataTree`] serializes, field for field.
 #[derive(Deserialize)]
 struct Stored {
-    nodes: HashMap<Box<str>, Znode>,
+    nodes: Nodes,
     ephemerals: HashMap<SessionId, BTreeSet<Box<str>>>,
 }
 
 impl From<Stored> for DataTree {
     fn from(stored: Stored) -> DataTree {
         let of = |want: fn(NodeKind) -> bool| {
-            stored.nodes.iter().filter(|(_, node)| want(node.kind())).map(|(p, _)| p.clone()).collect()
+            stored.nodes.iter().filter(|(_, node)| want(node.kind())).map(|(p, _)| p.into()).collect()
         };
         let (swept, delayed) = (of(NodeKind::is_swept), of(NodeKind::is_delayed));
         DataTree { nodes: stored.nodes, ephemerals: stored.ephemerals, swept, delayed, acls: AclTable::default() }
@@ -60,7 +63,7 @@ impl From<Stored> for DataTree {
 
 impl Default for DataTree {
     fn default() -> Self {
-        let mut nodes = HashMap::new();
+        let mut nodes = Nodes::default();
         nodes.insert("/".into(), Znode::new(Vec::new(), 0, 0, NodeKind::Persistent));
         DataTree {
             nodes,
@@ -94,10 +97,7 @@ impl DataTree {
 
     /// Every node whose ACL slot is not the open one: what a snapshot lists.
     pub fn acl_assignments(&self) -> impl Iterator<Item = (&str, AclId)> {
-        self.nodes
-            .iter()
-            .filter(|(_, node)| node.acl != crate::acl::table::OPEN)
-            .map(|(path, node)| (&**path, node.acl))
+        self.nodes.iter().filter(|(_, node)| node.acl != crate::acl::table::OPEN).map(|(path, node)| (path, node.acl))
     }
 
     /// Puts back what [`DataTree::acl_assignments`] and the table's slots listed: each
@@ -124,6 +124,12 @@ impl DataTree {
 
     pub fn is_empty(&self) -> bool {
         false
+    }
+
+    /// How many of the node table's shards this tree shares with `other` (a copy of it, or
+    /// the tree it was copied from): see [`Nodes`].
+    pub fn shared_shards(&self, other: &DataTree) -> usize {
+        self.nodes.shared_with(&other.nodes)
     }
 
     /// The path of the first child of `dir` whose name starts with `prefix`.

@@ -20,6 +20,7 @@ data-dir = "data-from-config"
 in-memory = false
 segment-mb = 1
 snapshot-every = 3
+snapshot-log-percent = 1000000
 accept-data-loss = true
 min-session-timeout-ms = 5000
 max-session-timeout-ms = 7000
@@ -52,6 +53,7 @@ const ENV: &[(&str, &str)] = &[
     ("WARD_IN_MEMORY", "false"),
     ("WARD_SEGMENT_MB", "1"),
     ("WARD_SNAPSHOT_EVERY", "3"),
+    ("WARD_SNAPSHOT_LOG_PERCENT", "1000000"),
     ("WARD_ACCEPT_DATA_LOSS", "true"),
     ("WARD_MIN_SESSION_TIMEOUT_MS", "5000"),
     ("WARD_MAX_SESSION_TIMEOUT_MS", "7000"),
@@ -146,6 +148,20 @@ async fn check_every_option(server: &ServerProcess) {
     let snapshot = data.join("snapshot");
     wait_until("snapshot-every 3: a snapshot after ten writes", DEADLINE, || async { snapshot.exists() }).await;
     assert_eq!(segment_sizes(&data.join("log")), vec![1 << 20], "segment-mb 1");
+    // snapshot-log-percent 1000000: the next snapshot is due after 10,000 times the last
+    // one's size in log (past the segment's 1 MiB, the least).
+    // One scrape for both figures: another snapshot may come at any time.
+    let sizes = || {
+        let (_, metrics) = ward_testkit::http::get(server.admin_addr(), "/metrics");
+        let figure = |name: &str| {
+            let line = metrics.lines().find(|l| l.starts_with(&format!("{name} ")))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        };
+        (figure("ward_snapshot_bytes").unwrap_or(0), figure("ward_snapshot_threshold_bytes").unwrap_or(0))
+    };
+    wait_until("the snapshot's size is reported", DEADLINE, || async { sizes().0 > 0 }).await;
+    let (size, threshold) = sizes();
+    assert_eq!(threshold, (size * 10_000).max(1 << 20), "snapshot-log-percent 1000000 of {size} bytes");
     // accept-data-loss: said at start (what it does to a log with lost files: upgrade.rs).
     let warned = || async { server.log_tail().contains("accept-data-loss is set") };
     wait_until("accept-data-loss: said in the log at start", DEADLINE, warned).await;

@@ -128,6 +128,7 @@ fn passed_on(args: &Args) -> Vec<String> {
     let s = &args.settings;
     let options = [
         ("segment-mb", s.segment_mb.map(|n| n.to_string())),
+        ("snapshot-log-percent", s.snapshot_log_percent.map(|n| n.to_string())),
         ("snapshot-every", s.snapshot_every.map(|n| n.to_string())),
         ("accept-data-loss", s.accept_data_loss.map(|b| b.to_string())),
         ("min-session-timeout-ms", s.min_session_timeout_ms.map(|n| n.to_string())),

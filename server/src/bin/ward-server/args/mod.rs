@@ -148,8 +148,11 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
     if let Some(mb) = s.segment_mb {
         raft.segment_bytes = mb.0 << 20;
     }
+    if let Some(p) = s.snapshot_log_percent {
+        raft.snapshot_log_percent = p.0;
+    }
     if let Some(n) = s.snapshot_every {
-        raft.snapshot_every = n.0;
+        raft.snapshot_every = Some(n.0);
         raft.keep_after_snapshot = raft.keep_after_snapshot.min(n.0);
     }
     if s.accept_data_loss == Some(true) {

@@ -79,7 +79,12 @@ pub struct Settings {
     /// Size of each preallocated log segment, in MiB [default: 64]
     #[arg(long, value_name = "N", help_heading = "Storage")]
     pub segment_mb: Option<Bounded<1, { 1 << 20 }>>,
-    /// Take a snapshot after N log entries, then purge the log [default: 5000]
+    /// Take a snapshot once the log written since the last one is P percent of that
+    /// snapshot's size (and at least one segment), then purge the log; 0: never by size
+    /// [default: 100]
+    #[arg(long, value_name = "P", help_heading = "Storage")]
+    pub snapshot_log_percent: Option<Bounded<0, 1_000_000>>,
+    /// Also take a snapshot after N log entries (batches of commands) [default: none]
     #[arg(long, value_name = "N", help_heading = "Storage")]
     pub snapshot_every: Option<Bounded<1, MAX>>,
     /// Start even if log files are missing or cut short (a partial copy or restore), serving
@@ -193,6 +198,7 @@ impl Settings {
             data_dir: self.data_dir.or(lower.data_dir),
             in_memory: self.in_memory.or(lower.in_memory),
             segment_mb: self.segment_mb.or(lower.segment_mb),
+            snapshot_log_percent: self.snapshot_log_percent.or(lower.snapshot_log_percent),
             snapshot_every: self.snapshot_every.or(lower.snapshot_every),
             accept_data_loss: self.accept_data_loss.or(lower.accept_data_loss),
             min_session_timeout_ms: self.min_session_timeout_ms.or(lower.min_session_timeout_ms),
@@ -252,6 +258,7 @@ mod tests {
                 "in-memory" | "join" | "accept-data-loss" => toml::Value::Boolean(false),
                 "segment-mb"
                 | "snapshot-every"
+                | "snapshot-log-percent"
                 | "min-session-timeout-ms"
                 | "max-session-timeout-ms"
                 | "container-check-interval-ms"
@@ -274,7 +281,7 @@ mod tests {
             let parsed = parsed.unwrap_or_else(|e| panic!("key {key}: {e}"));
             assert_ne!(parsed, Settings::default(), "key {key} set nothing");
         }
-        assert_eq!(keys().len(), 35, "a new option: add it to docs/operations.md and here");
+        assert_eq!(keys().len(), 36, "a new option: add it to docs/operations.md and here");
     }
 
     #[test]

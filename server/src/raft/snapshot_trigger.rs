@@ -1,0 +1,144 @@
+//! When to take a snapshot: once the log written since the last one has outgrown a share of
+//! that snapshot's size (`--snapshot-log-percent`, 100 % by default), and at least one log
+//! segment. A fixed count of entries would re-serialize a large tree every few seconds under
+//! write load, and let a small tree's log grow for nothing; by size, the work of a snapshot
+//! stays in proportion to the log it lets the server purge, and a restart never replays more
+//! log than about that share of the state.
+//!
+//! The log store counts the bytes of every append ([`SnapshotTrigger::logged`]); the state
+//! machine reports each snapshot it begins and writes. [`run`] asks openraft for a snapshot
+//! when one is due and none is being built.
+
+use super::types::Raft;
+use crate::metrics::snapshots as figures;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// See the module's doc.
+pub struct SnapshotTrigger {
+    /// The least log worth a snapshot: one segment.
+    floor: u64,
+    /// Of the last snapshot's size; 0 turns the trigger off.
+    percent: u64,
+    log_bytes: AtomicU64,
+    snapshot_bytes: AtomicU64,
+    building: AtomicBool,
+    due: Notify,
+}
+
+impl SnapshotTrigger {
+    /// `snapshot_bytes`: the size of the snapshot the server started from (0 if none);
+    /// `log_bytes`: the log it found.
+    pub fn new(floor: u64, percent: u64, snapshot_bytes: u64, log_bytes: u64) -> Arc<SnapshotTrigger> {
+        let trigger = SnapshotTrigger {
+            floor,
+            percent,
+            log_bytes: AtomicU64::new(log_bytes),
+            snapshot_bytes: AtomicU64::new(snapshot_bytes),
+            building: AtomicBool::new(false),
+            due: Notify::new(),
+        };
+        trigger.publish();
+        Arc::new(trigger)
+    }
+
+    /// How much log makes a snapshot due.
+    pub fn threshold(&self) -> u64 {
+        let share = self.snapshot_bytes.load(Ordering::Relaxed).saturating_mul(self.percent) / 100;
+        self.floor.max(share)
+    }
+
+    /// Whether a snapshot is due now (and none is being built).
+    pub fn is_due(&self) -> bool {
+        self.percent > 0
+            && !self.building.load(Ordering::Relaxed)
+            && self.log_bytes.load(Ordering::Relaxed) >= self.threshold()
+    }
+
+    /// `bytes` more were written to the log.
+    pub fn logged(&self, bytes: u64) {
+        let total = self.log_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        figures::LOG_BYTES.store(total, Ordering::Relaxed);
+        if self.is_due() {
+            self.due.notify_one();
+        }
+    }
+
+    /// A snapshot of the state as applied so far begins: the log is counted from here.
+    pub fn began(&self) {
+        self.building.store(true, Ordering::Relaxed);
+        self.log_bytes.store(0, Ordering::Relaxed);
+        figures::LOG_BYTES.store(0, Ordering::Relaxed);
+    }
+
+    /// The snapshot begun last is written, `bytes` long (`None`: it failed).
+    pub fn finished(&self, bytes: Option<u64>) {
+        if let Some(bytes) = bytes {
+            self.snapshot_bytes.store(bytes, Ordering::Relaxed);
+        }
+        self.building.store(false, Ordering::Relaxed);
+        self.publish();
+        // The log may have grown past the threshold while it was built.
+        if self.is_due() {
+            self.due.notify_one();
+        }
+    }
+
+    /// A snapshot `bytes` long was installed from the leader, in place of the log.
+    pub fn installed(&self, bytes: u64) {
+        self.log_bytes.store(0, Ordering::Relaxed);
+        self.snapshot_bytes.store(bytes, Ordering::Relaxed);
+        self.publish();
+    }
+
+    fn publish(&self) {
+        figures::LOG_BYTES.store(self.log_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+        figures::SNAPSHOT_BYTES.store(self.snapshot_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+        figures::THRESHOLD_BYTES.store(self.threshold(), Ordering::Relaxed);
+    }
+}
+
+/// Asks openraft for a snapshot whenever `trigger` says one is due, until `cancel`.
+pub async fn run(raft: Raft, trigger: Arc<SnapshotTrigger>, cancel: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            () = trigger.due.notified() => {}
+        }
+        if !trigger.is_due() {
+            continue;
+        }
+        tracing::debug!(threshold = trigger.threshold(), "log outgrew its share of the last snapshot: snapshot due");
+        if let Err(error) = raft.trigger().snapshot().await {
+            tracing::warn!(%error, "cannot ask for a snapshot");
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn due_once_the_log_outgrows_its_share_of_the_snapshot_and_a_segment() {
+        let trigger = SnapshotTrigger::new(1000, 50, 0, 0);
+        trigger.logged(999);
+        assert!(!trigger.is_due(), "below one segment");
+        trigger.logged(1);
+        assert!(trigger.is_due());
+        trigger.began();
+        assert!(!trigger.is_due(), "being built, and the log is counted afresh");
+        trigger.logged(5000);
+        assert!(!trigger.is_due(), "one at a time");
+        trigger.finished(Some(10_000));
+        assert_eq!(trigger.threshold(), 5000, "half the snapshot's size");
+        assert!(trigger.is_due(), "the log grew past it while the snapshot was built");
+        trigger.began();
+        trigger.finished(None);
+        assert_eq!(trigger.threshold(), 5000, "a failed snapshot changes no size");
+        assert!(!SnapshotTrigger::new(1, 0, 0, u64::MAX).is_due(), "0 % turns it off");
+    }
+}
