@@ -56,7 +56,7 @@ start_zk() {
     "log4j.appender.F.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %m%n" > "$d/log4j.properties"
   local cp="/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar"
   nohup java -Xmx"$HEAP" -Dlog4j.configuration="file:$d/log4j.properties" -cp "$cp" \
-    org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg" > "$d/log/stdout.log" 2>&1 < /dev/null &
+    org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg" >> "$d/log/stdout.log" 2>&1 < /dev/null &
   echo $! > "$d/pid"
 }
 
@@ -73,7 +73,7 @@ start_etcd() {
     --listen-peer-urls "http://127.0.0.1:$(etcd_peer_port "$i")" \
     --initial-advertise-peer-urls "http://127.0.0.1:$(etcd_peer_port "$i")" \
     --initial-cluster "$cluster" --initial-cluster-state "$state" --initial-cluster-token ward-bench \
-    --logger zap --log-outputs "$d/etcd.log" > "$d/stdout.log" 2>&1 < /dev/null &
+    --logger zap --log-outputs "$d/etcd.log" >> "$d/stdout.log" 2>&1 < /dev/null &
   echo $! > "$d/pid"
 }
 
@@ -123,6 +123,8 @@ case "${1:-}" in
     mkdir -p "$DIR"
     for i in "${MEMBERS[@]}"; do start_zk "$i"; start_etcd "$i"; done
     for _ in $(seq 600); do # 60 s at most
+      # A server that exited while starting (a port the killed one held) is started again.
+      for i in "${MEMBERS[@]}"; do start_zk "$i"; start_etcd "$i"; done
       if zk_ready && etcd_ready; then status; exit 0; fi
       sleep 0.1
     done

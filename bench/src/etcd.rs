@@ -216,7 +216,8 @@ impl Cluster for Etcd {
         let mut seen = Vec::new();
         for url in &self.urls {
             let options = etcd::ConnectOptions::new().with_connect_timeout(Duration::from_secs(1));
-            let Ok(Ok(mut c)) = tokio::time::timeout(Duration::from_secs(2), etcd::Client::connect([url], Some(options))).await
+            let Ok(Ok(mut c)) =
+                tokio::time::timeout(Duration::from_secs(2), etcd::Client::connect([url], Some(options))).await
             else {
                 continue;
             };

@@ -24,8 +24,8 @@ mod floors;
 mod procinfo;
 mod race;
 mod replicated;
-mod rivals;
 mod report;
+mod rivals;
 mod server;
 mod stats;
 mod sys;
@@ -401,7 +401,10 @@ fn race_output(args: &Args, race: &race::Race, ward: &Results, zk: &Results, etc
         }
     }
     if let Some(path) = &args.json {
-        std::fs::write(path, format!("{{\"ward\": {}, \"zookeeper\": {}, \"etcd\": {}}}\n", ward.json(), zk.json(), etcd.json()))?;
+        std::fs::write(
+            path,
+            format!("{{\"ward\": {}, \"zookeeper\": {}, \"etcd\": {}}}\n", ward.json(), zk.json(), etcd.json()),
+        )?;
     }
     if let Some(path) = &args.markdown {
         std::fs::write(path, race.markdown())?;

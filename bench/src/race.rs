@@ -30,12 +30,26 @@ const fn line(
 
 const LINES: &[Line] = &[
     line("a. sequential create+delete", "ops/s", "writes, 1 outstanding (ops/s)", true, Some(2.0), Some(2.0)),
-    line("b. create, delete (64 outstanding)", "create/s", "writes, 64 outstanding (creates/s)", true, Some(2.0), Some(2.0)),
+    line(
+        "b. create, delete (64 outstanding)",
+        "create/s",
+        "writes, 64 outstanding (creates/s)",
+        true,
+        Some(2.0),
+        Some(2.0),
+    ),
     line("durable writes (64 writers)", "acked writes/s", "writes, 64 writers (sets/s)", true, Some(2.0), Some(2.0)),
     line("c. get_data (64 outstanding)", "get_data/s", "reads, 64 outstanding (gets/s)", true, None, None),
     line("d. uncontended lock", "cycles/s", "uncontended lock (cycles/s)", true, None, None),
     line("e. contended lock N=10", "acquisitions/s", "contended lock N=10 (acquisitions/s)", true, None, None),
-    line("e. contended lock N=10", "handoff p50 (ms)", "contended lock N=10, handoff p50 (ms)", false, Some(0.5), Some(0.5)),
+    line(
+        "e. contended lock N=10",
+        "handoff p50 (ms)",
+        "contended lock N=10, handoff p50 (ms)",
+        false,
+        Some(0.5),
+        Some(0.5),
+    ),
     line(
         "leader kill -9",
         "kill → first write acked via a survivor, median (ms)",
@@ -144,7 +158,13 @@ impl Race<'_> {
         }
         for (i, l) in LINES.iter().enumerate() {
             let y = top + row_h * i as f64;
-            let _ = writeln!(s, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", left - 8.0, y + 24.0, escape(l.label));
+            let _ = writeln!(
+                s,
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                left - 8.0,
+                y + 24.0,
+                escape(l.label)
+            );
             let w = self.value(l, 0);
             for (k, colour) in [(1, "#d9822b"), (2, "#3b7dd8")] {
                 let r = self.value(l, k);

@@ -142,7 +142,11 @@ pub async fn run_workloads<Y: System>(
                         ok = false;
                     }
                     results.record(&format!("{label}: {title}"), name, &figures);
-                    eprintln!("  {title:<36} {name:<9} {label} run {}  {:6.1} s", round + 1, t0.elapsed().as_secs_f64());
+                    eprintln!(
+                        "  {title:<36} {name:<9} {label} run {}  {:6.1} s",
+                        round + 1,
+                        t0.elapsed().as_secs_f64()
+                    );
                 }
                 Err(e) => {
                     eprintln!("ward-bench: {title} on {name}, {label} failed: {e}");

@@ -7,8 +7,8 @@
 use crate::procinfo;
 use crate::replicated::{run_workloads, Options};
 use crate::report::Results;
-use crate::sys::{Error, Result, Session, System, ZooKeeper};
 use crate::stats::{median, Figures};
+use crate::sys::{Error, Result, Session, System, ZooKeeper};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -93,7 +93,12 @@ pub async fn leader_kills<C: Cluster>(sys: &C, base: &str, kills: usize, revive:
     let mut ms = Vec::new();
     for round in 0..kills {
         let (leader, took) = kill_leader(sys, &format!("{base}-k{round}")).await?;
-        eprintln!("  {} kill {}/{kills}: leader {leader}, first write {:.2} s", sys.name(), round + 1, took.as_secs_f64());
+        eprintln!(
+            "  {} kill {}/{kills}: leader {leader}, first write {:.2} s",
+            sys.name(),
+            round + 1,
+            took.as_secs_f64()
+        );
         ms.push(took.as_secs_f64() * 1e3);
         if let Some(cmd) = revive {
             revive_all(sys, cmd).await?;
@@ -215,7 +220,8 @@ async fn wait_leader<C: Cluster>(sys: &C) -> Result<String> {
 
 /// Runs `cmd`, then waits until every member listens again and a leader is agreed on.
 async fn revive_all<C: Cluster>(sys: &C, cmd: &str) -> Result<()> {
-    let status = tokio::process::Command::new("sh").args(["-c", cmd]).stdout(std::process::Stdio::null()).status().await?;
+    let status =
+        tokio::process::Command::new("sh").args(["-c", cmd]).stdout(std::process::Stdio::null()).status().await?;
     if !status.success() {
         return Err(Error(format!("--revive {cmd:?} failed: {status}")));
     }
@@ -238,7 +244,8 @@ mod tests {
 
     #[test]
     fn srvr_names_the_mode() {
-        let reply = "Zookeeper version: 3.8.0\nLatency min/avg/max: 0/0.0/0\nZxid: 0x100000000\nMode: leader\nNode count: 5\n";
+        let reply =
+            "Zookeeper version: 3.8.0\nLatency min/avg/max: 0/0.0/0\nZxid: 0x100000000\nMode: leader\nNode count: 5\n";
         assert_eq!(srvr_mode(reply).as_deref(), Some("leader"));
         assert_eq!(srvr_mode("This ZooKeeper instance is not currently serving requests\n"), None);
     }
