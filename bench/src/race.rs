@@ -138,7 +138,7 @@ impl Race<'_> {
         let _ = writeln!(
             s,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">",
-            left + width + 40.0
+            left + width + 110.0
         );
         let _ = writeln!(s, "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>");
         let _ = writeln!(s, "<text x=\"10\" y=\"22\" font-size=\"15\">{}</text>", escape(title));
@@ -168,10 +168,19 @@ impl Race<'_> {
             let w = self.value(l, 0);
             for (k, colour) in [(1, "#d9822b"), (2, "#3b7dd8")] {
                 let r = self.value(l, k);
-                let adv = if l.higher_is_better { ratio(w, r) } else { ratio(r, w) };
+                // A time of 0 for Ward (it rounds to 0 ms) is drawn at the scale's end.
+                let nil = !l.higher_is_better && w == 0.0 && r > 0.0;
+                let adv = if nil {
+                    100.0
+                } else if l.higher_is_better {
+                    ratio(w, r)
+                } else {
+                    ratio(r, w)
+                };
                 if adv.is_nan() {
                     continue;
                 }
+                let text = if nil { "∞ (Ward 0 ms)".to_string() } else { fmt_ratio(adv) };
                 let (x0, x1) = (x(1.0), x(adv));
                 let by = y + 6.0 + 16.0 * (k - 1) as f64;
                 let _ = writeln!(
@@ -181,7 +190,7 @@ impl Race<'_> {
                     (x1 - x0).abs().max(1.0),
                     x0.max(x1) + 4.0,
                     by + 11.0,
-                    fmt_ratio(adv)
+                    text
                 );
             }
         }
