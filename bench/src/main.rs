@@ -19,11 +19,15 @@
 //! - `scale.rs`: the scale workloads (a million znodes, a thousand lock waiters).
 
 mod ensemble;
+#[cfg(feature = "etcd")]
+mod etcd;
 mod failover;
 mod floors;
 mod procinfo;
+mod race;
 mod replicated;
 mod report;
+mod rivals;
 mod scale;
 mod server;
 mod snapshots;
@@ -57,6 +61,11 @@ const USAGE: &str =
   --ensemble N      start N ward-server members as a local ensemble instead (clients spread
                     over them); run workloads a,b,w,d,e10 (or --only) and time leader kills
   --kills N         with --ensemble: leader kill -9s to time (default 5, 1 with --quick; 0: none)
+  --zk-ensemble HOST:PORT,...  with --ensemble: race this ZooKeeper ensemble too (same workloads,
+                    leader kills found with `srvr`); see bench/peers.sh
+  --etcd URL,...    with --ensemble: race this etcd cluster too (a build with --features etcd)
+  --revive CMD      after each rival leader kill, run CMD (e.g. \"bench/peers.sh start\") to bring
+                    the killed member back; needed for more than one kill
   --tables          measure only the in-memory session table (std Mutex<HashMap> against DashMap)
   --snapshots       measure only what a snapshot of 100k and 1M znodes costs the writers, in process
   --scale           run the scale workloads (f, h, g1m, e1000: each prints its cost per item);
@@ -84,6 +93,9 @@ struct Args {
     zk_pid: Option<u32>,
     ensemble: Option<u64>,
     kills: Option<usize>,
+    zk_ensemble: Option<String>,
+    etcd: Option<String>,
+    revive: Option<String>,
     tables: bool,
     snapshots: bool,
     scale: bool,
@@ -104,6 +116,9 @@ fn parse_args() -> Result<Args, String> {
         zk_pid: None,
         ensemble: None,
         kills: None,
+        zk_ensemble: None,
+        etcd: None,
+        revive: None,
         tables: false,
         snapshots: false,
         scale: false,
@@ -125,6 +140,9 @@ fn parse_args() -> Result<Args, String> {
             "--zk-pid" => a.zk_pid = Some(value()?.parse().map_err(|e| format!("--zk-pid: {e}"))?),
             "--ensemble" => a.ensemble = Some(value()?.parse().map_err(|e| format!("--ensemble: {e}"))?),
             "--kills" => a.kills = Some(value()?.parse().map_err(|e| format!("--kills: {e}"))?),
+            "--zk-ensemble" => a.zk_ensemble = Some(value()?),
+            "--etcd" => a.etcd = Some(value()?),
+            "--revive" => a.revive = Some(value()?),
             "--tables" => a.tables = true,
             "--snapshots" => a.snapshots = true,
             "--scale" => a.scale = true,
@@ -149,7 +167,17 @@ fn parse_args() -> Result<Args, String> {
             return Err("--ensemble starts its own members: leave out --ward, --zk and --replot".into())
         }
         None if a.kills.is_some() => return Err("--kills needs --ensemble".into()),
+        None if a.zk_ensemble.is_some() || a.etcd.is_some() => {
+            return Err("--zk-ensemble and --etcd race against --ensemble N".into())
+        }
         _ => {}
+    }
+    let racing = a.zk_ensemble.is_some() || a.etcd.is_some();
+    if racing && a.revive.is_none() && a.kills.unwrap_or(if a.quick { 1 } else { 5 }) > 1 {
+        return Err("more than one rival leader kill needs --revive CMD (e.g. \"bench/peers.sh start\")".into());
+    }
+    if a.etcd.is_some() && !cfg!(feature = "etcd") {
+        return Err("--etcd needs a build with the etcd feature: cargo run --release -p ward-bench --features etcd (protoc: apt-get install protobuf-compiler)".into());
     }
     Ok(a)
 }
@@ -341,16 +369,77 @@ async fn run_ensemble(args: &Args, tmp: &std::path::Path, members: u64) -> Resul
     );
     let mut results = Results::default();
     results.record("floors", WARD, &floors::measure(tmp, args.quick).await?);
+    let (mut zk, mut etcd) = (Results::default(), Results::default());
     // A signal drops the run, and with it the ensemble, which kills every member.
     let outcome = tokio::select! {
-        outcome = replicated::run(&options, tmp, &mut results) => outcome,
+        outcome = async {
+            let ward_ok = replicated::run(&options, tmp, &mut results).await?;
+            let rivals_ok = race_rivals(args, &options, &mut zk, &mut etcd).await?;
+            Ok(ward_ok && rivals_ok)
+        } => outcome,
         stopped = replicated::stop_signal() => Err(stopped),
     };
     // What was measured before a failure is still printed.
-    output(args, &results)?;
+    if args.zk_ensemble.is_some() || args.etcd.is_some() {
+        let race = race::Race {
+            label: format!("{members} members"),
+            ward: &results,
+            zk: args.zk_ensemble.as_ref().map(|_| &zk),
+            etcd: args.etcd.as_ref().map(|_| &etcd),
+        };
+        race_output(args, &race, &results, &zk, &etcd)?;
+    } else {
+        output(args, &results)?;
+    }
     let ok = outcome?;
     eprintln!("ward-bench: finished in {:.1} s", started.elapsed().as_secs_f64());
     Ok(ok)
+}
+
+/// The rivals' workloads and leader kills, each system in turn after Ward's ensemble.
+async fn race_rivals(
+    args: &Args,
+    options: &replicated::Options,
+    zk: &mut Results,
+    #[cfg_attr(not(feature = "etcd"), allow(unused_variables))] etcd: &mut Results,
+) -> Result<bool, Error> {
+    let mut ok = true;
+    let revive = args.revive.as_deref();
+    if let Some(addr) = &args.zk_ensemble {
+        let sys = sys::ZooKeeper { addr: addr.clone(), pid: None, lock_events: Arc::new(AtomicU64::new(0)) };
+        ok &= rivals::measure(&sys, options, revive, zk).await?;
+    }
+    #[cfg(feature = "etcd")]
+    if let Some(urls) = &args.etcd {
+        let sys = etcd::Etcd { urls: urls.split(',').map(|u| u.trim().to_string()).collect() };
+        ok &= rivals::measure(&sys, options, revive, etcd).await?;
+    }
+    Ok(ok)
+}
+
+/// The race: the side-by-side table on stdout, then every system's full table; the files
+/// asked for (`--json` holds every system's figures under its name).
+fn race_output(args: &Args, race: &race::Race, ward: &Results, zk: &Results, etcd: &Results) -> Result<(), Error> {
+    println!("{}", race.markdown());
+    for (name, r) in [("Ward", ward), ("ZooKeeper", zk), ("etcd", etcd)] {
+        if !r.rows.is_empty() {
+            println!("{name}, every figure (second column: this system):\n{}", r.table(name != "Ward"));
+        }
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(
+            path,
+            format!("{{\"ward\": {}, \"zookeeper\": {}, \"etcd\": {}}}\n", ward.json(), zk.json(), etcd.json()),
+        )?;
+    }
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, race.markdown())?;
+    }
+    if let Some(path) = &args.svg {
+        let runs = if args.runs > 1 { format!(", median of {} runs", args.runs) } else { String::new() };
+        std::fs::write(path, race.svg(&format!("ward-bench: 3-member ensembles on one machine{runs}")))?;
+    }
+    Ok(())
 }
 
 /// Prints the table and the targets, and writes the files asked for.

@@ -73,12 +73,7 @@ pub fn jvm_live_heap(pid: u32) -> Option<u64> {
 
 /// ZooKeeper's `mntr` four-letter word as a map (needs `4lw.commands.whitelist`).
 pub fn zk_mntr(addr: &str) -> Option<HashMap<String, String>> {
-    let sock: SocketAddr = addr.to_socket_addrs().ok()?.next()?;
-    let mut stream = TcpStream::connect_timeout(&sock, Duration::from_secs(2)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    stream.write_all(b"mntr").ok()?;
-    let mut text = String::new();
-    stream.read_to_string(&mut text).ok()?;
+    let text = zk_word(addr, "mntr")?;
     let map: HashMap<String, String> = text
         .lines()
         .filter_map(|l| l.split_once('\t'))
@@ -89,6 +84,17 @@ pub fn zk_mntr(addr: &str) -> Option<HashMap<String, String>> {
     } else {
         Some(map)
     }
+}
+
+/// ZooKeeper's reply to a four-letter word (`mntr`, `srvr`), if it answered.
+pub fn zk_word(addr: &str, word: &str) -> Option<String> {
+    let sock: SocketAddr = addr.to_socket_addrs().ok()?.next()?;
+    let mut stream = TcpStream::connect_timeout(&sock, Duration::from_secs(2)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    stream.write_all(word.as_bytes()).ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    Some(text)
 }
 
 /// One numeric `mntr` counter.

@@ -92,7 +92,6 @@ pub async fn run(o: &Options, tmp: &Path, results: &mut Results) -> Result<bool>
 }
 
 async fn measure(ens: &mut LocalEnsemble, o: &Options, results: &mut Results) -> Result<bool> {
-    let sizes = if o.quick { workloads::Sizes::quick() } else { workloads::Sizes::full() };
     let mut members = Vec::new();
     for id in ens.ids() {
         members.push(Client::builder(&ens.connect_string(&[id])).session_timeout(SESSION_TIMEOUT).connect().await?);
@@ -100,33 +99,7 @@ async fn measure(ens: &mut LocalEnsemble, o: &Options, results: &mut Results) ->
     let sys = Replicated { ward: Ward { addr: ens.all(), pid: None }, members };
     let label = format!("{} members", o.members);
     let tag = std::process::id();
-    let selected = |id: &str| match &o.only {
-        Some(only) => only.iter().any(|o| o == id),
-        None => DEFAULT_WORKLOADS.contains(&id),
-    };
-    let mut ok = true;
-    for (id, title) in workloads::WORKLOADS.iter().filter(|(id, _)| selected(id)) {
-        for round in 0..o.runs {
-            let t0 = Instant::now();
-            let base = format!("/bench-{tag}-{round}");
-            match workloads::run(&sys, id, &base, &sizes).await {
-                Ok(figures) => {
-                    let figures = per_member_fsyncs(figures);
-                    let violations = figures.violations();
-                    if violations > 0.0 {
-                        eprintln!("ward-bench: {title} on {label}: {violations} lock violations");
-                        ok = false;
-                    }
-                    results.record(&format!("{label}: {title}"), WARD, &figures);
-                    eprintln!("  {title:<36} {label:<9} run {}  {:6.1} s", round + 1, t0.elapsed().as_secs_f64());
-                }
-                Err(e) => {
-                    eprintln!("ward-bench: {title} on {label} failed: {e}");
-                    ok = false;
-                }
-            }
-        }
-    }
+    let ok = run_workloads(&sys, &label, o, results, per_member_fsyncs).await;
     for member in sys.members {
         let _ = member.close().await;
     }
@@ -137,6 +110,52 @@ async fn measure(ens: &mut LocalEnsemble, o: &Options, results: &mut Results) ->
         eprintln!("  {:<36} {label:<9}        {:6.1} s", "leader kill -9", t0.elapsed().as_secs_f64());
     }
     Ok(ok)
+}
+
+/// Runs the selected workloads against `sys`, `o.runs` times each, and records them as
+/// "<label>: <title>" under the system's name; `false` if one failed or a lock was violated.
+pub async fn run_workloads<Y: System>(
+    sys: &Y,
+    label: &str,
+    o: &Options,
+    results: &mut Results,
+    adjust: fn(Figures) -> Figures,
+) -> bool {
+    let sizes = if o.quick { workloads::Sizes::quick() } else { workloads::Sizes::full() };
+    let tag = std::process::id();
+    let selected = |id: &str| match &o.only {
+        Some(only) => only.iter().any(|o| o == id),
+        None => DEFAULT_WORKLOADS.contains(&id),
+    };
+    let name = sys.name();
+    let mut ok = true;
+    for (id, title) in workloads::WORKLOADS.iter().filter(|(id, _)| selected(id)) {
+        for round in 0..o.runs {
+            let t0 = Instant::now();
+            let base = format!("/bench-{tag}-{name}-{round}");
+            match workloads::run(sys, id, &base, &sizes).await {
+                Ok(figures) => {
+                    let figures = adjust(figures);
+                    let violations = figures.violations();
+                    if violations > 0.0 {
+                        eprintln!("ward-bench: {title} on {name}, {label}: {violations} lock violations");
+                        ok = false;
+                    }
+                    results.record(&format!("{label}: {title}"), name, &figures);
+                    eprintln!(
+                        "  {title:<36} {name:<9} {label} run {}  {:6.1} s",
+                        round + 1,
+                        t0.elapsed().as_secs_f64()
+                    );
+                }
+                Err(e) => {
+                    eprintln!("ward-bench: {title} on {name}, {label} failed: {e}");
+                    ok = false;
+                }
+            }
+        }
+    }
+    ok
 }
 
 /// The workloads name fsync counts as on a single server; here they are a member's.
