@@ -19,6 +19,7 @@
 mod ensemble;
 mod failover;
 mod floors;
+mod idle;
 mod procinfo;
 mod replicated;
 mod report;
@@ -53,6 +54,8 @@ const USAGE: &str =
   --ensemble N      start N ward-server members as a local ensemble instead (clients spread
                     over them); run workloads a,b,w,d,e10 (or --only) and time leader kills
   --kills N         with --ensemble: leader kill -9s to time (default 5, 1 with --quick; 0: none)
+  --idle-sessions N  measure only the server's memory per idle session, N sessions on each
+                    protocol (native, then ZooKeeper) against a ward-server of its own
   --tables          measure only the in-memory session table (std Mutex<HashMap> against DashMap)";
 
 /// Workloads that report the server's memory growth.
@@ -73,6 +76,7 @@ struct Args {
     ensemble: Option<u64>,
     kills: Option<usize>,
     tables: bool,
+    idle_sessions: Option<usize>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -91,6 +95,7 @@ fn parse_args() -> Result<Args, String> {
         ensemble: None,
         kills: None,
         tables: false,
+        idle_sessions: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -110,6 +115,7 @@ fn parse_args() -> Result<Args, String> {
             "--ensemble" => a.ensemble = Some(value()?.parse().map_err(|e| format!("--ensemble: {e}"))?),
             "--kills" => a.kills = Some(value()?.parse().map_err(|e| format!("--kills: {e}"))?),
             "--tables" => a.tables = true,
+            "--idle-sessions" => a.idle_sessions = Some(value()?.parse().map_err(|e| format!("--idle-sessions: {e}"))?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -181,7 +187,10 @@ fn main() -> ExitCode {
     }
     let tmp = std::env::temp_dir().join(format!("ward-bench-{}", std::process::id()));
     let outcome = match std::fs::create_dir_all(&tmp) {
-        Ok(()) => runtime.block_on(run(&args, &tmp)),
+        Ok(()) => match args.idle_sessions {
+            Some(n) => runtime.block_on(idle::run(&tmp, n)).map(|()| true),
+            None => runtime.block_on(run(&args, &tmp)),
+        },
         Err(e) => Err(Error(format!("{}: {e}", tmp.display()))),
     };
     let _ = std::fs::remove_dir_all(&tmp);

@@ -129,7 +129,7 @@ async fn connect_many<Y: System>(sys: &Y, n: usize) -> Result<Vec<Y::S>> {
     Ok(out)
 }
 
-async fn close_all<S: Session>(sessions: Vec<S>) {
+pub async fn close_all<S: Session>(sessions: Vec<S>) {
     let mut closing = FuturesUnordered::new();
     for s in sessions {
         closing.push(s.close());
