@@ -23,6 +23,7 @@ mod ensemble;
 mod etcd;
 mod failover;
 mod floors;
+mod idle;
 mod procinfo;
 mod race;
 mod replicated;
@@ -66,6 +67,8 @@ const USAGE: &str =
   --etcd URL,...    with --ensemble: race this etcd cluster too (a build with --features etcd)
   --revive CMD      after each rival leader kill, run CMD (e.g. \"bench/peers.sh start\") to bring
                     the killed member back; needed for more than one kill
+  --idle-sessions N  measure only the server's memory per idle session, N sessions on each
+                    protocol (native, then ZooKeeper) against a ward-server of its own
   --tables          measure only the in-memory session table (std Mutex<HashMap> against DashMap)
   --snapshots       measure only what a snapshot of 100k and 1M znodes costs the writers, in process
   --scale           run the scale workloads (f, h, g1m, e1000: each prints its cost per item);
@@ -99,6 +102,7 @@ struct Args {
     tables: bool,
     snapshots: bool,
     scale: bool,
+    idle_sessions: Option<usize>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -122,6 +126,7 @@ fn parse_args() -> Result<Args, String> {
         tables: false,
         snapshots: false,
         scale: false,
+        idle_sessions: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -146,6 +151,7 @@ fn parse_args() -> Result<Args, String> {
             "--tables" => a.tables = true,
             "--snapshots" => a.snapshots = true,
             "--scale" => a.scale = true,
+            "--idle-sessions" => a.idle_sessions = Some(value()?.parse().map_err(|e| format!("--idle-sessions: {e}"))?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -230,7 +236,10 @@ fn main() -> ExitCode {
     }
     let tmp = std::env::temp_dir().join(format!("ward-bench-{}", std::process::id()));
     let outcome = match std::fs::create_dir_all(&tmp) {
-        Ok(()) => runtime.block_on(run(&args, &tmp)),
+        Ok(()) => match args.idle_sessions {
+            Some(n) => runtime.block_on(idle::run(&tmp, n)).map(|()| true),
+            None => runtime.block_on(run(&args, &tmp)),
+        },
         Err(e) => Err(Error(format!("{}: {e}", tmp.display()))),
     };
     let _ = std::fs::remove_dir_all(&tmp);

@@ -8,6 +8,8 @@ use std::process::{Child, Command, Stdio};
 pub struct OwnedServer {
     child: Child,
     pub addr: String,
+    /// The ZooKeeper listener's address, if it was switched on.
+    pub zk_addr: Option<String>,
     pub pid: u32,
     dir: PathBuf,
 }
@@ -46,6 +48,12 @@ pub fn binary() -> Result<PathBuf> {
 
 /// Starts a durable `ward-server` on a free loopback port with its log in `data_dir`.
 pub fn start(data_dir: &Path) -> Result<OwnedServer> {
+    start_with(data_dir, &[])
+}
+
+/// [`start`] with more options; with `--zk-listen`, the ZooKeeper listener's address is read
+/// from the server's second line.
+pub fn start_with(data_dir: &Path, extra: &[&str]) -> Result<OwnedServer> {
     let bin = binary()?;
     let log = std::fs::File::create(data_dir.with_extension("log"))?;
     let mut child = Command::new(&bin)
@@ -54,6 +62,7 @@ pub fn start(data_dir: &Path) -> Result<OwnedServer> {
         .args(["--max-connections-per-ip", "0", "--max-connections", "0"])
         .args(["--listen", "127.0.0.1:0", "--data-dir"])
         .arg(data_dir)
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(log)
@@ -63,6 +72,12 @@ pub fn start(data_dir: &Path) -> Result<OwnedServer> {
     let mut lines = BufReader::new(stdout);
     let mut first = String::new();
     lines.read_line(&mut first)?;
+    let mut zk_addr = None;
+    if extra.contains(&"--zk-listen") {
+        let mut second = String::new();
+        lines.read_line(&mut second)?;
+        zk_addr = second.trim().strip_prefix("ward-server zookeeper listening on ").map(str::to_string);
+    }
     // Keep reading whatever else it prints so it never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines.lines() {});
     let Some(addr) = first.trim().strip_prefix("ward-server listening on ") else {
@@ -70,5 +85,5 @@ pub fn start(data_dir: &Path) -> Result<OwnedServer> {
         let _ = child.wait();
         return Err(Error(format!("unexpected first line from ward-server: {first:?}")));
     };
-    Ok(OwnedServer { addr: addr.to_string(), pid, child, dir: data_dir.to_path_buf() })
+    Ok(OwnedServer { addr: addr.to_string(), zk_addr, pid, child, dir: data_dir.to_path_buf() })
 }

@@ -25,7 +25,8 @@ use futures_util::StreamExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::time::Instant;
-use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
+use tokio_util::either::Either;
 use tokio_util::sync::CancellationToken;
 use ward_proto::{
     ClientMessage, CodecError, ErrorCode, FrameCodec, Request, Response, ServerMessage, Zxid, MAX_REPLY_FRAME,
@@ -54,9 +55,36 @@ pub(crate) fn shrink_if_idle(buf: &mut BytesMut) {
 }
 
 impl<T, E> Shrink for FramedWrite<T, E> {
+    /// Called once everything queued is written: an idle connection keeps no write buffer
+    /// (the next reply allocates one of its own size).
     fn shrink_if_idle(&mut self) {
-        shrink_if_idle(self.write_buffer_mut());
+        let buf = self.write_buffer_mut();
+        if buf.is_empty() {
+            *buf = BytesMut::new();
+        }
     }
+}
+
+/// The next frame from `reader`. Between frames an idle connection holds no read buffer: an
+/// empty one is given back, and a plain TCP connection waits for the socket to become
+/// readable before it takes a new one. (A TLS connection cannot wait so through tokio's
+/// `split`; it keeps a small buffer, beside the TLS state's own much larger ones.)
+pub(crate) async fn next_frame<W, D>(
+    reader: &mut FramedRead<Counted<ReadHalf, W>, D>,
+) -> Option<Result<D::Item, D::Error>>
+where
+    W: Wire,
+    D: Decoder,
+{
+    if reader.read_buffer().is_empty() {
+        *reader.read_buffer_mut() = BytesMut::new();
+        if let Either::Left(tcp) = reader.get_ref().get_ref() {
+            // An error here shows again on the read below, which reports it.
+            let _ = tcp.readable().await;
+        }
+        reader.read_buffer_mut().reserve(FIRST_BUFFER);
+    }
+    reader.next().await
 }
 
 pub type Reader = FramedRead<Counted<ReadHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
@@ -69,10 +97,11 @@ pub async fn serve(server: Arc<Server>, incoming: Incoming, peer: SocketAddr, co
     let (r, w, cert_subject) = stream.into_parts();
     let (r, w) = (Counted::new(r), Counted::new(w));
     let max = server.config.max_frame_len();
-    // Small first buffers: most connections carry small frames, and tokio-util's 8 KiB
-    // defaults were most of a session's memory. They grow when a large frame comes.
+    // A small first read buffer: most connections carry small frames, and tokio-util's 8 KiB
+    // defaults were most of a session's memory. It grows when a large frame comes. The
+    // write buffer starts empty: the first reply allocates it.
     let mut reader = FramedRead::with_capacity(r, FrameCodec::new(max), FIRST_BUFFER);
-    let mut writer = FramedWrite::with_capacity(w, FrameCodec::new(max), FIRST_BUFFER);
+    let mut writer = FramedWrite::with_capacity(w, FrameCodec::new(max), 0);
     writer.set_backpressure_boundary(FLUSH_AT);
     let (outbox, out_rx) = Outbox::bounded(server.config.max_outbound_bytes, cancel.clone());
 
@@ -169,7 +198,7 @@ async fn read_loop(
     loop {
         let frame = tokio::select! {
             _ = cancel.cancelled() => return,
-            frame = reader.next() => frame,
+            frame = next_frame(&mut reader) => frame,
         };
         shrink_if_idle(reader.read_buffer_mut());
         let (xid, request) = match frame {

@@ -24,6 +24,11 @@ impl<T, W: Wire> Counted<T, W> {
         Counted { inner, wire: PhantomData }
     }
 
+    /// The socket half under the count.
+    pub fn get_ref(&self) -> &T {
+        &self.inner
+    }
+
     fn figures() -> &'static ListenerFigures {
         W::LISTENER.figures()
     }

@@ -5,6 +5,7 @@ use crate::tls::stream::Incoming;
 use crate::tls::ServerTls;
 use crate::watch::ConnId;
 use crate::Server;
+use futures_util::FutureExt;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -76,14 +77,14 @@ pub async fn accept_each<F, Fut>(
             }
         };
         let conn = server.next_conn.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(%peer, conn, protocol, "accepted");
         let open = server.connections.open(protocol, conn, peer);
         let incoming = Incoming::new(stream, tls.as_ref().map(|tls| tls.current()));
         let served = serve(incoming, peer, conn, cancel);
-        tasks.spawn(async move {
-            served.await;
-            drop((open, admitted));
-        });
+        // The task's future is most of what an idle connection costs (docs/benchmarks.md).
+        tracing::debug!(%peer, conn, protocol, future_bytes = std::mem::size_of_val(&served), "accepted");
+        // `map`, not `async move { served.await; .. }`: an async block keeps its captured
+        // future and the one it awaits in separate slots, doubling every connection's task.
+        tasks.spawn(served.map(move |()| drop((open, admitted))));
     })
     .await
 }

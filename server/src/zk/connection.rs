@@ -83,7 +83,7 @@ async fn serve_conn(
     let codec = |max| LengthDelimitedCodec::builder().max_frame_length(max).new_codec();
     let mut reader = FramedRead::with_capacity(r, codec(MAX_PACKET), crate::net::connection::FIRST_BUFFER);
     reader.read_buffer_mut().extend_from_slice(&head);
-    let mut writer = FramedWrite::with_capacity(w, codec(MAX_REPLY), crate::net::connection::FIRST_BUFFER);
+    let mut writer = FramedWrite::with_capacity(w, codec(MAX_REPLY), 0);
     writer.set_backpressure_boundary(crate::net::connection::FLUSH_AT);
     let (outbox, out_rx) = Outbox::bounded(server.config.max_outbound_bytes, cancel.clone());
     // Boxed, as Ward's handshake is: its state would otherwise stay in the task for good.
@@ -181,7 +181,7 @@ async fn read_loop(
     loop {
         let frame = tokio::select! {
             _ = cancel.cancelled() => return,
-            frame = reader.next() => frame,
+            frame = crate::net::connection::next_frame(&mut reader) => frame,
         };
         crate::net::connection::shrink_if_idle(reader.read_buffer_mut());
         let frame = match frame {

@@ -1,0 +1,94 @@
+//! `--idle-sessions N`: the server's memory per idle connected session on each protocol.
+//!
+//! Starts its own `ward-server` with the ZooKeeper listener on, then per protocol opens `N`
+//! sessions that send nothing after the handshake, reads the server's RSS before and after
+//! (VmRSS), closes them and waits until the server counts none. Ward's native sessions go
+//! first, then the ZooKeeper-protocol ones on the same server. The figure is RSS growth / N:
+//! it includes the kernel-independent part of each socket only (the socket buffers are the
+//! kernel's, not in RSS).
+
+use crate::procinfo::rss_bytes;
+use crate::server;
+use crate::sys::{Error, Result, System, Ward, ZooKeeper};
+use crate::workloads::close_all;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Connections being opened at once.
+const CONNECTING: usize = 64;
+
+/// Bound on the wait for the server to count its sessions as expected.
+const SETTLE: Duration = Duration::from_secs(120);
+
+/// Runs the measurement and prints one line per protocol.
+pub async fn run(tmp: &Path, n: usize) -> Result<()> {
+    let owned = server::start_with(&tmp.join("ward-data"), &["--zk-listen", "127.0.0.1:0"])?;
+    let zk_addr = owned.zk_addr.clone().ok_or_else(|| Error("ward-server printed no ZooKeeper address".into()))?;
+    let ward = Ward { addr: owned.addr.clone(), pid: Some(owned.pid) };
+    let zk = ZooKeeper { addr: zk_addr, pid: Some(owned.pid), lock_events: Arc::new(AtomicU64::new(0)) };
+    eprintln!("ward-bench: ward-server pid {} (native {}, zookeeper {})", owned.pid, ward.addr, zk.addr);
+    let ctl = ward.connect().await?;
+    let per_ward = per_session(&ward, &ward, &ctl, owned.pid, n).await?;
+    println!("native protocol:    {n} idle sessions, {per_ward:.0} bytes per session");
+    let per_zk = per_session(&zk, &ward, &ctl, owned.pid, n).await?;
+    println!("zookeeper protocol: {n} idle sessions, {per_zk:.0} bytes per session");
+    Ok(())
+}
+
+/// Opens `n` sessions on `sys`, returns the server's RSS growth per session; `ctl` is a
+/// native session that counts the server's sessions.
+async fn per_session<Y: System>(sys: &Y, ward: &Ward, ctl: &ward_client::Client, pid: u32, n: usize) -> Result<f64> {
+    let baseline = ward.live_sessions(ctl).await.unwrap_or(0);
+    // Warm up: the first sessions grow the allocator's arenas and the session table once.
+    let warm = open(sys, n / 10).await?;
+    close_all(warm).await;
+    settle(ward, ctl, baseline).await?;
+    let before = rss(pid)?;
+    let open = open(sys, n).await?;
+    settle(ward, ctl, baseline + n as u64).await?;
+    let after = rss(pid)?;
+    close_all(open).await;
+    settle(ward, ctl, baseline).await?;
+    Ok(after.saturating_sub(before) as f64 / n as f64)
+}
+
+async fn open<Y: System>(sys: &Y, n: usize) -> Result<Vec<Y::S>> {
+    let mut open = Vec::with_capacity(n);
+    let mut pending = FuturesUnordered::new();
+    let mut next = 0;
+    while open.len() < n {
+        while next < n && pending.len() < CONNECTING {
+            pending.push(sys.connect());
+            next += 1;
+        }
+        match pending.next().await {
+            Some(s) => open.push(s?),
+            None => break,
+        }
+    }
+    Ok(open)
+}
+
+/// Waits until the server counts `want` sessions (closing is asynchronous on both sides).
+async fn settle(ward: &Ward, ctl: &ward_client::Client, want: u64) -> Result<()> {
+    let start = Instant::now();
+    loop {
+        let live = ward.live_sessions(ctl).await;
+        if live == Some(want) {
+            // The RSS read right after: let the server's tasks finish their last polls.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            return Ok(());
+        }
+        if start.elapsed() > SETTLE {
+            return Err(Error(format!("server counts {live:?} sessions, expected {want}")));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn rss(pid: u32) -> Result<u64> {
+    rss_bytes(pid).ok_or_else(|| Error(format!("cannot read /proc/{pid}/status")))
+}
