@@ -283,6 +283,17 @@ async fn reads<Y: System>(sys: &Y, dir: &str, duration: Duration) -> Result<Figu
     let sessions = connect_many(sys, SESSIONS).await?;
     let path = Arc::new(format!("{dir}/data"));
     sessions[0].create(&path, &DATA, false).await?;
+    // On an ensemble a session may sit on a member that has not applied the create yet
+    // (members serve reads from their own state): wait until every session sees the node.
+    for s in &sessions {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while s.get_data(&path).await.is_err() {
+            if Instant::now() > deadline {
+                return Err(Error(format!("{path} not visible to every session within 10 s")));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
     let read = move |s: Y::S, _t: usize| {
         let p = path.clone();
         async move {
