@@ -3,8 +3,9 @@
 //! log keeps applying and acknowledging writes. In a file of its own, because the snapshot
 //! figures it watches are process-wide.
 //!
-//! The tree here is 200,000 znodes, so that the test suite stays quick on two cores;
-//! `ward-bench --only g1m` takes a snapshot of a million (docs/benchmarks.md).
+//! The tree here is a million znodes (about 30 s and 700 MB in a debug build);
+//! `ward-bench --snapshots` measures what such a snapshot costs the writers
+//! (docs/benchmarks.md).
 
 use std::time::{Duration, Instant};
 use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
@@ -15,7 +16,7 @@ use ward_server::metrics::snapshots;
 use ward_server::raft::{self as durable, RaftOptions};
 use ward_testkit::TempDir;
 
-const NODES: usize = 200_000;
+const NODES: usize = 1_000_000;
 /// Writes to see acknowledged within one snapshot's build, at least.
 const WRITES_DURING: usize = 20;
 const DEADLINE: Duration = Duration::from_secs(120);
