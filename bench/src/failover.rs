@@ -17,13 +17,12 @@
 //! until it serves again and has caught up.
 
 use crate::ensemble::LocalEnsemble;
+use crate::failover_writes::Writes;
 use crate::stats::{median, Figures};
 use crate::sys::{Error, Result, SESSION_TIMEOUT};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-use tokio::sync::watch;
 use ward_client::{Client, LockGuard};
 
 /// Writer tasks, one write outstanding each: several, so that a write is issued right after
@@ -52,19 +51,6 @@ struct Kill {
     back: Duration,
     /// Failed write attempts by error (each retried after [`RETRY_PAUSE`]).
     failed_writes: BTreeMap<String, u64>,
-}
-
-/// What the writer tasks share.
-struct Writes {
-    /// Set once the killed leader is reaped: a write issued after it can only be committed
-    /// by a new leader.
-    eligible_after: OnceLock<Instant>,
-    /// The earliest acknowledgement of an eligible write.
-    first_ack: watch::Sender<Option<Instant>>,
-    acked: AtomicU64,
-    /// Failures after the kill, by error.
-    failed: Mutex<BTreeMap<String, u64>>,
-    stop: AtomicBool,
 }
 
 /// Kills the leader `kills` times (restarting it each time) and reports the failover times:
@@ -162,13 +148,7 @@ async fn kill_leader(ens: &mut LocalEnsemble, dir: &str) -> Result<(Kill, Durati
 
     // (a) Writers on the survivors, each on its own node.
     let writer = connect(&on_survivors, SESSION_TIMEOUT).await?;
-    let writes = Arc::new(Writes {
-        eligible_after: OnceLock::new(),
-        first_ack: watch::channel(None).0,
-        acked: AtomicU64::new(0),
-        failed: Mutex::new(BTreeMap::new()),
-        stop: AtomicBool::new(false),
-    });
+    let writes = Writes::new();
     let mut tasks = Vec::with_capacity(WRITERS);
     for t in 0..WRITERS {
         let path = format!("{dir}/w{t}");
@@ -176,23 +156,16 @@ async fn kill_leader(ens: &mut LocalEnsemble, dir: &str) -> Result<(Kill, Durati
         tasks.push(tokio::spawn(write_loop(writer.clone(), path, writes.clone())));
     }
     tokio::time::sleep(WARM).await;
-    if writes.acked.load(Ordering::Relaxed) == 0 {
+    if writes.acked() == 0 {
         return Err(Error(format!("no write acknowledged in the {WARM:?} before the kill")));
     }
 
     let (killed_at, killed_wall) = (Instant::now(), SystemTime::now());
     ens.kill9(leader)?;
-    let _ = writes.eligible_after.set(Instant::now());
-    if let Ok(mut failed) = writes.failed.lock() {
-        failed.clear();
-    }
+    writes.leader_gone();
 
-    let mut first = writes.first_ack.subscribe();
-    let first_ack = match tokio::time::timeout(PATIENCE, first.wait_for(Option::is_some)).await {
-        Ok(Ok(ack)) => ack.ok_or_else(|| Error("no first ack".into()))?,
-        _ => return Err(Error(format!("no write acknowledged within {PATIENCE:?} of the kill"))),
-    };
-    writes.stop.store(true, Ordering::Relaxed);
+    let first_ack = writes.first_ack(PATIENCE).await?;
+    writes.stop();
     for t in tasks {
         tokio::time::timeout(PATIENCE, t)
             .await
@@ -234,7 +207,7 @@ async fn kill_leader(ens: &mut LocalEnsemble, dir: &str) -> Result<(Kill, Durati
         grant: granted_at - killed_at,
         lost,
         back: restarting.elapsed(),
-        failed_writes: writes.failed.lock().map(|f| f.clone()).unwrap_or_default(),
+        failed_writes: writes.failures(),
     };
     Ok((kill, session_timeout))
 }
@@ -242,27 +215,13 @@ async fn kill_leader(ens: &mut LocalEnsemble, dir: &str) -> Result<(Kill, Durati
 /// Overwrites `path` until told to stop, one write outstanding; failures (connection loss,
 /// a member out of contact) are counted and the write tried again.
 async fn write_loop(client: Client, path: String, w: Arc<Writes>) -> Result<()> {
-    while !w.stop.load(Ordering::Relaxed) {
+    while !w.stopped() {
         let issued = Instant::now();
         match client.set_data(&path, b"failover", None).await {
-            Ok(_) => {
-                let acked = Instant::now();
-                w.acked.fetch_add(1, Ordering::Relaxed);
-                if w.eligible_after.get().is_some_and(|e| issued >= *e) {
-                    w.first_ack.send_if_modified(|first| {
-                        let earlier = first.is_none_or(|f| acked < f);
-                        if earlier {
-                            *first = Some(acked);
-                        }
-                        earlier
-                    });
-                }
-            }
+            Ok(_) => w.acknowledged(issued),
             Err(e @ (ward_client::Error::SessionExpired | ward_client::Error::Closed)) => return Err(e.into()),
             Err(e) => {
-                if let Ok(mut failed) = w.failed.lock() {
-                    *failed.entry(e.to_string()).or_default() += 1;
-                }
+                w.failed(e.to_string());
                 tokio::time::sleep(RETRY_PAUSE).await;
             }
         }

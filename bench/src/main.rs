@@ -13,7 +13,8 @@
 //!   JSON, Markdown and SVG; `floors.rs`: loopback and fsync floors; `procinfo.rs`: PIDs and
 //!   memory of server processes; `server.rs`: the single `ward-server` this program starts.
 //! - `replicated.rs`: the `--ensemble` run; `ensemble.rs`: its member processes (ports,
-//!   kill -9, restart, leader); `failover.rs`: the leader kills and what they cost.
+//!   kill -9, restart, leader); `failover.rs`: the leader kills and what they cost;
+//!   `failover_writes.rs`: what its writer tasks share (with the rivals' in `rivals.rs`).
 //! - `tables.rs`: `--tables`, the session table in memory (no server); `snapshots.rs`:
 //!   `--snapshots`, what a snapshot of a large tree costs the writers (no server).
 //! - `scale.rs`: the scale workloads (a million znodes, a thousand lock waiters).
@@ -22,6 +23,7 @@ mod ensemble;
 #[cfg(feature = "etcd")]
 mod etcd;
 mod failover;
+mod failover_writes;
 mod floors;
 mod idle;
 mod procinfo;

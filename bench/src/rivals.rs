@@ -4,17 +4,15 @@
 //! the first write acknowledged through a survivor, counting only writes issued after the
 //! killed process was gone.
 
+use crate::failover_writes::Writes;
 use crate::procinfo;
 use crate::replicated::{run_workloads, Options};
 use crate::report::Results;
 use crate::stats::{median, Figures};
 use crate::sys::{Error, Result, Session, System, ZooKeeper};
-use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
 
 /// Writer sessions during a failover, one write outstanding each.
 const WRITERS: usize = 4;
@@ -112,14 +110,6 @@ pub async fn leader_kills<C: Cluster>(sys: &C, base: &str, kills: usize, revive:
     Ok(f)
 }
 
-/// What the writer tasks share.
-struct Writes {
-    eligible_after: OnceLock<Instant>,
-    first_ack: watch::Sender<Option<Instant>>,
-    failed: Mutex<BTreeMap<String, u64>>,
-    stop: AtomicBool,
-}
-
 async fn kill_leader<C: Cluster>(sys: &C, dir: &str) -> Result<(String, Duration)> {
     let leader = wait_leader(sys).await?;
     let survivors: Vec<String> = sys.members().into_iter().filter(|m| *m != leader).collect();
@@ -128,12 +118,7 @@ async fn kill_leader<C: Cluster>(sys: &C, dir: &str) -> Result<(String, Duration
     let on_survivors = sys.on(&survivors);
     let ctl = on_survivors.connect().await?;
     ctl.ensure(dir).await?;
-    let writes = Arc::new(Writes {
-        eligible_after: OnceLock::new(),
-        first_ack: watch::channel(None).0,
-        failed: Mutex::new(BTreeMap::new()),
-        stop: AtomicBool::new(false),
-    });
+    let writes = Writes::new();
     let mut tasks = Vec::new();
     for t in 0..WRITERS {
         let path = format!("{dir}/w{t}");
@@ -156,47 +141,28 @@ async fn kill_leader<C: Cluster>(sys: &C, dir: &str) -> Result<(String, Duration
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    let _ = writes.eligible_after.set(Instant::now());
-    let mut first = writes.first_ack.subscribe();
-    let acked = match tokio::time::timeout(PATIENCE, first.wait_for(Option::is_some)).await {
-        Ok(Ok(ack)) => ack.ok_or_else(|| Error("no first ack".into()))?,
-        _ => return Err(Error(format!("no write acknowledged within {PATIENCE:?} of the kill"))),
-    };
-    writes.stop.store(true, Ordering::Relaxed);
+    writes.leader_gone();
+    let acked = writes.first_ack(PATIENCE).await?;
+    writes.stop();
     for t in tasks {
         if let Ok(Ok(session)) = tokio::time::timeout(PATIENCE, t).await {
             session.close().await;
         }
     }
     ctl.close().await;
-    if let Ok(failed) = writes.failed.lock() {
-        eprintln!("  failed writes during the failover: {failed:?}");
-    }
+    eprintln!("  failed writes during the failover: {:?}", writes.failures());
     Ok((leader, acked - killed_at))
 }
 
 /// Overwrites `path` until told to stop; failures are counted and the write tried again.
 async fn write_loop<S: Session>(s: S, path: String, w: Arc<Writes>) -> S {
-    while !w.stop.load(Ordering::Relaxed) {
+    while !w.stopped() {
         let issued = Instant::now();
         match s.set_data(&path, b"failover").await {
-            Ok(()) => {
-                let acked = Instant::now();
-                if w.eligible_after.get().is_some_and(|e| issued >= *e) {
-                    w.first_ack.send_if_modified(|first| {
-                        let earlier = first.is_none_or(|f| acked < f);
-                        if earlier {
-                            *first = Some(acked);
-                        }
-                        earlier
-                    });
-                }
-            }
+            Ok(()) => w.acknowledged(issued),
             Err(e) => {
-                if w.eligible_after.get().is_some() {
-                    if let Ok(mut failed) = w.failed.lock() {
-                        *failed.entry(e.0.chars().take(80).collect()).or_default() += 1;
-                    }
+                if w.is_after_kill() {
+                    w.failed(e.0.chars().take(80).collect());
                 }
                 tokio::time::sleep(RETRY_PAUSE).await;
             }
