@@ -11,7 +11,7 @@ use crate::rng::{seed, Rng};
 use crate::server::ServerProcess;
 use crate::wait::DEADLINE;
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use ward_client::{Client, MemberRole};
@@ -24,13 +24,6 @@ pub struct Ensemble {
     peer_addrs: BTreeMap<u64, SocketAddr>,
     /// The flags every member was started with beyond the ensemble's own.
     flags: Vec<String>,
-}
-
-/// A free port on 127.0.0.1 now. Another process could take it before the member binds it;
-/// on a test machine that is rare, and the member's start then fails loudly.
-fn free_port() -> Result<SocketAddr, HarnessError> {
-    let failed = |e| HarnessError::io("probe for a free port on 127.0.0.1", e);
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(failed)
 }
 
 /// How [`Ensemble::launch`] starts an ensemble.
@@ -81,7 +74,7 @@ impl Ensemble {
         let n = options.members;
         let mut peer_addrs = BTreeMap::new();
         for id in 1..=n {
-            peer_addrs.insert(id, free_port()?);
+            peer_addrs.insert(id, crate::port::stable()?);
         }
         let list = peer_addrs.iter().map(|(id, a)| format!("{id}={a}")).collect::<Vec<_>>().join(",");
         let mut links = BTreeMap::new();

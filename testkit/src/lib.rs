@@ -18,6 +18,7 @@
 //! - [`error`]: [`HarnessError`], what the fallible forms return.
 //! - [`http`]: a plain HTTP GET for the admin listener.
 //! - [`locate`]: where the test's build lives, and the `ward-server` binary in it.
+//! - [`port`]: ports a server keeps over its restarts, outside the kernel's ephemeral range.
 //! - [`proxy`]: [`Proxy`], a TCP proxy between clients and a server that cuts, blocks,
 //!   mutes and partitions its links.
 //! - [`wait`]: bounded waiting ([`within`], [`wait_for`], [`wait_until`], [`bounded`]) and
@@ -40,6 +41,7 @@ pub mod ensemble;
 pub mod error;
 pub mod http;
 pub mod locate;
+pub mod port;
 pub mod proxy;
 pub mod rng;
 pub mod run;

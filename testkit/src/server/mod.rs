@@ -22,6 +22,17 @@ use std::time::{Duration, Instant};
 /// Tries at binding the previous ports again after a restart.
 const BIND_TRIES: u32 = 40;
 
+/// Tries at a first start, each on newly chosen ports.
+const FIRST_BIND_TRIES: u32 = 3;
+
+/// `addr` itself unless its port is 0 (the harness's to choose): then a stable one.
+fn stable_if_any(addr: SocketAddr) -> Result<SocketAddr, String> {
+    match addr.port() {
+        0 => crate::port::stable().map_err(|e| e.to_string()),
+        _ => Ok(addr),
+    }
+}
+
 /// One `ward-server`. [`restart`](Self::restart) starts it again on the same ports and data
 /// directory, so clients given its address reconnect by themselves.
 pub struct ServerProcess {
@@ -61,6 +72,25 @@ impl ServerProcess {
     }
 
     fn launch(options: ServerBuilder) -> Result<ServerProcess, String> {
+        let mut attempt = 1;
+        loop {
+            match ServerProcess::launch_once(options.clone()) {
+                // Another process bound a chosen port between its probe and the server's bind.
+                Err(why) if why.contains("Address already in use") && attempt < FIRST_BIND_TRIES => attempt += 1,
+                outcome => return outcome,
+            }
+        }
+    }
+
+    /// Starts the first incarnation, on ports it will keep ([`crate::port::stable`]) where
+    /// the test left the choice to the harness.
+    fn launch_once(mut options: ServerBuilder) -> Result<ServerProcess, String> {
+        if !options.bare {
+            options.listen = stable_if_any(options.listen)?;
+            options.zk_listen = options.zk_listen.map(stable_if_any).transpose()?;
+            options.zk_tls_listen = options.zk_tls_listen.map(stable_if_any).transpose()?;
+            options.admin_listen = options.admin_listen.map(stable_if_any).transpose()?;
+        }
         let (addr, zk_addr, admin_addr) = (options.listen, options.zk_listen, options.admin_listen);
         let log = match &options.log_file {
             Some(path) => LogTail::to_file(path).map_err(|e| format!("{}: {e}", path.display()))?,
