@@ -108,6 +108,36 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Reading back reads a segment in chunks, only as far as its records go: records past the
+/// first chunk, and one that straddles two chunks, come back whole from a segment that is
+/// mostly its zero-filled tail.
+#[test]
+fn entries_past_the_first_megabyte_of_a_large_segment_are_read_back() {
+    use openraft::storage::{RaftLogReader, RaftLogStorage};
+    let dir = TempDir::new("readback-large");
+    let log_dir = dir.path().join("log");
+    const SEGMENT: u64 = 8 << 20;
+    {
+        let (mut wal, _) = Wal::open(&log_dir, SEGMENT).expect("open");
+        // 400 records of 100 entries each: about 1.6 MB of records in an 8 MiB segment.
+        for r in 0..400u64 {
+            let batch: Vec<_> = (1..=100).map(|i| entry(r * 100 + i, (r % 251) as u8)).collect();
+            wal.append(&RecordRef::Entries(&batch)).expect("append");
+        }
+    }
+    assert_eq!(segments(&log_dir).len(), 1, "the test needs one large segment");
+    let rt = runtime();
+    let mut store = LogStore::open(dir.path(), SEGMENT).expect("open store");
+    store.evictor().applied(40_000);
+    let mut reader = rt.block_on(store.get_log_reader());
+    let all = rt.block_on(reader.try_get_log_entries(1..=40_000)).expect("read back");
+    let logged: Vec<_> =
+        (0..400u64).flat_map(|r| (1..=100).map(move |i| entry(r * 100 + i, (r % 251) as u8))).collect();
+    assert!(all == logged, "entries read back from a large segment differ from those logged");
+    let tail = rt.block_on(reader.try_get_log_entries(39_950..=40_000)).expect("read the last entries back");
+    assert!(tail == logged[39_949..].to_vec(), "the last entries read back differ");
+}
+
 /// Applied entries leave the store's memory; reading them afterwards goes to the segment
 /// files, across segment boundaries and past a truncation, and gives what was logged.
 #[test]

@@ -148,10 +148,18 @@ async fn session(addrs: &str, session_timeout: Duration) -> Client {
 /// peer port: the testkit probes free ports and releases them before the members bind them,
 /// and on a busy machine another socket can take one in between. That is a race of the
 /// harness, not a fault of the server; any other failure to start fails the test.
+/// `--heartbeat-ms` and `--election-timeout-ms` well below their defaults: leases, grace
+/// and elections all scale with them (docs/operations.md "Timing").
+const SHORT_TIMEOUTS: &[&str] = &["--heartbeat-ms", "100", "--election-timeout-ms", "300"];
+
 async fn start_ensemble() -> Ensemble {
+    start_ensemble_with(&[]).await
+}
+
+async fn start_ensemble_with(flags: &'static [&'static str]) -> Ensemble {
     const TRIES: u32 = 3;
     for attempt in 1..=TRIES {
-        let failure = match tokio::spawn(Ensemble::start(3, &[])).await {
+        let failure = match tokio::spawn(Ensemble::start(3, flags)).await {
             Ok(ensemble) => return ensemble,
             Err(e) => e.into_panic(),
         };
@@ -233,8 +241,8 @@ async fn assert_writes_kept(ensemble: &Ensemble, outcomes: &[Outcomes]) {
 
 /// The G14 failover run: 8 writers; `pick(ids, leader)` picks the member to kill -9 while they
 /// write; writes must resume through the survivors, then the victim is restarted.
-async fn kill_one_while_writing(pick: impl Fn(&[u64], u64) -> u64) {
-    let mut ensemble = start_ensemble().await;
+async fn kill_one_while_writing(pick: impl Fn(&[u64], u64) -> u64, flags: &'static [&'static str]) {
+    let mut ensemble = start_ensemble_with(flags).await;
     let setup = session(&ensemble.connect_string(), SESSION).await;
     setup.create("/w", b"", CreateMode::Persistent).await.expect("create /w");
     let leader = ensemble.leader(&[]).await;
@@ -266,14 +274,21 @@ async fn kill_one_while_writing(pick: impl Fn(&[u64], u64) -> u64) {
 // twice, and zxids seen by each writer keep growing across the two leaders.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_kill_with_eight_writers_keeps_every_acknowledged_write() {
-    bounded(kill_one_while_writing(|_, leader| leader)).await
+    bounded(kill_one_while_writing(|_, leader| leader, &[])).await
+}
+
+// G14, G16: with heartbeats and election timeouts well below their defaults (a faster
+// failover), a leader kill still loses no acknowledged write and applies none twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_kill_under_short_timeouts_keeps_every_acknowledged_write() {
+    bounded(kill_one_while_writing(|_, leader| leader, SHORT_TIMEOUTS)).await
 }
 
 // G14: kill -9 of a follower while 8 writers run (some of them through it) loses no
 // acknowledged write and applies none twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn follower_kill_with_eight_writers_keeps_every_acknowledged_write() {
-    bounded(kill_one_while_writing(follower)).await
+    bounded(kill_one_while_writing(follower, &[])).await
 }
 
 /// Writes acknowledged before the kills, and again after the restart.
@@ -469,27 +484,35 @@ async fn outlast_timeout(fault_at: Instant, timeout: Duration) {
 // fresh timeout, and no ephemeral is lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hundred_sessions_survive_a_leader_kill() {
-    bounded(async {
-        let timeout = Duration::from_secs(10);
-        let mut ensemble = start_ensemble().await;
-        let clients = open_sessions(&ensemble, timeout).await;
-        let leader = ensemble.leader(&[]).await;
-        let (moved, _watchers) = count_disconnects(&clients);
-        ensemble.member(leader).kill9_now();
-        let killed_at = Instant::now();
-        let new_leader = ensemble.leader(&others(&ensemble, leader)).await;
-        let elected = killed_at.elapsed();
-        let answering = all_answering(&clients).await;
-        println!(
-            "killed leader {leader}: member {new_leader} leads after {elected:?}; all {SESSIONS} sessions answered {answering:?} after that, {} of them after losing their connection",
-            moved.load(Ordering::Relaxed)
-        );
-        assert_sessions_alive(&ensemble, &clients).await;
-        outlast_timeout(killed_at, timeout).await;
-        all_answering(&clients).await;
-        assert_sessions_alive(&ensemble, &clients).await;
-    })
-    .await
+    bounded(sessions_survive_a_leader_kill(&[])).await
+}
+
+// G15, G16: the same under short heartbeats and election timeouts, where the new leader's
+// grace (openraft's lease) is shorter too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hundred_sessions_survive_a_leader_kill_under_short_timeouts() {
+    bounded(sessions_survive_a_leader_kill(SHORT_TIMEOUTS)).await
+}
+
+async fn sessions_survive_a_leader_kill(flags: &'static [&'static str]) {
+    let timeout = Duration::from_secs(10);
+    let mut ensemble = start_ensemble_with(flags).await;
+    let clients = open_sessions(&ensemble, timeout).await;
+    let leader = ensemble.leader(&[]).await;
+    let (moved, _watchers) = count_disconnects(&clients);
+    ensemble.member(leader).kill9_now();
+    let killed_at = Instant::now();
+    let new_leader = ensemble.leader(&others(&ensemble, leader)).await;
+    let elected = killed_at.elapsed();
+    let answering = all_answering(&clients).await;
+    println!(
+        "killed leader {leader}: member {new_leader} leads after {elected:?}; all {SESSIONS} sessions answered {answering:?} after that, {} of them after losing their connection",
+        moved.load(Ordering::Relaxed)
+    );
+    assert_sessions_alive(&ensemble, &clients).await;
+    outlast_timeout(killed_at, timeout).await;
+    all_answering(&clients).await;
+    assert_sessions_alive(&ensemble, &clients).await;
 }
 
 /// The G15 pause run: 100 sessions of `timeout`; `pick(leader)` is SIGSTOPped for 3/4 of

@@ -29,15 +29,17 @@ use ward_proto::SessionId;
 /// Rounds run at least this often (a fraction of the shortest session timeout), and at once
 /// when a ping waits.
 pub const ROUND_EVERY: Duration = Duration::from_millis(300);
+/// After a round that was not acknowledged while a ping or a resuming client waits for one:
+/// the next try. Rounds fail while a leader is being elected or getting ready, and the
+/// clients waiting on them should hear as soon as the new leader can answer, not a whole
+/// [`ROUND_EVERY`] later (that was most of what a failover cost a client once the new
+/// leader was ready).
+const RETRY_WAITED: Duration = Duration::from_millis(20);
 /// With no round acknowledged for this long a member gives its clients up. Longer than an
 /// ordinary election (up to 2 s, plus the new leader getting ready), so that a leader change
 /// does not cost every follower's client its connection; clients whose pings go unconfirmed
 /// move on by themselves anyway (at 4/5 of their timeout, or 2/3 for ZooKeeper's clients).
 pub const OUT_OF_CONTACT: Duration = Duration::from_secs(5);
-/// A leader whose quorum last answered longer ago than this acknowledges nothing: well under
-/// the shortest election timeout, so no other leader can have been elected meanwhile
-/// without this one's acknowledgements being covered by the new leader's grace.
-const LEASE: Duration = Duration::from_millis(500);
 
 /// Shared between the round task, pings and handshakes.
 pub struct Contact {
@@ -89,12 +91,13 @@ pub async fn run(contact: Arc<Contact>, raft: Raft, local: Arc<Local>, peers: Ar
     // Touches of a round that did not reach the leader go with the next one.
     let mut carried: Vec<SessionId> = Vec::new();
     let mut first = true;
+    let mut pause = ROUND_EVERY;
     loop {
         if !std::mem::take(&mut first) {
             tokio::select! {
                 _ = cancel.cancelled() => return,
                 _ = contact.wanted.notified() => {}
-                _ = tokio::time::sleep(ROUND_EVERY) => {}
+                _ = tokio::time::sleep(pause) => {}
             }
         }
         let round = contact.rounds.start();
@@ -115,6 +118,8 @@ pub async fn run(contact: Arc<Contact>, raft: Raft, local: Arc<Local>, peers: Ar
             }
             Leader::Unknown => false,
         };
+        // Each waiting `confirm` holds a receiver of `acked` until its round is acknowledged.
+        pause = if !acknowledged && contact.acked.receiver_count() > 0 { RETRY_WAITED } else { ROUND_EVERY };
         if acknowledged {
             last_ack = Instant::now();
             contact.rounds.ack(round);
@@ -157,11 +162,14 @@ fn leader_of(raft: &Raft) -> Leader {
     }
 }
 
-/// Whether this leader heard from a quorum within the last 500 ms (its lease for touches).
+/// Whether this leader heard from a quorum within its lease for touches
+/// ([`super::timing::touch_lease`]): no other leader can have been elected meanwhile without
+/// this one's acknowledgements being covered by the new leader's grace.
 pub fn lease_fresh(raft: &Raft) -> bool {
     let m = raft.metrics().borrow().clone();
     if m.membership_config.membership().voter_ids().eq([m.id]) {
         return true;
     }
-    m.millis_since_quorum_ack.is_some_and(|ms| Duration::from_millis(ms) < LEASE)
+    let lease = super::timing::touch_lease(raft.config());
+    m.millis_since_quorum_ack.is_some_and(|ms| Duration::from_millis(ms) < lease)
 }

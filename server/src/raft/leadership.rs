@@ -45,7 +45,8 @@ pub async fn run_duties(raft: Raft, local: Arc<Local>, grace: Duration, cancel: 
                     tracing::debug!(%error, "not ready to lead yet");
                     tokio::select! {
                         _ = cancel.cancelled() => return,
-                        _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                        // Soon: writes and resuming clients wait for this leader to be ready.
+                        _ = tokio::time::sleep(Duration::from_millis(20)) => {}
                     }
                     continue;
                 }

@@ -53,12 +53,14 @@ pub mod segment;
 pub mod service;
 pub mod snapshot_trigger;
 pub mod state_machine;
+pub mod timing;
 pub mod types;
 pub mod wal;
 pub mod writer;
 
 pub use error::{FileError, OpenError};
 pub use proposer::BatchLimits;
+pub use timing::Timing;
 pub use wal::OnLoss;
 
 use crate::command::Command;
@@ -78,6 +80,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+use timing::millis;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -125,6 +128,8 @@ pub struct RaftOptions {
     pub replay_timeout: Duration,
     /// What to do when files of the log are found missing or cut (docs/storage.md).
     pub on_loss: OnLoss,
+    /// Heartbeats and election timeouts of an ensemble ([`Timing`]).
+    pub timing: Timing,
     /// Acknowledge appends before writing them: a promise broken on purpose
     /// ([`crate::unsafe_break::Break::AckBeforeFsync`]); never set otherwise.
     pub ack_before_fsync: bool,
@@ -141,6 +146,7 @@ impl Default for RaftOptions {
             replay_timeout: Duration::from_secs(600),
             on_loss: OnLoss::Refuse,
             ack_before_fsync: false,
+            timing: Timing::default(),
         }
     }
 }
@@ -320,13 +326,14 @@ pub async fn open_member(
             cluster_name: name.into(),
             // openraft times an append out after one heartbeat interval: it must cover a
             // follower's fsync on a loaded machine.
-            heartbeat_interval: 250,
+            heartbeat_interval: millis(options.timing.heartbeat),
             // A follower that has heard from its leader calls an election only once
             // openraft's leader lease (`election_timeout_max`) and then a random timeout
-            // between these have passed in silence: 1.5–2 s (plus up to one tick, 375 ms),
-            // six heartbeats at least. This is most of what a leader kill costs.
-            election_timeout_min: 500,
-            election_timeout_max: 1000,
+            // between these have passed in silence: by default 1.5–2 s (plus up to one tick,
+            // 1.5 heartbeats), six heartbeats at least. This is most of what a leader kill
+            // costs.
+            election_timeout_min: millis(options.timing.election),
+            election_timeout_max: 2 * millis(options.timing.election),
             install_snapshot_timeout: 10_000,
             snapshot_max_chunk_size: 1 << 20,
             // Each entry is a batch of up to ~1 MiB.
@@ -349,9 +356,7 @@ pub async fn open_member(
     .validate()?;
     let replicated = ensemble.is_some();
     let grace = match &ensemble {
-        // A deposed leader may have acknowledged a client's heartbeat until its lease ran
-        // out, which is one maximal election timeout (openraft's lease).
-        Some(_) => Duration::from_millis(config.election_timeout_max),
+        Some(_) => timing::grace(&config),
         None => Duration::ZERO,
     };
     let routes = ensemble.as_ref().map(|e| e.routes.clone()).unwrap_or_default();
@@ -392,7 +397,15 @@ pub async fn open_member(
             let peer_tls = identity.tls.is_some();
             tasks.spawn(crate::peer::listener::serve(e.peer_listener, identity, member, cancel.clone(), tasks.clone()));
             let members: Vec<String> = e.members.iter().map(|(id, addr)| format!("{id}={addr}")).collect();
-            tracing::info!(id, members = %members.join(","), peer_tls, zxid = core.read(|s| s.last_zxid()), "ensemble member open");
+            tracing::info!(
+                id,
+                members = %members.join(","),
+                peer_tls,
+                zxid = core.read(|s| s.last_zxid()),
+                heartbeat_ms = millis(options.timing.heartbeat),
+                election_timeout_ms = millis(options.timing.election),
+                "ensemble member open"
+            );
         }
     }
     core.read(|state| local.restart_deadlines(state));

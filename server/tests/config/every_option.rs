@@ -28,6 +28,8 @@ id = 1
 peer-listen = "127.0.0.1:0"
 ensemble-name = "configured"
 peer-route = "1=127.0.0.1:7191"
+heartbeat-ms = 40
+election-timeout-ms = 120
 log-format = "json"
 metrics-max-locks = 1
 max-outbound-bytes = 3000000
@@ -62,6 +64,8 @@ const ENV: &[(&str, &str)] = &[
     ("WARD_PEER_LISTEN", "127.0.0.1:0"),
     ("WARD_ENSEMBLE_NAME", "configured"),
     ("WARD_PEER_ROUTE", "1=127.0.0.1:7191"),
+    ("WARD_HEARTBEAT_MS", "40"),
+    ("WARD_ELECTION_TIMEOUT_MS", "120"),
     ("WARD_LOG_FORMAT", "json"),
     ("WARD_METRICS_MAX_LOCKS", "1"),
     ("WARD_MAX_OUTBOUND_BYTES", "3000000"),
@@ -218,6 +222,11 @@ async fn check_every_option(server: &ServerProcess) {
     ];
     for field in fields {
         assert!(log.lines().any(|l| l.contains("\"serving\"") && l.contains(field)), "no {field} in:\n{log}");
+    }
+    // heartbeat-ms and election-timeout-ms: the member says it runs with them.
+    for field in ["\"heartbeat_ms\":40", "\"election_timeout_ms\":120"] {
+        let open = |l: &&str| l.contains("ensemble member open") && l.contains(field);
+        assert!(log.lines().any(|l| open(&l)), "no {field} in:\n{log}");
     }
 }
 

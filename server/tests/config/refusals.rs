@@ -63,6 +63,9 @@ fn options_that_do_not_go_together_are_refused() {
     let out = run_to_exit(dir.path(), &args, &[]);
     assert_refused(&out, 2, "--super-digest: the super digest must be USER:HASH");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("hunter2"), "the value is not repeated");
+    let args: Vec<&str> = ["--heartbeat-ms", "100", "--election-timeout-ms", "150"].into_iter().chain(QUIET).collect();
+    let out = run_to_exit(dir.path(), &args, &[]);
+    assert_refused(&out, 2, "--election-timeout-ms must be at least twice --heartbeat-ms");
     let out = run_to_exit(dir.path(), &["--listen", "no-such-host.invalid:7181", "--in-memory"], &[]);
     assert_refused(&out, 2, "--listen no-such-host.invalid:7181: cannot resolve the host name");
 }

@@ -136,6 +136,8 @@ fn passed_on(args: &Args) -> Vec<String> {
         ("container-check-interval-ms", s.container_check_interval_ms.map(|n| n.to_string())),
         ("container-max-never-used-ms", s.container_max_never_used_ms.map(|n| n.to_string())),
         ("ensemble-name", s.ensemble_name.clone()),
+        ("heartbeat-ms", s.heartbeat_ms.map(|n| n.to_string())),
+        ("election-timeout-ms", s.election_timeout_ms.map(|n| n.to_string())),
         ("log-format", s.log_format.map(|f| f.to_string())),
         ("metrics-max-locks", s.metrics_max_locks.map(|n| n.to_string())),
         ("max-outbound-bytes", s.max_outbound_bytes.map(|n| n.to_string())),

@@ -158,6 +158,15 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
     if s.accept_data_loss == Some(true) {
         raft.on_loss = OnLoss::Accept;
     }
+    if let Some(n) = s.heartbeat_ms {
+        raft.timing.heartbeat = Duration::from_millis(n.0);
+    }
+    if let Some(n) = s.election_timeout_ms {
+        raft.timing.election = Duration::from_millis(n.0);
+    }
+    if raft.timing.election < 2 * raft.timing.heartbeat {
+        return combination("--election-timeout-ms must be at least twice --heartbeat-ms: a member would call elections while its leader is well");
+    }
     let ensemble = ensemble(s, data_dir.is_some())?;
     let dev_ensemble = s.dev_ensemble.map(|n| n.0 as u16);
     if dev_ensemble.is_some() && ensemble.is_some() {

@@ -131,6 +131,16 @@ pub struct Settings {
     /// per-link proxy)
     #[arg(long, value_name = "ID=ADDR,...", help_heading = "Ensemble")]
     pub peer_route: Option<Members>,
+    /// How often the leader sends each member a heartbeat; also how long it waits for a
+    /// member to answer an append (which includes the member's fsync) [default: 250]
+    #[arg(long, value_name = "N", help_heading = "Ensemble")]
+    pub heartbeat_ms: Option<Bounded<10, 60_000>>,
+    /// A member that hears nothing from its leader for this long (up to twice it, at random)
+    /// after the leader's lease (twice it) calls an election; at least twice --heartbeat-ms.
+    /// Shorter means faster failover and more needless elections on a loaded machine
+    /// [default: 500]
+    #[arg(long, value_name = "N", help_heading = "Ensemble")]
+    pub election_timeout_ms: Option<Bounded<20, 600_000>>,
     /// Run a local ensemble of N (1 to 9) members as child processes, on consecutive ports
     /// from --listen's; data and logs in --data-dir
     #[arg(long, value_name = "N", help_heading = "Ensemble")]
@@ -211,6 +221,8 @@ impl Settings {
             join: self.join.or(lower.join),
             ensemble_name: self.ensemble_name.or(lower.ensemble_name),
             peer_route: self.peer_route.or(lower.peer_route),
+            heartbeat_ms: self.heartbeat_ms.or(lower.heartbeat_ms),
+            election_timeout_ms: self.election_timeout_ms.or(lower.election_timeout_ms),
             dev_ensemble: self.dev_ensemble.or(lower.dev_ensemble),
             max_outbound_bytes: self.max_outbound_bytes.or(lower.max_outbound_bytes),
             max_in_flight_per_connection: self.max_in_flight_per_connection.or(lower.max_in_flight_per_connection),
@@ -270,6 +282,7 @@ mod tests {
                 | "max-connections-per-ip"
                 | "max-in-flight-per-connection" => toml::Value::Integer(1),
                 "max-outbound-bytes" => toml::Value::Integer(1 << 20),
+                "heartbeat-ms" | "election-timeout-ms" => toml::Value::Integer(100),
                 "ensemble" | "peer-route" => toml::Value::String("1=a:1".into()),
                 "log-format" => toml::Value::String("json".into()),
                 "tls-client-auth" => toml::Value::String("optional".into()),
@@ -281,7 +294,7 @@ mod tests {
             let parsed = parsed.unwrap_or_else(|e| panic!("key {key}: {e}"));
             assert_ne!(parsed, Settings::default(), "key {key} set nothing");
         }
-        assert_eq!(keys().len(), 36, "a new option: add it to docs/operations.md and here");
+        assert_eq!(keys().len(), 38, "a new option: add it to docs/operations.md and here");
     }
 
     #[test]
