@@ -388,6 +388,9 @@ async fn contended_both<Y: System>(sys: &Y, ctl: &Y::S, dir: &str, n: usize, d: 
     Ok(f)
 }
 
+/// Listings of a contended lock's queue timed while every contender waits.
+const LISTINGS: usize = 200;
+
 /// e. `n` sessions contend for one lock; each releases as soon as it holds and queues again.
 /// With `pipelined`, the release is not awaited and the handoff runs from the release call.
 ///
@@ -470,6 +473,14 @@ async fn contended<Y: System>(
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let queued = if measure_waiters { memory(sys) } else { (None, None) };
+    // The floor of a recipe's handoff that lists the queue (ZooKeeper's): one listing of all
+    // n + 1 contenders, each waiter's first step after its predecessor goes.
+    let mut listing = Samples::with_capacity(LISTINGS);
+    for _ in 0..LISTINGS {
+        let asked = Instant::now();
+        ctl.children(&lock).await?;
+        listing.push(asked.elapsed());
+    }
     let before = sys.counters(ctl).await?;
     let start = Instant::now();
     gate.unlock(gate_guard).await?;
@@ -504,6 +515,7 @@ async fn contended<Y: System>(
     let mut f = Figures::default();
     f.rate("acquisitions/s", in_window, end - start);
     f.latency("handoff", &mut handoff);
+    f.latency("listing the queue", &mut listing);
     if let (Some(a), Some(b)) = (after.lock_notifications, before.lock_notifications) {
         f.add("notifications/release", (a - b) as f64 / handoffs.max(1) as f64);
     }
