@@ -51,6 +51,7 @@ pub mod rounds;
 pub mod route;
 pub mod segment;
 pub mod service;
+pub mod snapshot_file;
 pub mod snapshot_trigger;
 pub mod state_machine;
 pub mod types;

@@ -4,12 +4,15 @@
 //! The tree itself is not persisted on every apply; a snapshot is. Startup is the newest
 //! snapshot plus a replay of the log after it. A snapshot is `postcard((meta, state))` in a
 //! checksummed file (see [`super::fsutil`]), written to a temporary file, fsynced, renamed
-//! and the directory fsynced — openraft purges the log behind it only after that.
+//! and the directory fsynced — openraft purges the log behind it only after that. That file
+//! is what a leader sends a follower, and what the follower installs once it has checked it
+//! ([`super::snapshot_file`]): neither holds a snapshot's bytes in memory whole.
 
 use super::error::FileError;
 use super::error::OpenError;
-use super::fsutil::{read_versioned, remove_stale_tmp, write_checked, write_streamed};
+use super::fsutil::{parent, remove_stale_tmp, sync_dir, write_streamed, CheckedReader};
 use super::log_store::Evictor;
+use super::snapshot_file::{self, SnapshotFile, Temp};
 use super::snapshot_trigger::SnapshotTrigger;
 use super::types::{Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 use crate::command::Applied;
@@ -17,8 +20,10 @@ use crate::core::Core;
 use crate::state::StateMachine;
 use openraft::storage::RaftStateMachine;
 use openraft::{AnyError, EntryPayload, RaftSnapshotBuilder, StorageIOError};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use std::io::Cursor;
+use std::fs::File;
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -48,9 +53,12 @@ fn missing_maps(version: u8) -> usize {
     }
 }
 
+/// The kind of file a snapshot is: its magic is this and the version's digit.
+const KIND: &[u8; 7] = b"WARDSNP";
+
 /// The file header of snapshot version `version`: `WARDSNP` and the version's digit.
 fn magic(version: u8) -> [u8; 8] {
-    super::fsutil::magic(b"WARDSNP", version)
+    super::fsutil::magic(KIND, version)
 }
 
 /// The snapshot's content, as built (borrowing a copy of the state)...
@@ -67,18 +75,29 @@ struct Body {
     state: StateMachine,
 }
 
-/// Decodes a snapshot file's payload of any version up to the current one. An older body
-/// is the current one without the maps later versions appended, and an empty map is one
-/// zero byte in postcard: so it decodes as the current version once those bytes are added.
-fn decode(version: u8, bytes: &[u8]) -> Result<Body, postcard::Error> {
-    let missing = missing_maps(version);
-    if missing == 0 {
-        return postcard::from_bytes::<Body>(bytes);
-    }
-    let mut padded = Vec::with_capacity(bytes.len() + missing);
-    padded.extend_from_slice(bytes);
-    padded.resize(bytes.len() + missing, 0);
-    postcard::from_bytes::<Body>(&padded)
+/// Decodes a `T` from the start of a snapshot file's `payload`, which lacks `missing` zero
+/// bytes at its end. An older body is the current one without the maps later versions
+/// appended, and an empty map is one zero byte in postcard: so it decodes as the current
+/// version once those bytes are added. No string in a payload is longer than `longest`.
+fn decode_from<T: DeserializeOwned>(payload: impl Read, missing: usize, longest: u64) -> Result<T, postcard::Error> {
+    let padded = payload.chain(std::io::repeat(0).take(missing as u64));
+    // postcard reads each string into this before copying it out, always at its start: only
+    // as much of it is touched as the longest string needs (a path, an ACL's id; none is
+    // longer than a client's request frame), the rest is never backed by memory.
+    let longest = longest.min(ward_proto::MAX_REPLY_FRAME as u64) as usize;
+    let mut scratch = vec![0; longest];
+    postcard::from_io::<T, _>((padded, &mut scratch)).map(|(decoded, _)| decoded)
+}
+
+/// Decodes a `T` from the start of the snapshot file `reader` reads (a whole [`Body`], or
+/// its first field, the meta), then checks the whole payload ([`CheckedReader::finish`]):
+/// damage is reported as such, not as whatever the decoder made of it. Gives the file back.
+fn read_checked<T: DeserializeOwned>(mut reader: CheckedReader) -> Result<(T, File), OpenError> {
+    let (missing, len, path) = (missing_maps(reader.version()), reader.len(), reader.path().to_path_buf());
+    let decoded = decode_from(BufReader::with_capacity(1 << 20, &mut reader), missing, len);
+    let file = reader.finish()?;
+    let decoded = decoded.map_err(|source| OpenError::Decode { what: path.display().to_string(), source })?;
+    Ok((decoded, file))
 }
 
 pub struct StateMachineStore {
@@ -94,6 +113,8 @@ pub struct StateMachineStore {
     trigger: Option<Arc<SnapshotTrigger>>,
     /// The size of the snapshot loaded at opening (0 if none).
     loaded_bytes: u64,
+    /// Snapshots begun to be received from a leader, to name their files.
+    received: u64,
 }
 
 impl StateMachineStore {
@@ -101,6 +122,7 @@ impl StateMachineStore {
     pub fn open(dir: &Path, core: Arc<Core>) -> Result<StateMachineStore, OpenError> {
         let snapshot_path = dir.join("snapshot");
         remove_stale_tmp(&snapshot_path)?;
+        snapshot_file::remove_stale(&snapshot_path)?;
         let mut sm = StateMachineStore {
             core,
             last_applied: None,
@@ -110,11 +132,11 @@ impl StateMachineStore {
             evictor: None,
             trigger: None,
             loaded_bytes: 0,
+            received: 0,
         };
-        if let Some((version, bytes)) = read_snapshot_file(&sm.snapshot_path)? {
-            sm.loaded_bytes = bytes.len() as u64;
-            let body = decode(version, &bytes)
-                .map_err(|source| OpenError::Decode { what: sm.snapshot_path.display().to_string(), source })?;
+        if let Some(reader) = CheckedReader::open(&sm.snapshot_path, KIND, SNAPSHOT_VERSION)? {
+            sm.loaded_bytes = reader.len();
+            let (body, _) = read_checked::<Body>(reader)?;
             tracing::info!(last = %super::types::shown(body.meta.last_log_id), zxid = body.state.last_zxid(), "snapshot loaded");
             sm.restore(&body.meta, body.state);
         }
@@ -202,8 +224,11 @@ impl RaftSnapshotBuilder<TypeConfig> for Builder {
         let took = self.began.elapsed();
         tracing::info!(last = %super::types::shown(self.meta.last_log_id), bytes, ?took, "snapshot written");
         // openraft 0.9 keeps only the metadata of a snapshot it had built; followers are sent
-        // the file (`get_current_snapshot`). So the data is not read back into memory here.
-        Ok(Snapshot { meta: self.meta.clone(), snapshot: Box::new(Cursor::new(Vec::new())) })
+        // the file as `get_current_snapshot` opens it.
+        let file = File::open(&self.path)
+            .and_then(SnapshotFile::sending)
+            .map_err(|e| StorageIOError::write_snapshot(Some(self.meta.signature()), AnyError::new(&e)))?;
+        Ok(Snapshot { meta: self.meta.clone(), snapshot: Box::new(file) })
     }
 }
 
@@ -267,53 +292,118 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         Builder { meta, state: Some(state), path, trigger, began }
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    /// A new file beside the current snapshot, which openraft writes the chunks into.
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotFile>, StorageError> {
+        self.received += 1;
+        let file = SnapshotFile::receiving(&self.snapshot_path, self.received).await;
+        file.map(Box::new).map_err(|e| StorageIOError::write_snapshot(None, AnyError::new(&e)).into())
     }
 
-    async fn install_snapshot(
-        &mut self,
-        meta: &SnapshotMeta,
-        snapshot: Box<Cursor<Vec<u8>>>,
-    ) -> Result<(), StorageError> {
+    /// Checks the received file as a snapshot file is checked at startup (kind, version,
+    /// length, checksum, and that it decodes), makes it the current snapshot (fsynced,
+    /// renamed over `snapshot`, the directory fsynced), and only then replaces the state.
+    /// A file refused is removed; the snapshot before stays current.
+    async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: Box<SnapshotFile>) -> Result<(), StorageError> {
         let signature = Some(meta.signature());
-        let data = snapshot.into_inner();
-        let body: Body = postcard::from_bytes(&data)
-            .map_err(|e| StorageIOError::read_snapshot(signature.clone(), AnyError::new(&e)))?;
-        write_checked(&self.snapshot_path, &magic(SNAPSHOT_VERSION), &data)
-            .map_err(|e| StorageIOError::write_snapshot(signature, AnyError::new(&e)))?;
+        let failed = |e: OpenError| -> StorageError {
+            tracing::error!(error = %e, "installing a snapshot from the leader failed");
+            StorageIOError::read_snapshot(signature.clone(), AnyError::new(&e)).into()
+        };
+        let received = match snapshot.is_received_beside(&self.snapshot_path) {
+            true => *snapshot,
+            false => self.copy_in(*snapshot).await.map_err(|e| failed(e.into()))?,
+        };
+        let (file, temp) = received.into_synced().await.map_err(|e| failed(e.into()))?;
+        let (current, announced) = (self.snapshot_path.clone(), meta.clone());
+        let installed = blocking(&self.snapshot_path, move || install_file(file, temp, &current, &announced));
+        let (body, bytes) = installed.await.map_err(failed)?;
         if let Some(trigger) = &self.trigger {
-            trigger.installed(data.len() as u64);
+            trigger.installed(bytes);
         }
+        tracing::info!(last = %super::types::shown(meta.last_log_id), bytes, "snapshot installed from the leader");
         self.restore(meta, body.state);
         Ok(())
     }
 
+    /// The snapshot file, opened once its header and checksum are checked; it is sent as
+    /// it is (a snapshot of an older version too: a follower reads every version this one
+    /// does).
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, StorageError> {
-        let file = read_snapshot_file(&self.snapshot_path)
-            .map_err(|e| StorageIOError::read_snapshot(None, AnyError::new(&e)))?;
-        let Some((version, mut bytes)) = file else { return Ok(None) };
-        if version != SNAPSHOT_VERSION {
-            // Sent to followers and installed as the current version.
-            let body = decode(version, &bytes).map_err(|e| StorageIOError::read_snapshot(None, AnyError::new(&e)))?;
-            bytes = postcard::to_allocvec(&BodyRef { meta: &body.meta, state: &body.state })
-                .map_err(|e| StorageIOError::read_snapshot(None, AnyError::new(&e)))?;
-        }
-        let (meta, _) = postcard::take_from_bytes::<SnapshotMeta>(&bytes)
-            .map_err(|e| StorageIOError::read_snapshot(None, AnyError::new(&e)))?;
-        Ok(Some(Snapshot { meta, snapshot: Box::new(Cursor::new(bytes)) }))
+        let path = self.snapshot_path.clone();
+        let opened = blocking(&self.snapshot_path, move || match CheckedReader::open(&path, KIND, SNAPSHOT_VERSION)? {
+            Some(reader) => read_checked::<SnapshotMeta>(reader).map(Some),
+            None => Ok(None),
+        });
+        let failed = |e: OpenError| StorageIOError::read_snapshot(None, AnyError::new(&e));
+        let Some((meta, file)) = opened.await.map_err(failed)? else { return Ok(None) };
+        let sending = SnapshotFile::sending(file)
+            .map_err(|source| failed(FileError::Io { path: self.snapshot_path.clone(), op: "seek", source }.into()))?;
+        Ok(Some(Snapshot { meta, snapshot: Box::new(sending) }))
     }
 }
 
-/// The snapshot file's version and payload, if there is one. A snapshot of a newer version
-/// is refused, naming its version.
-fn read_snapshot_file(path: &Path) -> Result<Option<(u8, Vec<u8>)>, OpenError> {
-    read_versioned(path, b"WARDSNP", SNAPSHOT_VERSION)
+impl StateMachineStore {
+    /// A snapshot handed over open elsewhere, copied into a file received beside this
+    /// store's snapshot.
+    async fn copy_in(&mut self, mut from: SnapshotFile) -> Result<SnapshotFile, FileError> {
+        use tokio::io::AsyncSeekExt;
+        self.received += 1;
+        let mut into = SnapshotFile::receiving(&self.snapshot_path, self.received).await?;
+        let io = |source| FileError::Io { path: self.snapshot_path.clone(), op: "copy a snapshot beside", source };
+        from.seek(std::io::SeekFrom::Start(0)).await.map_err(io)?;
+        tokio::io::copy(&mut from, &mut into).await.map_err(io)?;
+        Ok(into)
+    }
 }
+
+/// Checks and decodes the received snapshot file `file` (`temp`), then makes it the
+/// `current` snapshot. Its payload's length and the decoded state are returned.
+fn install_file(file: File, temp: Temp, current: &Path, announced: &SnapshotMeta) -> Result<(Body, u64), OpenError> {
+    let reader = CheckedReader::new(file, temp.path(), KIND, SNAPSHOT_VERSION)?;
+    let bytes = reader.len();
+    let (body, file) = read_checked::<Body>(reader)?;
+    drop(file);
+    if body.meta != *announced {
+        let shown = |meta: &SnapshotMeta| format!("{} ({})", meta.snapshot_id, super::types::shown(meta.last_log_id));
+        return Err(OpenError::NotAnnounced {
+            path: temp.path().to_path_buf(),
+            found: shown(&body.meta),
+            announced: shown(announced),
+        });
+    }
+    std::fs::rename(temp.path(), current).map_err(|source| FileError::Io {
+        path: current.to_path_buf(),
+        op: "rename a received snapshot over",
+        source,
+    })?;
+    temp.keep();
+    sync_dir(parent(current))?;
+    Ok((body, bytes))
+}
+
+/// `work`, which reads or writes a whole snapshot, on a thread of its own rather than a
+/// worker of the runtime.
+async fn blocking<T: Send + 'static>(
+    path: &Path,
+    work: impl FnOnce() -> Result<T, OpenError> + Send + 'static,
+) -> Result<T, OpenError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|e| Err(FileError::Io { path: path.to_path_buf(), op: "read", source: e.into() }.into()))
+}
+
+#[cfg(test)]
+#[path = "snapshot_transfer_tests.rs"]
+mod transfer_tests;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Decodes a snapshot file's payload of `version`, as opening the file does.
+    fn decode(version: u8, bytes: &[u8]) -> Result<Body, postcard::Error> {
+        decode_from(bytes, missing_maps(version), bytes.len() as u64)
+    }
     use crate::command::{Command, CommandOp};
     use ward_proto::{Acl, CreateMode, Op, SessionId, SessionSecret};
 
