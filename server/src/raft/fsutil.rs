@@ -34,6 +34,18 @@ pub fn write_streamed(
     magic: &[u8; 8],
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<u64, FileError> {
+    let len = write_beside(path, magic, write)?;
+    put_in_place(&tmp_path(path), path)?;
+    Ok(len)
+}
+
+/// [`write_streamed`] without its last step: the file is written and fsynced at
+/// [`tmp_path`]`(path)`, for the caller to [`put_in_place`].
+pub fn write_beside(
+    path: &Path,
+    magic: &[u8; 8],
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<u64, FileError> {
     let tmp = tmp_path(path);
     let io = |op: &'static str, p: &Path| {
         let p = p.to_path_buf();
@@ -52,10 +64,13 @@ pub fn write_streamed(
     header.extend_from_slice(&[0; 4]);
     file.write_all_at(&header, 0).map_err(io("write", &tmp))?;
     file.sync_all().map_err(io("fsync", &tmp))?;
-    drop(file);
-    fs::rename(&tmp, path).map_err(io("rename", path))?;
-    sync_dir(parent(path))?;
     Ok(len)
+}
+
+/// Renames the durable file `from` over `to`, and makes the rename durable.
+pub fn put_in_place(from: &Path, to: &Path) -> Result<(), FileError> {
+    fs::rename(from, to).map_err(|source| FileError::Io { path: to.to_path_buf(), op: "rename over", source })?;
+    sync_dir(parent(to))
 }
 
 /// The file behind a payload being written: checksums and counts what passes.

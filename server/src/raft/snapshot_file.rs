@@ -11,10 +11,12 @@
 //! half-received snapshot is never taken for the current one.
 
 use super::error::FileError;
-use super::fsutil::{parent, with_suffix};
+use super::fsutil::{parent, put_in_place, with_suffix};
+use super::types::{shown, LogId};
 use std::io::{self, ErrorKind, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncSeek, AsyncWrite, ReadBuf};
 
@@ -100,6 +102,38 @@ impl Drop for Temp {
             // Removed at the next start (`remove_stale`); meanwhile it only takes room.
             Err(e) => tracing::warn!(path = %path.display(), error = %e, "could not remove an abandoned snapshot"),
         }
+    }
+}
+
+/// How far the log the snapshot file in place covers. A snapshot written or received goes
+/// in place only if it covers at least as far: openraft builds a snapshot in a task of its
+/// own, so a build of the state before an install may end after it, and must not put the
+/// older snapshot back over the one installed (the log behind that one is purged).
+#[derive(Clone, Default)]
+pub struct InPlace(Arc<Mutex<Option<LogId>>>);
+
+impl InPlace {
+    /// The file in place covers the log up to `covers`.
+    pub fn new(covers: Option<LogId>) -> InPlace {
+        InPlace(Arc::new(Mutex::new(covers)))
+    }
+
+    /// Puts the durable snapshot file `from`, which covers the log up to `covers`, in place
+    /// as `to`, unless the one there covers more: then `from` is removed. Whether it was put.
+    pub fn put(&self, from: &Path, to: &Path, covers: Option<LogId>) -> Result<bool, FileError> {
+        let mut current = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if *current > covers {
+            tracing::info!(
+                kept = %shown(*current),
+                dropped = %shown(covers),
+                "a newer snapshot was put in place meanwhile: this one is dropped"
+            );
+            std::fs::remove_file(from).map_err(|source| FileError::Io { path: from.into(), op: "remove", source })?;
+            return Ok(false);
+        }
+        put_in_place(from, to)?;
+        *current = covers;
+        Ok(true)
     }
 }
 

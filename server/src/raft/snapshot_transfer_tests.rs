@@ -130,3 +130,22 @@ async fn the_current_snapshot_is_sent_as_its_file() {
     snapshot.snapshot.read_to_end(&mut sent).await.expect("read the file");
     assert_eq!(sent, bytes);
 }
+
+/// A snapshot built from the state before an install, whose build ends after the install,
+/// is dropped rather than put back over the newer snapshot installed (the log behind that
+/// one is purged: the older one plus the log could not be served).
+#[test]
+fn a_build_ending_after_a_newer_install_does_not_replace_it() {
+    let dir = TempDir::new("snapshot-in-place");
+    let (current, built) = (dir.path().join("snapshot"), dir.path().join("snapshot.tmp"));
+    let at = |index| Some(RaftLogId::new(CommittedLeaderId::new(1, 1), index));
+    std::fs::write(&current, b"installed").expect("write");
+    let in_place = InPlace::new(at(9));
+    std::fs::write(&built, b"built before").expect("write");
+    assert!(!in_place.put(&built, &current, at(5)).expect("put"), "an older snapshot is not put in place");
+    assert!(!built.exists(), "and is removed");
+    assert_eq!(std::fs::read(&current).expect("read"), b"installed");
+    std::fs::write(&built, b"built after").expect("write");
+    assert!(in_place.put(&built, &current, at(12)).expect("put"), "a newer one is");
+    assert_eq!(std::fs::read(&current).expect("read"), b"built after");
+}

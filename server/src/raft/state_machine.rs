@@ -10,9 +10,9 @@
 
 use super::error::FileError;
 use super::error::OpenError;
-use super::fsutil::{parent, remove_stale_tmp, sync_dir, write_streamed, CheckedReader};
+use super::fsutil::{remove_stale_tmp, tmp_path, write_beside, CheckedReader};
 use super::log_store::Evictor;
-use super::snapshot_file::{self, SnapshotFile, Temp};
+use super::snapshot_file::{self, InPlace, SnapshotFile, Temp};
 use super::snapshot_trigger::SnapshotTrigger;
 use super::types::{Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 use crate::command::Applied;
@@ -115,6 +115,8 @@ pub struct StateMachineStore {
     loaded_bytes: u64,
     /// Snapshots begun to be received from a leader, to name their files.
     received: u64,
+    /// How far the snapshot file in place covers the log, shared with the builders.
+    in_place: InPlace,
 }
 
 impl StateMachineStore {
@@ -133,11 +135,13 @@ impl StateMachineStore {
             trigger: None,
             loaded_bytes: 0,
             received: 0,
+            in_place: InPlace::default(),
         };
         if let Some(reader) = CheckedReader::open(&sm.snapshot_path, KIND, SNAPSHOT_VERSION)? {
             sm.loaded_bytes = reader.len();
             let (body, _) = read_checked::<Body>(reader)?;
             tracing::info!(last = %super::types::shown(body.meta.last_log_id), zxid = body.state.last_zxid(), "snapshot loaded");
+            sm.in_place = InPlace::new(body.meta.last_log_id);
             sm.restore(&body.meta, body.state);
         }
         Ok(sm)
@@ -192,6 +196,7 @@ pub struct Builder {
     /// write changes a shard ([`crate::tree::Nodes`]).
     state: Option<StateMachine>,
     path: PathBuf,
+    in_place: InPlace,
     trigger: Option<Arc<SnapshotTrigger>>,
     began: Instant,
 }
@@ -203,13 +208,14 @@ impl RaftSnapshotBuilder<TypeConfig> for Builder {
             let e = AnyError::error("this snapshot builder has already built its snapshot");
             return Err(StorageIOError::write_snapshot(signature, e).into());
         };
-        let (meta, path) = (self.meta.clone(), self.path.clone());
+        let (meta, path, in_place) = (self.meta.clone(), self.path.clone(), self.in_place.clone());
         // Serializing a large tree takes CPU for a while: on a thread of its own, not a
         // worker of the runtime. The copy is dropped there too.
         let written = tokio::task::spawn_blocking(move || {
-            write_streamed(&path, &magic(SNAPSHOT_VERSION), |w| {
+            let bytes = write_beside(&path, &magic(SNAPSHOT_VERSION), |w| {
                 postcard::to_io(&BodyRef { meta: &meta, state: &state }, w).map(drop).map_err(std::io::Error::other)
-            })
+            })?;
+            in_place.put(&tmp_path(&path), &path, meta.last_log_id).map(|_| bytes)
         })
         .await
         .unwrap_or_else(|e| Err(FileError::Io { path: self.path.clone(), op: "serialize into", source: e.into() }));
@@ -288,8 +294,8 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         if let Some(trigger) = &self.trigger {
             trigger.began();
         }
-        let (path, trigger) = (self.snapshot_path.clone(), self.trigger.clone());
-        Builder { meta, state: Some(state), path, trigger, began }
+        let (path, in_place, trigger) = (self.snapshot_path.clone(), self.in_place.clone(), self.trigger.clone());
+        Builder { meta, state: Some(state), path, in_place, trigger, began }
     }
 
     /// A new file beside the current snapshot, which openraft writes the chunks into.
@@ -314,8 +320,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             false => self.copy_in(*snapshot).await.map_err(|e| failed(e.into()))?,
         };
         let (file, temp) = received.into_synced().await.map_err(|e| failed(e.into()))?;
-        let (current, announced) = (self.snapshot_path.clone(), meta.clone());
-        let installed = blocking(&self.snapshot_path, move || install_file(file, temp, &current, &announced));
+        let (current, announced, in_place) = (self.snapshot_path.clone(), meta.clone(), self.in_place.clone());
+        let installed =
+            blocking(&self.snapshot_path, move || install_file(file, temp, &current, &in_place, &announced));
         let (body, bytes) = installed.await.map_err(failed)?;
         if let Some(trigger) = &self.trigger {
             trigger.installed(bytes);
@@ -356,9 +363,15 @@ impl StateMachineStore {
     }
 }
 
-/// Checks and decodes the received snapshot file `file` (`temp`), then makes it the
-/// `current` snapshot. Its payload's length and the decoded state are returned.
-fn install_file(file: File, temp: Temp, current: &Path, announced: &SnapshotMeta) -> Result<(Body, u64), OpenError> {
+/// Checks and decodes the received snapshot file `file` (`temp`), then puts it in place as
+/// the `current` snapshot. Its payload's length and the decoded state are returned.
+fn install_file(
+    file: File,
+    temp: Temp,
+    current: &Path,
+    in_place: &InPlace,
+    announced: &SnapshotMeta,
+) -> Result<(Body, u64), OpenError> {
     let reader = CheckedReader::new(file, temp.path(), KIND, SNAPSHOT_VERSION)?;
     let bytes = reader.len();
     let (body, file) = read_checked::<Body>(reader)?;
@@ -371,13 +384,10 @@ fn install_file(file: File, temp: Temp, current: &Path, announced: &SnapshotMeta
             announced: shown(announced),
         });
     }
-    std::fs::rename(temp.path(), current).map_err(|source| FileError::Io {
-        path: current.to_path_buf(),
-        op: "rename a received snapshot over",
-        source,
-    })?;
+    // openraft installs only a snapshot newer than what was applied, and a build copies
+    // what was applied: none in place covers more.
+    in_place.put(temp.path(), current, announced.last_log_id)?;
     temp.keep();
-    sync_dir(parent(current))?;
     Ok((body, bytes))
 }
 
