@@ -6,9 +6,10 @@
 //! (`snapshot_max_chunk_size`). A follower writes the chunks into a file of its own,
 //! `snapshot.receiving-N` beside `snapshot`, which is checked, fsynced and renamed over
 //! `snapshot` when the snapshot is installed. A receive that is abandoned (the leader gave
-//! up, or sent a newer snapshot) removes its file when openraft drops it; one that a crash
-//! interrupted is removed when the directory is next opened ([`remove_stale`]). So a
-//! half-received snapshot is never taken for the current one.
+//! up, or sent a newer snapshot, or the snapshot was not newer than the state after all)
+//! removes its file when openraft drops it, at the latest as the next receive begins; one
+//! that a crash interrupted is removed when the directory is next opened
+//! ([`remove_stale`]). So a half-received snapshot is never taken for the current one.
 
 use super::error::FileError;
 use super::fsutil::{parent, put_in_place, with_suffix};
