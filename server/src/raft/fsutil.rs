@@ -122,8 +122,8 @@ pub struct CheckedReader {
     /// Unbuffered: the checksum is updated a read at a time, so a reader that wants small
     /// reads puts a buffer in front of this.
     file: File,
-    /// What has been read of the payload so far.
-    read: u64,
+    /// How much of the payload has been read.
+    taken: u64,
     hasher: crc32fast::Hasher,
 }
 
@@ -161,7 +161,7 @@ impl CheckedReader {
             len,
             crc: u32::from_le_bytes(array(&header[16..20])),
             file,
-            read: 0,
+            taken: 0,
             hasher: crc32fast::Hasher::new(),
         })
     }
@@ -193,9 +193,9 @@ impl CheckedReader {
         };
         let mut rest = vec![0; 1 << 18];
         while self.read(&mut rest).map_err(io("read", &self.path))? > 0 {}
-        if self.read != self.len {
+        if self.taken != self.len {
             let reason = "the file ended before its payload (it shrank while it was read)".to_string();
-            return Err(FileError::Damaged { path: self.path, offset: HEADER as u64 + self.read, reason });
+            return Err(FileError::Damaged { path: self.path, offset: HEADER as u64 + self.taken, reason });
         }
         if self.hasher.finalize() != self.crc {
             return Err(FileError::Damaged {
@@ -210,11 +210,11 @@ impl CheckedReader {
 
 impl Read for CheckedReader {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let left = usize::try_from(self.len - self.read).unwrap_or(usize::MAX);
+        let left = usize::try_from(self.len - self.taken).unwrap_or(usize::MAX);
         let end = buf.len().min(left);
         let n = self.file.read(&mut buf[..end])?;
         self.hasher.update(&buf[..n]);
-        self.read += n as u64;
+        self.taken += n as u64;
         Ok(n)
     }
 }

@@ -6,6 +6,7 @@
 use super::*;
 use crate::command::{Command, CommandOp};
 use crate::raft::fsutil::write_checked;
+use crate::raft::snapshot_format::{magic, BodyRef, SNAPSHOT_VERSION};
 use openraft::{CommittedLeaderId, LogId as RaftLogId};
 use tokio::io::{AsyncSeekExt, AsyncWriteExt};
 use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
