@@ -117,3 +117,69 @@ async fn a_follower_caught_up_from_a_snapshot_still_fires_watches_and_hands_over
     })
     .await
 }
+
+/// Member `admin`'s `GET /digest` line (zxid, counts, digest of the state), if it answers.
+async fn state_digest(admin: std::net::SocketAddr) -> Option<String> {
+    let get = move || ward_testkit::http::try_get(admin, "/digest", Duration::from_secs(5));
+    tokio::task::spawn_blocking(get).await.ok()?.ok().map(|(_, body)| body)
+}
+
+// Snapshot transfer (docs/storage.md, "Sending and receiving snapshots"): a follower cut off
+// while the others write a tree whose snapshot is several times a transfer chunk (1 MiB),
+// and purge the log behind it, is caught up by that snapshot, sent a chunk at a time from
+// the leader's file into a file of the follower's; it ends with the leader's state: the
+// same digest, and the same tree node for node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_caught_up_by_a_snapshot_of_many_chunks_holds_the_same_tree() {
+    const NODES: usize = 320;
+    const DATA: usize = 16 << 10;
+    let _serial = serial().await;
+    bounded(async {
+        let mut ensemble = Ensemble::start(3, &["--snapshot-every", "50"]).await;
+        let leader = ensemble.leader(&[]).await;
+        let behind = ensemble.ids().into_iter().find(|&id| id != leader).expect("a follower");
+        let others: Vec<String> =
+            ensemble.ids().into_iter().filter(|&id| id != behind).map(|id| ensemble.addr(id)).collect();
+        let writer = connect(&others.join(",")).await;
+        writer.create("/transfer", b"", CreateMode::Persistent).await.expect("create");
+
+        ensemble.isolate(behind);
+        // One entry each: snapshots every 50 entries purge all but 50 behind them.
+        for i in 0..NODES {
+            let data = vec![(i % 251) as u8; DATA];
+            writer.create(&format!("/transfer/n{i:03}"), &data, CreateMode::Persistent).await.expect("create");
+        }
+        // A snapshot is begun every 50 entries, unless one is being written: small writes
+        // until the others' snapshots hold four chunks and more.
+        let several_chunks = 4 << 20;
+        let snapshots: Vec<_> = ensemble
+            .ids()
+            .into_iter()
+            .filter(|&id| id != behind)
+            .map(|id| ensemble.member(id).data_dir().join("snapshot"))
+            .collect();
+        writer.create("/transfer-filler", b"", CreateMode::Persistent).await.expect("create the filler");
+        wait_until("the others have snapshots of several chunks", DEADLINE, || async {
+            writer.set_data("/transfer-filler", b"", None).await.expect("a filler write");
+            snapshots.iter().all(|s| std::fs::metadata(s).is_ok_and(|m| m.len() > several_chunks))
+        })
+        .await;
+        ensemble.heal();
+
+        let (leader_admin, behind_admin) = (ensemble.admin_addr(leader), ensemble.admin_addr(behind));
+        wait_until("the follower reports the leader's state digest", DEADLINE, || async {
+            let (theirs, ours) = (state_digest(leader_admin).await, state_digest(behind_admin).await);
+            theirs.is_some() && theirs == ours
+        })
+        .await;
+        let installed = ensemble.member(behind).data_dir().join("snapshot");
+        let size = std::fs::metadata(&installed).map(|m| m.len()).unwrap_or(0);
+        assert!(size > several_chunks, "the follower installed a snapshot of {size} bytes, not several chunks");
+        let on_leader = ward_testkit::tree_digest(&connect(&ensemble.addr(leader)).await).await.expect("leader's tree");
+        let on_behind =
+            ward_testkit::tree_digest(&connect(&ensemble.addr(behind)).await).await.expect("follower's tree");
+        assert!(on_leader.len() > NODES, "{} nodes", on_leader.len());
+        ward_testkit::assert_same_tree(&on_leader, &on_behind, "the follower caught up by a snapshot");
+    })
+    .await
+}

@@ -57,6 +57,9 @@ pub enum OpenError {
         path.display()
     )]
     DataLoss { path: PathBuf, reason: String },
+    /// A snapshot received from the leader is not the one the leader announced with it.
+    #[error("{}: holds the snapshot {found}, but the leader announced {announced}", path.display())]
+    NotAnnounced { path: PathBuf, found: String, announced: String },
     /// Files are missing such that what remains cannot be served at all (the snapshot the
     /// log was purged behind, say): accepting a loss does not help.
     #[error(

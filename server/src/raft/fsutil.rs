@@ -1,6 +1,7 @@
 //! Small durable files (the vote, the snapshot): written whole to a temporary file, fsynced,
 //! renamed over the old one, and the directory fsynced, so a crash leaves either the old file
-//! or the new one, never a mix. A checksum catches a file damaged at rest.
+//! or the new one, never a mix. A checksum catches a file damaged at rest. A large one (the
+//! snapshot) is written and read as a stream ([`write_streamed`], [`CheckedReader`]).
 //!
 //! ```text
 //! offset  size  field
@@ -13,7 +14,7 @@
 
 use super::error::{FileError, OpenError};
 use std::fs::{self, File, OpenOptions};
-use std::io::{ErrorKind, Write};
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -29,6 +30,18 @@ pub fn write_checked(path: &Path, magic: &[u8; 8], payload: &[u8]) -> Result<(),
 /// The header's length and checksum are filled in once the payload is written. Returns the
 /// payload's length.
 pub fn write_streamed(
+    path: &Path,
+    magic: &[u8; 8],
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<u64, FileError> {
+    let len = write_beside(path, magic, write)?;
+    put_in_place(&tmp_path(path), path)?;
+    Ok(len)
+}
+
+/// [`write_streamed`] without its last step: the file is written and fsynced at
+/// [`tmp_path`]`(path)`, for the caller to [`put_in_place`].
+pub fn write_beside(
     path: &Path,
     magic: &[u8; 8],
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
@@ -51,10 +64,13 @@ pub fn write_streamed(
     header.extend_from_slice(&[0; 4]);
     file.write_all_at(&header, 0).map_err(io("write", &tmp))?;
     file.sync_all().map_err(io("fsync", &tmp))?;
-    drop(file);
-    fs::rename(&tmp, path).map_err(io("rename", path))?;
-    sync_dir(parent(path))?;
     Ok(len)
+}
+
+/// Renames the durable file `from` over `to`, and makes the rename durable.
+pub fn put_in_place(from: &Path, to: &Path) -> Result<(), FileError> {
+    fs::rename(from, to).map_err(|source| FileError::Io { path: to.to_path_buf(), op: "rename over", source })?;
+    sync_dir(parent(to))
 }
 
 /// The file behind a payload being written: checksums and counts what passes.
@@ -81,28 +97,126 @@ impl Write for Checked {
 /// ([`magic`]); `None` if there is no such file. A version above `supported` is refused
 /// before anything else of the file is read: a newer version may have changed all of it.
 pub fn read_versioned(path: &Path, kind: &[u8; 7], supported: u8) -> Result<Option<(u8, Vec<u8>)>, OpenError> {
-    let bytes = match fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(FileError::Io { path: path.to_path_buf(), op: "read", source }.into()),
-    };
-    let damaged =
-        |offset: u64, reason: &str| FileError::Damaged { path: path.to_path_buf(), offset, reason: reason.to_string() };
-    let Some(version) = version_of(kind, &bytes).filter(|_| bytes.len() >= HEADER) else {
-        return Err(damaged(0, "bad header (not a file of this kind)").into());
-    };
-    OpenError::check_version(path, version, supported)?;
-    let len = u64::from_le_bytes(array(&bytes[8..16]));
-    if len != (bytes.len() - HEADER) as u64 {
-        return Err(damaged(8, "length field does not match the file size").into());
-    }
-    if crc32fast::hash(&bytes[HEADER..]) != u32::from_le_bytes(array(&bytes[16..20])) {
-        return Err(damaged(HEADER as u64, "checksum mismatch").into());
-    }
-    // In place rather than copied: the payload may be a whole snapshot.
-    let mut payload = bytes;
-    payload.drain(..HEADER);
+    let Some(mut reader) = CheckedReader::open(path, kind, supported)? else { return Ok(None) };
+    let mut payload = Vec::new();
+    reader.read_to_end(&mut payload).map_err(|source| FileError::Io {
+        path: path.to_path_buf(),
+        op: "read",
+        source,
+    })?;
+    let version = reader.version();
+    reader.finish()?;
     Ok(Some((version, payload)))
+}
+
+/// A file written by [`write_checked`], read as a stream, so that a payload as large as a
+/// snapshot is never held whole: the header is checked when it is opened (kind, version,
+/// length against the file's size), the checksum once the payload has been read
+/// ([`CheckedReader::finish`]). Reads end at the payload's end.
+pub struct CheckedReader {
+    path: PathBuf,
+    version: u8,
+    /// The payload's length and checksum, as the header gives them.
+    len: u64,
+    crc: u32,
+    /// Unbuffered: the checksum is updated a read at a time, so a reader that wants small
+    /// reads puts a buffer in front of this.
+    file: File,
+    /// How much of the payload has been read.
+    taken: u64,
+    hasher: crc32fast::Hasher,
+}
+
+impl CheckedReader {
+    /// The file at `path`, `None` if there is none.
+    pub fn open(path: &Path, kind: &[u8; 7], supported: u8) -> Result<Option<CheckedReader>, OpenError> {
+        match File::open(path) {
+            Ok(file) => CheckedReader::new(file, path, kind, supported).map(Some),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(FileError::Io { path: path.to_path_buf(), op: "open", source }.into()),
+        }
+    }
+
+    /// `file` (named `path` in errors), read from its start.
+    pub fn new(mut file: File, path: &Path, kind: &[u8; 7], supported: u8) -> Result<CheckedReader, OpenError> {
+        let io = |op: &'static str| move |source| FileError::Io { path: path.to_path_buf(), op, source };
+        let damaged =
+            |offset: u64, reason: &str| FileError::Damaged { path: path.to_path_buf(), offset, reason: reason.into() };
+        let size = file.metadata().map_err(io("stat"))?.len();
+        file.seek(SeekFrom::Start(0)).map_err(io("seek"))?;
+        let mut header = [0; HEADER];
+        let version = match size >= HEADER as u64 {
+            true => file.read_exact(&mut header).map_err(io("read")).map(|()| version_of(kind, &header))?,
+            false => None,
+        };
+        let Some(version) = version else { return Err(damaged(0, "bad header (not a file of this kind)").into()) };
+        OpenError::check_version(path, version, supported)?;
+        let len = u64::from_le_bytes(array(&header[8..16]));
+        if len != size - HEADER as u64 {
+            return Err(damaged(8, "length field does not match the file size").into());
+        }
+        Ok(CheckedReader {
+            path: path.to_path_buf(),
+            version,
+            len,
+            crc: u32::from_le_bytes(array(&header[16..20])),
+            file,
+            taken: 0,
+            hasher: crc32fast::Hasher::new(),
+        })
+    }
+
+    /// The format version its magic gives.
+    pub fn version(&self) -> u8 {
+        self.version
+    }
+
+    /// The payload's length.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads what is left of the payload and checks it against the header's checksum:
+    /// whatever was read before is trusted only once this succeeded. Gives the file back.
+    pub fn finish(mut self) -> Result<File, FileError> {
+        let io = |op: &'static str, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| FileError::Io { path, op, source }
+        };
+        let mut rest = vec![0; 1 << 18];
+        while self.read(&mut rest).map_err(io("read", &self.path))? > 0 {}
+        if self.taken != self.len {
+            let reason = "the file ended before its payload (it shrank while it was read)".to_string();
+            return Err(FileError::Damaged { path: self.path, offset: HEADER as u64 + self.taken, reason });
+        }
+        if self.hasher.finalize() != self.crc {
+            return Err(FileError::Damaged {
+                path: self.path,
+                offset: HEADER as u64,
+                reason: "checksum mismatch".into(),
+            });
+        }
+        Ok(self.file)
+    }
+}
+
+impl Read for CheckedReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = usize::try_from(self.len - self.taken).unwrap_or(usize::MAX);
+        let end = buf.len().min(left);
+        let n = self.file.read(&mut buf[..end])?;
+        self.hasher.update(&buf[..n]);
+        self.taken += n as u64;
+        Ok(n)
+    }
 }
 
 /// The magic of format `version` (1 to 9) of a kind of file: the kind's seven letters and
@@ -143,12 +257,18 @@ pub fn remove_stale_tmp(path: &Path) -> Result<(), FileError> {
 }
 
 pub fn tmp_path(path: &Path) -> PathBuf {
+    with_suffix(path, ".tmp")
+}
+
+/// `path` with `suffix` appended to its file name.
+pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(".tmp");
+    name.push(suffix);
     path.with_file_name(name)
 }
 
-fn parent(path: &Path) -> &Path {
+/// The directory `path` is in (`.` for a bare name).
+pub fn parent(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

@@ -51,6 +51,8 @@ pub mod rounds;
 pub mod route;
 pub mod segment;
 pub mod service;
+pub mod snapshot_file;
+mod snapshot_format;
 pub mod snapshot_trigger;
 pub mod state_machine;
 pub mod timing;

@@ -1,6 +1,10 @@
 //! openraft's network over the peer link: each Raft RPC is one call on the member's Raft
 //! channel, except snapshot chunks, which travel on the Snapshot channel so that a large
 //! transfer never sits in front of a heartbeat. A one-member group never calls it.
+//!
+//! A snapshot is sent by openraft's default `full_snapshot`: it reads the leader's snapshot
+//! file a chunk (`snapshot_max_chunk_size`) at a time and calls [`PeerNetwork::install_snapshot`]
+//! once per chunk (see [`super::snapshot_file`]).
 
 use super::types::{NodeId, TypeConfig};
 use crate::peer::{Channel, PeerError, PeerRequest, PeerResponse, Peers};

@@ -4,10 +4,8 @@
 //! entry per `client_write` and keeps one append in flight, so group commit has to happen
 //! in front of it (see [`super::proposer`]).
 
-// `declare_raft_types!` names the default snapshot type unqualified.
-use std::io::Cursor;
-
 use super::batch::Batch;
+use super::snapshot_file::SnapshotFile;
 use crate::command::Applied;
 
 openraft::declare_raft_types!(
@@ -18,7 +16,8 @@ openraft::declare_raft_types!(
         NodeId = u64,
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = Cursor<Vec<u8>>,
+        // Sent and received a chunk at a time, from and into files of the data directory.
+        SnapshotData = SnapshotFile,
         AsyncRuntime = openraft::TokioRuntime,
 );
 

@@ -1,0 +1,189 @@
+//! openraft's snapshot data: a file of the data directory, so that a snapshot is sent and
+//! received chunk by chunk and never held in memory whole.
+//!
+//! The leader sends its current snapshot file as it is on disk, header and checksum
+//! included (`get_current_snapshot` opens it); openraft reads it a chunk at a time
+//! (`snapshot_max_chunk_size`). A follower writes the chunks into a file of its own,
+//! `snapshot.receiving-N` beside `snapshot`, which is checked, fsynced and renamed over
+//! `snapshot` when the snapshot is installed. A receive that is abandoned (the leader gave
+//! up, or sent a newer snapshot, or the snapshot was not newer than the state after all)
+//! removes its file when openraft drops it, at the latest as the next receive begins; one
+//! that a crash interrupted is removed when the directory is next opened
+//! ([`remove_stale`]). So a half-received snapshot is never taken for the current one.
+
+use super::error::FileError;
+use super::fsutil::{parent, put_in_place, with_suffix};
+use super::types::{shown, LogId};
+use std::io::{self, ErrorKind, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncSeek, AsyncWrite, ReadBuf};
+
+/// The prefix of a file being received, after `snapshot`'s own name.
+const RECEIVING: &str = ".receiving-";
+
+/// A snapshot file open for openraft: the current one (to send) or one being received.
+pub struct SnapshotFile {
+    file: tokio::fs::File,
+    /// Set while the file is one being received: it goes when this is dropped, unless the
+    /// snapshot was installed.
+    temp: Temp,
+}
+
+impl SnapshotFile {
+    /// The current snapshot, opened as `file`, read from its start.
+    pub fn sending(mut file: std::fs::File) -> io::Result<SnapshotFile> {
+        io::Seek::seek(&mut file, SeekFrom::Start(0))?;
+        Ok(SnapshotFile { file: tokio::fs::File::from_std(file), temp: Temp(None) })
+    }
+
+    /// A new, empty file to receive the `n`th snapshot of this process into, beside
+    /// `snapshot` (the current snapshot's path).
+    pub async fn receiving(snapshot: &Path, n: u64) -> Result<SnapshotFile, FileError> {
+        let path = with_suffix(snapshot, &format!("{RECEIVING}{n}"));
+        let file = tokio::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .await
+            .map_err(|source| FileError::Io { path: path.clone(), op: "create", source })?;
+        Ok(SnapshotFile { file, temp: Temp(Some(path)) })
+    }
+
+    /// Whether this is a file received beside `snapshot`, which installing it renames into
+    /// place; any other (openraft's storage suite hands over another store's current
+    /// snapshot) is copied into a received one first.
+    pub fn is_received_beside(&self, snapshot: &Path) -> bool {
+        self.temp.0.as_deref().is_some_and(|p| p.parent() == snapshot.parent())
+    }
+
+    /// Everything written so far, durable, as a blocking file read from its start; and the
+    /// guard that removes the file unless [`Temp::keep`] is called.
+    pub async fn into_synced(self) -> Result<(std::fs::File, Temp), FileError> {
+        let SnapshotFile { mut file, temp } = self;
+        let path = temp.0.clone().unwrap_or_default();
+        let io = |op: &'static str| {
+            let path = path.clone();
+            move |source| FileError::Io { path, op, source }
+        };
+        // A write that failed in the background shows here.
+        tokio::io::AsyncWriteExt::flush(&mut file).await.map_err(io("write"))?;
+        file.sync_all().await.map_err(io("fsync"))?;
+        let mut file = file.into_std().await;
+        io::Seek::seek(&mut file, SeekFrom::Start(0)).map_err(io("seek"))?;
+        Ok((file, temp))
+    }
+}
+
+/// A received snapshot's file, removed when this is dropped unless kept.
+pub struct Temp(Option<PathBuf>);
+
+impl Temp {
+    /// The file's path (empty for a file that is not a received one).
+    pub fn path(&self) -> &Path {
+        self.0.as_deref().unwrap_or(Path::new(""))
+    }
+
+    /// The file was renamed into place: it stays.
+    pub fn keep(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let Some(path) = self.0.take() else { return };
+        match std::fs::remove_file(&path) {
+            Ok(()) => tracing::info!(path = %path.display(), "removed a snapshot whose receiving was abandoned"),
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            // Removed at the next start (`remove_stale`); meanwhile it only takes room.
+            Err(e) => tracing::warn!(path = %path.display(), error = %e, "could not remove an abandoned snapshot"),
+        }
+    }
+}
+
+/// How far the log the snapshot file in place covers. A snapshot written or received goes
+/// in place only if it covers at least as far: openraft builds a snapshot in a task of its
+/// own, so a build of the state before an install may end after it, and must not put the
+/// older snapshot back over the one installed (the log behind that one is purged).
+#[derive(Clone, Default)]
+pub struct InPlace(Arc<Mutex<Option<LogId>>>);
+
+impl InPlace {
+    /// The file in place covers the log up to `covers`.
+    pub fn new(covers: Option<LogId>) -> InPlace {
+        InPlace(Arc::new(Mutex::new(covers)))
+    }
+
+    /// Puts the durable snapshot file `from`, which covers the log up to `covers`, in place
+    /// as `to`, unless the one there covers more: then `from` is removed. Whether it was put.
+    pub fn put(&self, from: &Path, to: &Path, covers: Option<LogId>) -> Result<bool, FileError> {
+        let mut current = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if *current > covers {
+            tracing::info!(
+                kept = %shown(*current),
+                dropped = %shown(covers),
+                "a newer snapshot was put in place meanwhile: this one is dropped"
+            );
+            std::fs::remove_file(from).map_err(|source| FileError::Io { path: from.into(), op: "remove", source })?;
+            return Ok(false);
+        }
+        put_in_place(from, to)?;
+        *current = covers;
+        Ok(true)
+    }
+}
+
+/// Removes the files of receives a crash interrupted, beside `snapshot`.
+pub fn remove_stale(snapshot: &Path) -> Result<(), FileError> {
+    let dir = parent(snapshot);
+    let prefix = format!("{}{RECEIVING}", snapshot.file_name().unwrap_or_default().to_string_lossy());
+    let io = |op: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| FileError::Io { path, op, source }
+    };
+    for item in std::fs::read_dir(dir).map_err(io("list", dir))? {
+        let path = item.map_err(io("list", dir))?.path();
+        if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&prefix)) {
+            std::fs::remove_file(&path).map_err(io("remove", &path))?;
+            tracing::info!(path = %path.display(), "removed a snapshot whose receiving a restart interrupted");
+        }
+    }
+    Ok(())
+}
+
+// openraft reads a snapshot to send and writes one received through these; the file does
+// the work.
+impl AsyncRead for SnapshotFile {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.file).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for SnapshotFile {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.file).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.file).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.file).poll_shutdown(cx)
+    }
+}
+
+impl AsyncSeek for SnapshotFile {
+    fn start_seek(mut self: Pin<&mut Self>, position: SeekFrom) -> io::Result<()> {
+        Pin::new(&mut self.file).start_seek(position)
+    }
+
+    fn poll_complete(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<u64>> {
+        Pin::new(&mut self.file).poll_complete(cx)
+    }
+}
