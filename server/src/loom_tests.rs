@@ -56,11 +56,7 @@ struct ReadSeen {
 }
 
 fn drain(rx: &mut OutboxRx) -> Vec<Outbound> {
-    let mut out = Vec::new();
-    while let Ok(msg) = rx.try_recv() {
-        out.push(msg);
-    }
-    out
+    rx.take_all()
 }
 
 fn events(msgs: &[Outbound]) -> Vec<&WatchEvent> {
