@@ -20,7 +20,8 @@ use crate::prep::prep;
 use crate::state::StateMachine;
 use crate::watch::{ConnId, Delivery};
 use crate::{now_ms, Server};
-use futures_util::Sink;
+use futures_util::future::join;
+use futures_util::{FutureExt, Sink};
 use std::fmt::Display;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -163,14 +164,24 @@ impl SessionConn {
     /// the connection's outbound bound until written; at the bound this then waits before
     /// the reader reads another request (back-pressure, `crate::outbox`). Err: the writer is
     /// gone.
-    pub async fn queue<W: Wire>(&self, queue: &ItemTx<W>, stamp: Stamp, item: Item<W>) -> Result<(), queue::Closed> {
+    pub fn queue<'a, W: Wire>(
+        &'a self,
+        queue: &'a ItemTx<W>,
+        stamp: Stamp,
+        item: Item<W>,
+    ) -> impl Future<Output = Result<(), queue::Closed>> + 'a {
         if let Item::Read { events, answer, .. } = &item {
             let events: u64 = events.iter().map(crate::outbox::event_weight).sum();
             self.outbox.charge(W::answer_weight(answer) + events);
         }
-        queue.send(Box::new(Queued { stamp, item })).await?;
-        self.outbox.room().await;
-        Ok(())
+        // Boxed before the future is made: an async fn would keep the item itself in its
+        // state, and so make every reader's future (idle or not) that much larger.
+        let queued = Box::new(Queued { stamp, item });
+        async move {
+            queue.send(queued).await?;
+            self.outbox.room().await;
+            Ok(())
+        }
     }
 
     fn refused(&self, rejected: Rejected) -> ErrorCode {
@@ -181,13 +192,20 @@ impl SessionConn {
     /// Serves the session: `read_loop` turns frames into items, the shared writer completes
     /// them in order on `sink`. Returns when either side ends; the connection's watches go
     /// and the session stays alive until its deadline.
-    pub async fn run<W, S, F, Fut>(&self, out_rx: OutboxRx, wire: W, sink: S, cancel: CancellationToken, read_loop: F)
+    pub fn run<'a, W, S, F, Fut>(
+        &'a self,
+        out_rx: OutboxRx,
+        wire: W,
+        sink: S,
+        cancel: CancellationToken,
+        read_loop: F,
+    ) -> impl Future<Output = ()> + 'a
     where
-        W: Wire,
-        S: Sink<W::Msg> + Shrink + Unpin + Send,
+        W: Wire + 'a,
+        S: Sink<W::Msg> + Shrink + Unpin + Send + 'a,
         S::Error: Display,
         F: FnOnce(ItemTx<W>, CancellationToken) -> Fut,
-        Fut: Future<Output = ()>,
+        Fut: Future<Output = ()> + 'a,
     {
         let server = &self.server;
         let delivery = match W::LISTENER {
@@ -207,9 +225,15 @@ impl SessionConn {
             queue: queue_rx,
             out: out_rx,
         };
-        tokio::join!(read_loop(queue_tx, cancel.clone()), writer_loop.run(cancel));
-        server.local.watches.remove_conn(self.conn);
-        server.local.sessions.detach(self.session, self.conn);
-        tracing::debug!(peer = %self.peer, session = %self.session, "connection closed");
+        let reader = read_loop(queue_tx, cancel.clone());
+        let writer = writer_loop.run(cancel);
+        // Combinators, not an async fn or block: those keep what they are given (the socket
+        // halves, the reader's closure) apart from the futures made of it, so every
+        // connection's task held each twice (docs/benchmarks.md "Idle sessions").
+        join(reader, writer).map(move |((), ())| {
+            server.local.watches.remove_conn(self.conn);
+            server.local.sessions.detach(self.session, self.conn);
+            tracing::debug!(peer = %self.peer, session = %self.session, "connection closed");
+        })
     }
 }

@@ -21,7 +21,8 @@ use crate::tls::stream::{Incoming, ReadHalf, WriteHalf};
 use crate::watch::ConnId;
 use crate::Server;
 use bytes::Bytes;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{FutureExt, SinkExt, StreamExt};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -34,22 +35,22 @@ use ward_proto::{ErrorCode, Request, SessionId, SessionSecret};
 type Reader = FramedRead<Counted<ReadHalf, ZkWire>, LengthDelimitedCodec>;
 type Writer = FramedWrite<Counted<WriteHalf, ZkWire>, LengthDelimitedCodec>;
 
-pub async fn serve(
+pub fn serve(
     server: Arc<Server>,
     shared: Arc<Shared>,
     incoming: Incoming,
     peer: SocketAddr,
     conn: ConnId,
     cancel: CancellationToken,
-) {
+) -> impl Future<Output = ()> {
     let stats = shared.open(conn, peer);
-    serve_conn(server, &shared, stats, incoming, peer, conn, cancel).await;
-    shared.close(conn);
+    // `map`, not an async fn: that would keep its arguments beside the future it awaits.
+    serve_conn(server, shared.clone(), stats, incoming, peer, conn, cancel).map(move |()| shared.close(conn))
 }
 
 async fn serve_conn(
     server: Arc<Server>,
-    shared: &Shared,
+    shared: Arc<Shared>,
     stats: Arc<ConnStats>,
     incoming: Incoming,
     peer: SocketAddr,
@@ -70,7 +71,7 @@ async fn serve_conn(
         read = first => if !matches!(read, Ok(Ok(_))) { return },
     }
     if let Some(word) = fourlw::Word::parse(&head) {
-        let text = fourlw::answer(word, &server, shared);
+        let text = fourlw::answer(word, &server, &shared);
         let _ = w.write_all(text.as_bytes()).await;
         let _ = w.shutdown().await;
         return;
