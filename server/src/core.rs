@@ -70,13 +70,14 @@ impl Core {
     }
 
     /// A read on behalf of a connection: runs `f` in a consistent view, and returns the last
-    /// zxid of that view and how many messages `outbox` had queued when `f` looked (`f` gets
-    /// the count too). Since apply queues events under the write lock, every event for a
-    /// change `f` can see is within that count, and the connection writes them before the
-    /// read's reply (G6).
+    /// zxid of that view and the read's fence, how many messages `outbox` had queued when `f`
+    /// looked (`f` gets it too; `Outbox::fence`). Since apply queues events under the write
+    /// lock, every event for a change `f` can see is within that count, and the connection
+    /// writes them before the read's reply (G6), and no later one (`net/ordering.rs`). The
+    /// read's reply must then be queued on the connection.
     pub fn view<R>(&self, outbox: &Outbox, f: impl FnOnce(&StateMachine, u64) -> R) -> (Zxid, u64, R) {
         self.read(|state| {
-            let events_before = outbox.queued();
+            let events_before = outbox.fence();
             (state.last_zxid(), events_before, f(state, events_before))
         })
     }

@@ -56,11 +56,7 @@ struct ReadSeen {
 }
 
 fn drain(rx: &mut OutboxRx) -> Vec<Outbound> {
-    let mut out = Vec::new();
-    while let Ok(msg) = rx.try_recv() {
-        out.push(msg);
-    }
-    out
+    rx.take_all()
 }
 
 fn events(msgs: &[Outbound]) -> Vec<&WatchEvent> {
@@ -350,5 +346,123 @@ fn a_persistent_watch_armed_again_gets_every_missed_change_once() {
         let replayed: Vec<Zxid> = replay.iter().map(|s| s.event.zxid).collect();
         let all: Vec<Zxid> = replayed.iter().chain(&live).copied().collect();
         assert_eq!(all, [away, racing], "each once, in order: replayed {replayed:?}, live {live:?}");
+    });
+}
+
+/// What the writer put on the wire, in order: an event (its zxid) or the read's reply.
+#[derive(Debug, PartialEq)]
+enum Wire {
+    Event(Zxid),
+    Reply,
+}
+
+fn on_wire(msg: Outbound) -> Wire {
+    match msg {
+        Outbound::Event(event) => Wire::Event(event.zxid),
+        other => panic!("only events are queued here: {other:?}"),
+    }
+}
+
+/// G6 and the fences (`net/ordering.rs`, rules 3 to 5): the reader, the writer and apply
+/// share one connection's [`ConnOrder`](crate::net::ordering::ConnOrder). The connection has a
+/// data watch on `/n`; apply changes `/n` (queuing the event under the state lock) while the
+/// reader reads `/n` and the writer, with no item yet, sends whatever the order lets it.
+/// Then the writer answers the read. Whatever the interleaving, the event goes before the
+/// reply if the read saw the change, and after it if not: an event for a change the read
+/// did not see, arriving while the read is in flight, waits for the reply.
+///
+/// Broken on purpose, loom finds both halves: taking the fence in `Core::view` before the
+/// state lock instead of under it (the reply shows the change, its event follows), and
+/// `ConnOrder::next_to_send` ignoring the fences (the free writer sends the event of a
+/// change the read did not see before the reply).
+#[test]
+fn an_event_and_a_read_reply_leave_in_zxid_order() {
+    loom::model(|| {
+        let (core, local, session) = core_with_node();
+        let (outbox, mut rx) = Outbox::channel();
+        local.watches.add_conn(1, outbox.clone(), crate::watch::Delivery::Streams);
+        local.watches.register(1, ward_proto::WatchKind::Data, "/n");
+
+        let reader = {
+            let (core, local) = (core.clone(), local.clone());
+            thread::spawn(move || {
+                read(&core, &local, &outbox, 1, session, Request::GetData { path: "/n".into(), watch: false })
+            })
+        };
+        let writer = thread::spawn(move || {
+            let mut wire = Vec::new();
+            for _ in 0..2 {
+                if let Some(msg) = rx.try_next() {
+                    wire.push(on_wire(msg));
+                }
+            }
+            (rx, wire)
+        });
+        let changed_at = set_n(&core, session, b"new");
+        let seen = reader.join().expect("reader");
+        let (mut rx, mut wire) = writer.join().expect("writer");
+
+        // The read's item reaches the writer: what its view could show, the reply, the rest.
+        while let Some(msg) = rx.due_before_reply(seen.events_before) {
+            wire.push(on_wire(msg));
+        }
+        wire.push(Wire::Reply);
+        rx.replied();
+        while let Some(msg) = rx.try_next() {
+            wire.push(on_wire(msg));
+        }
+
+        let saw_change = matches!(&seen.result, Ok(Response::Data { data, .. }) if data == b"new");
+        assert_eq!(saw_change, seen.zxid >= changed_at, "{:?} at {}", seen.result, seen.zxid);
+        let expected = match saw_change {
+            true => [Wire::Event(changed_at), Wire::Reply],
+            false => [Wire::Reply, Wire::Event(changed_at)],
+        };
+        assert_eq!(wire, expected, "the read saw the change: {saw_change}");
+    });
+}
+
+/// Runs `future` on the current loom thread: a pending poll parks the thread until the
+/// future's waker unparks it, so a lost wake-up shows as a loom deadlock.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        match future.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(output) => return output,
+            std::task::Poll::Pending => thread::park(),
+        }
+    }
+}
+
+/// Rules 2 and 7 of `net/ordering.rs` across the reader and the writer: a read waiting for
+/// the session's earlier writes is woken by the writer's report that they are applied, or
+/// by the writer's end, whichever order loom picks; it never sleeps through either. The
+/// writer applies the first of two writes and ends: the reader, waiting for both, must learn
+/// that it would wait forever; had the writer applied both, it goes on.
+#[test]
+fn a_read_waiting_for_its_writes_is_woken_by_their_apply_or_the_writers_end() {
+    loom::model(|| {
+        for applied in [1, 2] {
+            let (outbox, rx) = Outbox::channel();
+            let (first, second) = (outbox.submit_write(), outbox.submit_write());
+            let writer = thread::spawn(move || {
+                rx.applied(first);
+                if applied == 2 {
+                    rx.applied(second);
+                }
+                drop(rx);
+            });
+            let caught_up = block_on(outbox.caught_up());
+            writer.join().expect("writer");
+            assert_eq!(caught_up, applied == 2, "{applied} of 2 writes applied before the writer ended");
+        }
     });
 }

@@ -1,13 +1,16 @@
-//! A connection's queue of server-initiated messages (watch events, lock grants, closes),
-//! and its bound on the bytes queued for the client.
+//! A connection's shared state: the order of what it sends ([`ConnOrder`], with its queue of
+//! server-initiated messages: watch events, lock grants, closes) and its bound on the bytes
+//! queued for the client. The reader, the writer and the rest of the server (apply firing
+//! watches, the session table) reach the connection through it.
 //!
-//! The queue counts what was put in it. A read records the count while it holds the state
-//! lock; since events are queued under the write lock by the apply that caused them, every
-//! event for a change the read can see is within that count, and the connection writes at
-//! least that many queued messages before the read's reply (guarantee G6).
+//! The ordering rules are `net/ordering.rs`'s; this file only shares its [`ConnOrder`]
+//! between tasks (a mutex) and wakes whoever waits on it (a `Notify` each way). A read
+//! takes its fence ([`Outbox::fence`]) while it holds the state lock; since events are
+//! queued under the write lock by the apply that caused them, every event for a change the
+//! read can see is within it, and the writer sends those before the read's reply (G6).
 //!
-//! The queue itself is [`Queue`]: most connections never receive a message, and an empty
-//! one allocates nothing (ward-bench f).
+//! Most connections never receive a message, and an empty queue allocates nothing
+//! (ward-bench f).
 //!
 //! # The bound (docs/security.md "Limits")
 //!
@@ -26,8 +29,8 @@
 //!   could show a change whose event the client never got; closing keeps G6.) The session
 //!   lives on, to be resumed on a new connection or to expire.
 
-use crate::net::queue::{Queue, TryRecvError};
-use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::net::ordering::{ConnOrder, Reads};
+use crate::sync::{AtomicBool, AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::watch::Outbound;
 use std::sync::Arc;
 use tokio::sync::Notify;
@@ -35,14 +38,22 @@ use tokio_util::sync::CancellationToken;
 use ward_proto::{StreamEvent, WatchEvent};
 
 pub struct Outbox {
-    queue: Queue<Outbound>,
-    queued: AtomicU64,
+    /// The connection's order ([`ConnOrder`]): its messages, the fences of its reads in
+    /// flight, its writes submitted and applied. A mutex of `crate::sync`, so the loom models
+    /// run through it; every critical section is one call of a method that neither waits nor
+    /// allocates more than a queue slot.
+    order: Mutex<ConnOrder<Outbound>>,
+    /// Wakes the writer: a message was queued.
+    to_writer: Notify,
+    /// Wakes the reader, waiting in [`room`](Outbox::room) or [`caught_up`](Outbox::caught_up).
+    /// One `Notify` serves both: the reader waits in one place at a time and checks its
+    /// condition before every wait, so a wake-up meant for the other wait costs it a look,
+    /// and `notify_one` keeps a permit when it is not waiting yet.
+    to_reader: Notify,
     /// Bytes queued for the client and not yet written (see the bound above).
     bytes: AtomicU64,
     limit: u64,
     overflowed: AtomicBool,
-    /// Wakes the reader waiting in [`Outbox::room`].
-    room: Notify,
     /// The connection's own token.
     cancel: CancellationToken,
 }
@@ -50,9 +61,9 @@ pub struct Outbox {
 /// How the rest of the server reaches a connection.
 pub type OutboundTx = Arc<Outbox>;
 
-/// The connection's end of its outbox. The connection itself holds an [`OutboundTx`] for as
-/// long as it reads from here, and the outbox's senders never close it, so `recv` only ever
-/// ends with a message.
+/// The writer's end of its connection's outbox. Dropping it ends the connection's order:
+/// messages are refused and a reader waiting for writes is told (rule 7 of
+/// `net/ordering.rs`).
 pub struct OutboxRx(Arc<Outbox>);
 
 /// What a message costs while it waits: about the memory it holds (the enum and its path).
@@ -75,12 +86,12 @@ impl Outbox {
     /// whose tasks stop when `cancel` (its own token) is cancelled.
     pub fn bounded(limit: usize, cancel: CancellationToken) -> (OutboundTx, OutboxRx) {
         let outbox = Arc::new(Outbox {
-            queue: Queue::new(usize::MAX),
-            queued: AtomicU64::new(0),
+            order: Mutex::new(ConnOrder::default()),
+            to_writer: Notify::new(),
+            to_reader: Notify::new(),
             bytes: AtomicU64::new(0),
             limit: u64::try_from(limit).unwrap_or(u64::MAX),
             overflowed: AtomicBool::new(false),
-            room: Notify::new(),
             cancel,
         });
         (outbox.clone(), OutboxRx(outbox))
@@ -92,19 +103,23 @@ impl Outbox {
         Outbox::bounded(usize::MAX, CancellationToken::new())
     }
 
+    fn order(&self) -> MutexGuard<'_, ConnOrder<Outbound>> {
+        // Every method of `ConnOrder` leaves it whole: a panic cannot cut one in half.
+        self.order.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Queues `msg`; false if the connection is gone, or has just overflowed its bound.
     pub fn send(&self, msg: Outbound) -> bool {
         let weight = weight(&msg);
         if weight > 0 && !self.reserve(weight) {
             return false;
         }
-        if self.queue.push_now(msg).is_err() {
-            // The connection is gone: what it counts no longer matters.
-            return false;
+        // Refused once the writer is gone: what it counts no longer matters.
+        let queued = self.order().push(msg);
+        if queued {
+            self.to_writer.notify_one();
         }
-        // After the push: a count read later covers only messages already in the queue.
-        self.queued.fetch_add(1, Ordering::Release);
-        true
+        queued
     }
 
     /// Counts `weight` bytes for a message about to be queued; false if that would pass the
@@ -135,32 +150,92 @@ impl Outbox {
     /// is cancelled).
     pub async fn room(&self) {
         while self.bytes.load(Ordering::Acquire) >= self.limit {
-            // `notify_one` keeps a permit: a release between the check and the wait is not lost.
             tokio::select! {
                 _ = self.cancel.cancelled() => return,
-                _ = self.room.notified() => {}
+                _ = self.to_reader.notified() => {}
             }
         }
     }
 
     /// How many messages have been queued so far.
     pub fn queued(&self) -> u64 {
-        self.queued.load(Ordering::Acquire)
+        self.order().queued()
+    }
+
+    /// A read looks at the state: its fence (`ConnOrder::fence`). Call it under the state
+    /// lock, and queue the read's reply after it.
+    pub fn fence(&self) -> u64 {
+        self.order().fence()
+    }
+
+    /// Numbers the next write the reader submits.
+    pub fn submit_write(&self) -> u64 {
+        self.order().submit_write()
+    }
+
+    /// Waits until every write submitted so far is applied; false if the writer is gone.
+    pub async fn caught_up(&self) -> bool {
+        loop {
+            let reads = self.order().reads_may_run();
+            match reads {
+                Reads::MayRun => return true,
+                Reads::WriterGone => return false,
+                Reads::Wait => self.to_reader.notified().await,
+            }
+        }
     }
 }
 
 impl OutboxRx {
-    /// The next message, waiting for one; cancel-safe (see [`Queue::pop`]).
-    pub async fn recv(&mut self) -> Option<Outbound> {
-        self.0.queue.pop().await
+    fn order(&self) -> MutexGuard<'_, ConnOrder<Outbound>> {
+        self.0.order()
     }
 
-    pub fn try_recv(&mut self) -> Result<Outbound, TryRecvError> {
-        self.0.queue.try_pop()
+    /// The next message the fences allow, waiting for one (`ConnOrder::next_to_send`). The
+    /// outbox's senders never close it, so it only ever ends with a message. Cancel-safe: a
+    /// message is only taken by the call that returns it.
+    pub async fn next(&mut self) -> Outbound {
+        loop {
+            let next = self.order().next_to_send();
+            match next {
+                Some(msg) => return msg,
+                None => self.0.to_writer.notified().await,
+            }
+        }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.0.queue.is_empty()
+    /// The next message the fences allow, if one is queued.
+    pub fn try_next(&mut self) -> Option<Outbound> {
+        self.order().next_to_send()
+    }
+
+    /// True if a message could be sent now.
+    pub fn has_sendable(&self) -> bool {
+        self.order().has_sendable()
+    }
+
+    /// The next message a read's reply must follow (`ConnOrder::due_before_reply`).
+    pub fn due_before_reply(&mut self, fence: u64) -> Option<Outbound> {
+        self.order().due_before_reply(fence)
+    }
+
+    /// The head read's reply is out (`ConnOrder::replied`).
+    pub fn replied(&mut self) {
+        self.order().replied();
+    }
+
+    /// Write `number` of the connection has its outcome: wakes a read waiting for it.
+    pub fn applied(&self, number: u64) {
+        self.order().applied(number);
+        self.0.to_reader.notify_one();
+    }
+
+    /// Every message queued, fences or not: for models and tests that look at what apply
+    /// queued without playing the writer.
+    #[cfg(test)]
+    pub fn take_all(&mut self) -> Vec<Outbound> {
+        let mut order = self.order();
+        std::iter::from_fn(|| order.due_before_reply(u64::MAX)).collect()
     }
 
     /// `weight` bytes were handed to the socket (or dropped): they no longer count.
@@ -170,7 +245,7 @@ impl OutboxRx {
         }
         let before = self.0.bytes.fetch_sub(weight, Ordering::AcqRel);
         if before >= self.0.limit && before - weight < self.0.limit {
-            self.0.room.notify_one();
+            self.0.to_reader.notify_one();
         }
     }
 
@@ -187,7 +262,10 @@ impl OutboxRx {
 
 impl Drop for OutboxRx {
     fn drop(&mut self) {
-        self.0.queue.close_receiver();
+        let dropped = self.order().writer_gone();
+        // Dropped outside the lock.
+        drop(dropped);
+        self.0.to_reader.notify_one();
     }
 }
 
@@ -204,28 +282,69 @@ mod tests {
     #[tokio::test]
     async fn messages_come_out_in_order_and_are_counted() {
         let (tx, mut rx) = Outbox::channel();
-        assert!(rx.is_empty());
+        assert!(!rx.has_sendable());
         assert!(tx.send(close(0)) && tx.send(close(1)));
         assert_eq!(tx.queued(), 2);
-        assert!(matches!(rx.recv().await, Some(Outbound::Close(CloseReason::SessionEnded))));
-        assert!(matches!(rx.try_recv(), Ok(Outbound::Close(CloseReason::SessionMoved))));
-        assert_eq!(rx.try_recv().err(), Some(TryRecvError::Empty));
+        assert!(matches!(rx.next().await, Outbound::Close(CloseReason::SessionEnded)));
+        assert!(matches!(rx.try_next(), Some(Outbound::Close(CloseReason::SessionMoved))));
+        assert!(rx.try_next().is_none());
     }
 
     #[tokio::test]
-    async fn a_waiting_receiver_wakes_and_a_cancelled_wait_loses_nothing() {
+    async fn a_waiting_writer_wakes_and_a_cancelled_wait_loses_nothing() {
         let (tx, mut rx) = Outbox::channel();
         // A wait given up before anything arrives takes nothing with it.
-        assert!(tokio::time::timeout(Duration::from_millis(10), rx.recv()).await.is_err());
+        assert!(tokio::time::timeout(Duration::from_millis(10), rx.next()).await.is_err());
         let sender = tokio::spawn(async move {
             tokio::task::yield_now().await;
             tx.send(close(0));
             tx
         });
-        let got = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await;
-        assert!(matches!(got, Ok(Some(Outbound::Close(CloseReason::SessionEnded)))));
+        let got = tokio::time::timeout(Duration::from_secs(30), rx.next()).await;
+        assert!(matches!(got, Ok(Outbound::Close(CloseReason::SessionEnded))));
         let tx = sender.await.expect("sender");
         assert_eq!(tx.queued(), 1);
+    }
+
+    /// Rule 2 of `net/ordering.rs` across tasks: the reader waiting for its writes is woken
+    /// by the writer's report, and by the writer's end.
+    #[tokio::test]
+    async fn a_waiting_read_is_woken_by_the_writes_applied_and_by_the_writers_end() {
+        let (tx, rx) = Outbox::channel();
+        assert!(tx.caught_up().await, "nothing submitted yet");
+        let (first, second) = (tx.submit_write(), tx.submit_write());
+        rx.applied(first);
+        assert!(tokio::time::timeout(Duration::from_millis(20), tx.caught_up()).await.is_err());
+        let writer = tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            rx.applied(second);
+            rx
+        });
+        assert_eq!(tokio::time::timeout(Duration::from_secs(30), tx.caught_up()).await, Ok(true));
+        let rx = writer.await.expect("writer");
+        tx.submit_write();
+        let waiting = tokio::spawn({
+            let tx = tx.clone();
+            async move { tx.caught_up().await }
+        });
+        tokio::task::yield_now().await;
+        drop(rx);
+        let result = tokio::time::timeout(Duration::from_secs(30), waiting).await.expect("in time");
+        assert!(!result.expect("reader"), "the writer is gone: the read would wait forever");
+    }
+
+    /// Rule 4 of `net/ordering.rs` through the outbox: a message queued after a read's fence
+    /// is not given to the writer until the read is answered.
+    #[tokio::test]
+    async fn a_message_past_a_fence_waits_for_the_reply() {
+        let (tx, mut rx) = Outbox::channel();
+        let fence = tx.fence();
+        assert!(tx.send(close(0)));
+        assert!(!rx.has_sendable());
+        assert!(tokio::time::timeout(Duration::from_millis(10), rx.next()).await.is_err());
+        assert!(rx.due_before_reply(fence).is_none(), "nothing the read saw");
+        rx.replied();
+        assert!(matches!(rx.try_next(), Some(Outbound::Close(CloseReason::SessionEnded))));
     }
 
     fn event(path: &str) -> Outbound {
@@ -277,7 +396,6 @@ mod tests {
         assert!(tx.send(close(0)));
         drop(rx);
         assert!(!tx.send(close(1)), "the connection is gone");
-        assert_eq!(tx.queued(), 1);
-        assert!(tx.queue.is_empty());
+        assert_eq!(tx.queued(), 0, "what waited was dropped with the writer");
     }
 }

@@ -11,7 +11,7 @@
 
 use super::counted::Counted;
 use super::handshake;
-use super::order::{Sequencer, SessionConn};
+use super::order::SessionConn;
 use super::writer::{Item, ItemTx, Shrink, Wire};
 use crate::acl::Identity;
 use crate::metrics::{Failure, Listener, Op, Stamp};
@@ -121,7 +121,7 @@ pub async fn serve(server: Arc<Server>, incoming: Incoming, peer: SocketAddr, co
     };
     let identity = Identity::for_connection(peer.ip(), cert_subject);
     let ctx = SessionConn::new(server, peer, conn, attached, outbox, identity);
-    ctx.run(out_rx, WardWire, writer, cancel, |seq, queue, cancel| read_loop(&ctx, reader, seq, queue, cancel)).await;
+    ctx.run(out_rx, WardWire, writer, cancel, |queue, cancel| read_loop(&ctx, reader, queue, cancel)).await;
 }
 
 /// Ward's own encoding of replies and server-initiated messages.
@@ -188,13 +188,7 @@ pub fn oversized(answer: &Result<Response, ErrorCode>, limit: usize) -> Option<u
     (len > limit).then_some(len)
 }
 
-async fn read_loop(
-    ctx: &SessionConn,
-    mut reader: Reader,
-    mut seq: Sequencer,
-    queue: ItemTx<WardWire>,
-    cancel: CancellationToken,
-) {
+async fn read_loop(ctx: &SessionConn, mut reader: Reader, queue: ItemTx<WardWire>, cancel: CancellationToken) {
     loop {
         let frame = tokio::select! {
             _ = cancel.cancelled() => return,
@@ -221,7 +215,7 @@ async fn read_loop(
             let (zxid, events_before, answer) = ctx.view(|_, _| answer);
             Item::Read { tag: xid, zxid, events_before, events: Vec::new(), answer }
         } else if request.is_write() {
-            let number = seq.next_write();
+            let number = ctx.next_write();
             match ctx.submit(xid, request) {
                 Ok(pending) => Item::Write { tag: xid, number, pending, closes_session },
                 Err(code) => Item::Refused { tag: xid, number, code },
@@ -230,7 +224,7 @@ async fn read_loop(
             // FIFO per session: the writes sent before this read are applied first.
             let caught_up = tokio::select! {
                 _ = cancel.cancelled() => return,
-                r = seq.caught_up() => r,
+                r = ctx.caught_up() => r,
             };
             if !caught_up {
                 return;

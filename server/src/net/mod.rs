@@ -7,5 +7,6 @@ pub mod handshake;
 pub mod limits;
 pub mod listener;
 pub mod order;
+pub mod ordering;
 pub mod queue;
 pub mod writer;

@@ -1,7 +1,9 @@
-//! Per-session order, shared by every listener: a connection's reader submits writes as
+//! A session's connection, shared by every listener: a connection's reader submits writes as
 //! they arrive and runs a read only once the session's earlier writes are applied; the
-//! writer ([`super::writer`]) completes items in arrival order. Both protocols (Ward's and
-//! ZooKeeper's) run their sessions through [`SessionConn::run`], so they keep the same guarantees.
+//! writer ([`super::writer`]) completes items in arrival order. The rules, and the one value
+//! that keeps them, are in [`super::ordering`]; the reader and writer reach it through the
+//! connection's [`Outbox`](crate::outbox::Outbox). Both protocols (Ward's and ZooKeeper's)
+//! run their sessions through [`SessionConn::run`], so they keep the same guarantees.
 
 use super::handshake::Attached;
 use super::queue;
@@ -18,14 +20,12 @@ use crate::prep::prep;
 use crate::state::StateMachine;
 use crate::watch::{ConnId, Delivery};
 use crate::{now_ms, Server};
-use futures_util::Sink;
-use std::collections::VecDeque;
+use futures_util::future::join;
+use futures_util::{FutureExt, Sink};
 use std::fmt::Display;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, Request, Response, SessionId, Zxid};
 
@@ -39,95 +39,9 @@ pub struct SessionConn {
     /// [`Attached`].
     epoch: Zxid,
     pub outbox: OutboundTx,
-    fences: Fences,
     /// Who the connection is ([`Identity`]): checked by its reads, carried by its writes.
     /// Only the reader uses it; a std mutex because the reader holds it across no await.
     identity: Mutex<Identity>,
-}
-
-/// The `events_before` of every read that has looked at the state and not been answered
-/// yet, oldest first. A queued message numbered beyond the oldest fence reports a change
-/// that read did not see: it must wait until the read's reply is out, or a client that arms
-/// its watch on the reply (every ZooKeeper client) would get the event before the watch.
-#[derive(Clone, Default)]
-pub struct Fences(Arc<Mutex<VecDeque<u64>>>);
-
-impl Fences {
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<u64>> {
-        // A VecDeque of numbers cannot be left half-updated by a panic.
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn push(&self, events_before: u64) {
-        self.lock().push_back(events_before);
-    }
-
-    /// The read at the head of the queue has been answered.
-    pub fn pop(&self) {
-        self.lock().pop_front();
-    }
-
-    /// May message number `index` (1-based, in queue order) be sent now?
-    pub fn allows(&self, index: u64) -> bool {
-        self.lock().front().is_none_or(|&fence| index <= fence)
-    }
-}
-
-/// How many of the connection's writes the writer has reported applied, and the reader's
-/// wake-up. (A `watch` channel did this job at about 350 bytes a connection.)
-#[derive(Default)]
-struct Progress {
-    applied: AtomicU64,
-    writer_gone: AtomicBool,
-    /// One waiter, the reader; `notify_one` keeps a permit when it is not waiting yet.
-    changed: Notify,
-}
-
-/// The writer's end of the applied count. Dropping it tells the reader the writer is gone.
-pub struct AppliedTx(Arc<Progress>);
-
-impl AppliedTx {
-    /// The connection's writes up to number `n` are applied.
-    pub fn set(&self, n: u64) {
-        self.0.applied.store(n, Ordering::Release);
-        self.0.changed.notify_one();
-    }
-}
-
-impl Drop for AppliedTx {
-    fn drop(&mut self) {
-        self.0.writer_gone.store(true, Ordering::Release);
-        self.0.changed.notify_one();
-    }
-}
-
-/// The reader's half of per-session FIFO: counts writes submitted and waits for the writer
-/// to report them applied before a read looks at the state.
-pub struct Sequencer {
-    submitted: u64,
-    applied: Arc<Progress>,
-}
-
-impl Sequencer {
-    /// Numbers the next write.
-    pub fn next_write(&mut self) -> u64 {
-        self.submitted += 1;
-        self.submitted
-    }
-
-    /// Waits until every write submitted so far is applied; false if the writer is gone.
-    pub async fn caught_up(&mut self) -> bool {
-        loop {
-            if self.applied.applied.load(Ordering::Acquire) >= self.submitted {
-                return true;
-            }
-            if self.applied.writer_gone.load(Ordering::Acquire) {
-                // The writer may have reported the count and then ended between the two loads.
-                return self.applied.applied.load(Ordering::Acquire) >= self.submitted;
-            }
-            self.applied.changed.notified().await;
-        }
-    }
 }
 
 impl SessionConn {
@@ -143,7 +57,7 @@ impl SessionConn {
     ) -> Self {
         let Attached { session, epoch } = attached;
         let identity = Mutex::new(identity);
-        SessionConn { server, peer, conn, session, epoch, outbox, fences: Fences::default(), identity }
+        SessionConn { server, peer, conn, session, epoch, outbox, identity }
     }
 
     /// The connection's identities, for a read to check (hold it only while reading).
@@ -165,15 +79,22 @@ impl SessionConn {
         result
     }
 
-    /// Runs `f` in a view of the state, recording the last zxid and how many messages were
-    /// queued on the connection then: the writer sends those before the read's reply (G6),
-    /// and no later one (the fence). The result must be queued as an `Item::Read`.
+    /// Runs `f` in a view of the state, recording the last zxid and the read's fence, how
+    /// many messages were queued on the connection then: the writer sends those before the
+    /// read's reply (G6), and no later one. The result must be queued as an `Item::Read`.
     pub fn view<R>(&self, f: impl FnOnce(&Local, &StateMachine) -> R) -> (Zxid, u64, R) {
-        self.server.core.view(&self.outbox, |state, events_before| {
-            // Under the state lock no event can be queued between counting and fencing.
-            self.fences.push(events_before);
-            f(&self.server.local, state)
-        })
+        self.server.core.view(&self.outbox, |state, _| f(&self.server.local, state))
+    }
+
+    /// Numbers the next write of the connection (`ConnOrder::submit_write`).
+    pub fn next_write(&self) -> u64 {
+        self.outbox.submit_write()
+    }
+
+    /// Waits until every write this connection submitted so far is applied, so a read sees
+    /// exactly the session's earlier writes; false if the writer is gone.
+    pub async fn caught_up(&self) -> bool {
+        self.outbox.caught_up().await
     }
 
     /// Preps and submits a write of this session, unless the connection no longer owns it.
@@ -243,14 +164,24 @@ impl SessionConn {
     /// the connection's outbound bound until written; at the bound this then waits before
     /// the reader reads another request (back-pressure, `crate::outbox`). Err: the writer is
     /// gone.
-    pub async fn queue<W: Wire>(&self, queue: &ItemTx<W>, stamp: Stamp, item: Item<W>) -> Result<(), queue::Closed> {
+    pub fn queue<'a, W: Wire>(
+        &'a self,
+        queue: &'a ItemTx<W>,
+        stamp: Stamp,
+        item: Item<W>,
+    ) -> impl Future<Output = Result<(), queue::Closed>> + 'a {
         if let Item::Read { events, answer, .. } = &item {
             let events: u64 = events.iter().map(crate::outbox::event_weight).sum();
             self.outbox.charge(W::answer_weight(answer) + events);
         }
-        queue.send(Box::new(Queued { stamp, item })).await?;
-        self.outbox.room().await;
-        Ok(())
+        // Boxed before the future is made: an async fn would keep the item itself in its
+        // state, and so make every reader's future (idle or not) that much larger.
+        let queued = Box::new(Queued { stamp, item });
+        async move {
+            queue.send(queued).await?;
+            self.outbox.room().await;
+            Ok(())
+        }
     }
 
     fn refused(&self, rejected: Rejected) -> ErrorCode {
@@ -261,13 +192,20 @@ impl SessionConn {
     /// Serves the session: `read_loop` turns frames into items, the shared writer completes
     /// them in order on `sink`. Returns when either side ends; the connection's watches go
     /// and the session stays alive until its deadline.
-    pub async fn run<W, S, F, Fut>(&self, out_rx: OutboxRx, wire: W, sink: S, cancel: CancellationToken, read_loop: F)
+    pub fn run<'a, W, S, F, Fut>(
+        &'a self,
+        out_rx: OutboxRx,
+        wire: W,
+        sink: S,
+        cancel: CancellationToken,
+        read_loop: F,
+    ) -> impl Future<Output = ()> + 'a
     where
-        W: Wire,
-        S: Sink<W::Msg> + Shrink + Unpin + Send,
+        W: Wire + 'a,
+        S: Sink<W::Msg> + Shrink + Unpin + Send + 'a,
         S::Error: Display,
-        F: FnOnce(Sequencer, ItemTx<W>, CancellationToken) -> Fut,
-        Fut: Future<Output = ()>,
+        F: FnOnce(ItemTx<W>, CancellationToken) -> Fut,
+        Fut: Future<Output = ()> + 'a,
     {
         let server = &self.server;
         let delivery = match W::LISTENER {
@@ -276,8 +214,6 @@ impl SessionConn {
         };
         server.local.watches.add_conn(self.conn, self.outbox.clone(), delivery);
         let (queue_tx, queue_rx) = queue::bounded(server.config.max_inflight_per_conn);
-        let progress = Arc::new(Progress::default());
-        let applied_tx = AppliedTx(progress.clone());
         // `cancel` is this connection's own token (a child of the listener's): the writer's
         // end cancels the reader through it.
         let writer_loop = WriterLoop {
@@ -288,54 +224,16 @@ impl SessionConn {
             writer: sink,
             queue: queue_rx,
             out: out_rx,
-            taken: 0,
-            held: VecDeque::new(),
-            fences: self.fences.clone(),
         };
-        let sequencer = Sequencer { submitted: 0, applied: progress };
-        tokio::join!(read_loop(sequencer, queue_tx, cancel.clone()), writer_loop.run(applied_tx, cancel));
-        server.local.watches.remove_conn(self.conn);
-        server.local.sessions.detach(self.session, self.conn);
-        tracing::debug!(peer = %self.peer, session = %self.session, "connection closed");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    fn pair() -> (AppliedTx, Sequencer) {
-        let progress = Arc::new(Progress::default());
-        (AppliedTx(progress.clone()), Sequencer { submitted: 0, applied: progress })
-    }
-
-    #[tokio::test]
-    async fn a_read_waits_for_the_writes_before_it_and_no_longer() {
-        let (tx, mut seq) = pair();
-        assert!(seq.caught_up().await, "nothing submitted yet");
-        let (first, second) = (seq.next_write(), seq.next_write());
-        tx.set(first);
-        assert!(tokio::time::timeout(Duration::from_millis(20), seq.caught_up()).await.is_err());
-        let writer = tokio::spawn(async move {
-            tokio::task::yield_now().await;
-            tx.set(second);
-            tx
-        });
-        let caught_up = tokio::time::timeout(Duration::from_secs(30), seq.caught_up()).await;
-        assert_eq!(caught_up, Ok(true));
-        drop(writer.await.expect("writer"));
-        assert!(seq.caught_up().await, "already applied stays applied after the writer is gone");
-    }
-
-    #[tokio::test]
-    async fn a_waiting_read_learns_that_the_writer_is_gone() {
-        let (tx, mut seq) = pair();
-        seq.next_write();
-        let waiting = tokio::spawn(async move { seq.caught_up().await });
-        tokio::task::yield_now().await;
-        drop(tx);
-        let result = tokio::time::timeout(Duration::from_secs(30), waiting).await.expect("in time");
-        assert!(!result.expect("reader"));
+        let reader = read_loop(queue_tx, cancel.clone());
+        let writer = writer_loop.run(cancel);
+        // Combinators, not an async fn or block: those keep what they are given (the socket
+        // halves, the reader's closure) apart from the futures made of it, so every
+        // connection's task held each twice (docs/benchmarks.md "Idle sessions").
+        join(reader, writer).map(move |((), ())| {
+            server.local.watches.remove_conn(self.conn);
+            server.local.sessions.detach(self.session, self.conn);
+            tracing::debug!(peer = %self.peer, session = %self.session, "connection closed");
+        })
     }
 }

@@ -1,12 +1,11 @@
-//! The queues between a connection's tasks and its writer: the bounded one from the reader
-//! (one sender) and the unbounded outbox (`crate::outbox`, shared by the server's apply and
-//! session code). One receiver drains either.
+//! The queue from a connection's reader to its writer: bounded, one sender, one receiver.
+//! (The messages the rest of the server queues for the connection wait in its
+//! `ConnOrder`, `net/ordering.rs`, which also decides when they may go.)
 //!
-//! A tokio channel did both jobs, but its cache-padded state and first block of 32 slots
+//! A tokio channel did this job, but its cache-padded state and first block of 32 slots
 //! cost about 800 bytes on every connection, busy or idle. This is a `VecDeque` under a
 //! mutex with a `Notify` each way: an idle queue is about 150 bytes, and a busy one grows
-//! only as far as it is used (ward-bench f). The mutex is `crate::sync`'s, so the loom
-//! models of the outbox run through it.
+//! only as far as it is used (ward-bench f). The mutex is `crate::sync`'s.
 
 use crate::sync::{Mutex, MutexGuard};
 use std::collections::VecDeque;
@@ -78,12 +77,6 @@ impl<T> Queue<T> {
         drop(state);
         self.to_receiver.notify_one();
         Ok(())
-    }
-
-    /// Queues `item` unless the receiver is gone. For a queue with room to spare (the
-    /// unbounded outbox); a full queue refuses too.
-    pub fn push_now(&self, item: T) -> Result<(), Closed> {
-        self.try_push(item).map_err(|_| Closed)
     }
 
     /// Queues `item`, waiting while the queue is full. Fails if the receiver is gone.

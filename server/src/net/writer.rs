@@ -2,10 +2,12 @@
 //! messages (watch events, lock grants, closes) placed before the replies that must follow
 //! them.
 //!
-//! The ordering logic is shared by both listeners: what differs between Ward's protocol and
-//! ZooKeeper's is only how a reply or an event is encoded, which a [`Wire`] says.
+//! The writer is a thin loop: what may go out when is decided by the connection's
+//! [`ConnOrder`](super::ordering::ConnOrder) (reached through [`OutboxRx`]); the writer takes
+//! items in arrival order, awaits writes' outcomes, encodes and feeds the socket. It is
+//! shared by both listeners: what differs between Ward's protocol and ZooKeeper's is only how
+//! a reply or an event is encoded, which a [`Wire`] says.
 
-use super::order::{AppliedTx, Fences};
 use super::queue;
 use crate::command::Outcome;
 use crate::log::Pending;
@@ -14,9 +16,9 @@ use crate::outbox::OutboxRx;
 use crate::watch::{CloseReason, Outbound};
 use crate::Server;
 use futures_util::{Sink, SinkExt};
-use std::collections::VecDeque;
 use std::fmt::Display;
 use std::net::SocketAddr;
+use std::ops::ControlFlow::{self, Break, Continue};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -77,12 +79,9 @@ pub trait Shrink {
 /// requests keeps pointers' worth of capacity afterwards, not items' worth.
 pub type ItemTx<W> = queue::Sender<Box<Queued<W>>>;
 
-enum Step {
-    Continue,
-    /// The server closes the connection once the replies already due are out.
-    Close(CloseReason),
-    Stop,
-}
+/// What the writer does next: go on (with a close the server asked for, to act on once the
+/// current item is done), or stop.
+type Flow<T = ()> = ControlFlow<(), T>;
 
 pub struct WriterLoop<W: Wire, S> {
     pub server: Arc<Server>,
@@ -91,12 +90,9 @@ pub struct WriterLoop<W: Wire, S> {
     pub wire: W,
     pub writer: S,
     pub queue: queue::Receiver<Box<Queued<W>>>,
+    /// The connection's messages, and its order: dropped with the loop, which tells the
+    /// reader the writer is gone.
     pub out: OutboxRx,
-    /// Messages taken from `out` so far; compared with the outbox's count of those queued.
-    pub taken: u64,
-    /// Messages taken but held back by a fence (the last `held.len()` of those taken).
-    pub held: VecDeque<Outbound>,
-    pub fences: Fences,
 }
 
 impl<W, S> WriterLoop<W, S>
@@ -105,7 +101,7 @@ where
     S: Sink<W::Msg> + Shrink + Unpin + Send,
     S::Error: Display,
 {
-    pub async fn run(mut self, applied: AppliedTx, cancel: CancellationToken) {
+    pub async fn run(mut self, cancel: CancellationToken) {
         // Whatever ends the writer ends the reader too.
         let _stop_reader = cancel.clone().drop_guard();
         // Cancelled from outside too when the connection overflows its outbound bound: the
@@ -113,7 +109,7 @@ where
         tokio::select! {
             biased;
             _ = cancel.cancelled() => {}
-            _ = self.serve(&applied) => {}
+            _ = self.serve() => {}
         }
         if self.out.overflowed() {
             tracing::warn!(
@@ -126,44 +122,39 @@ where
         }
     }
 
-    async fn serve(&mut self, applied: &AppliedTx) {
+    async fn serve(&mut self) {
+        let _ = self.serve_until_stop().await;
+        let _ = self.writer.flush().await;
+    }
+
+    async fn serve_until_stop(&mut self) -> Flow {
         loop {
-            let step = tokio::select! {
+            // Messages first: those the fences allow are older than the next item's reply.
+            let close = tokio::select! {
                 biased;
-                msg = self.out.recv() => match msg {
-                    Some(msg) => {
-                        self.taken += 1;
-                        match msg {
-                            Outbound::Close(reason) => Step::Close(reason),
-                            msg => Box::pin(self.send_or_hold(msg)).await,
-                        }
-                    }
-                    None => Step::Stop,
-                },
-                item = self.queue.recv() => match item {
+                msg = self.out.next() => match msg {
+                    Outbound::Close(reason) => Some(reason),
                     // Boxed here and below: the futures awaited in this loop would otherwise
                     // be most of every connection's task, idle or not (ward-bench f).
-                    Some(queued) => Box::pin(self.complete(*queued, applied)).await,
-                    None => Step::Stop,
-                },
-            };
-            let step = match step {
-                Step::Close(reason) => Box::pin(self.close(reason, applied)).await,
-                step => step,
-            };
-            let step = match step {
-                Step::Continue if self.out.is_empty() && self.queue.is_empty() => match self.writer.flush().await {
-                    Ok(()) => {
-                        self.writer.shrink_if_idle();
-                        Step::Continue
+                    msg => {
+                        Box::pin(self.send_outbound(msg)).await?;
+                        None
                     }
-                    Err(_) => Step::Stop,
                 },
-                step => step,
+                item = self.queue.recv() => match item {
+                    Some(queued) => Box::pin(self.complete(*queued)).await?,
+                    None => return Break(()),
+                },
             };
-            if let Step::Stop = step {
-                let _ = self.writer.flush().await;
-                return;
+            if let Some(reason) = close {
+                Box::pin(self.close(reason)).await;
+                return Break(());
+            }
+            if !self.out.has_sendable() && self.queue.is_empty() {
+                if self.writer.flush().await.is_err() {
+                    return Break(());
+                }
+                self.writer.shrink_if_idle();
             }
         }
     }
@@ -174,65 +165,50 @@ where
     /// Except when this member lost contact with the leader: its writes in flight may wait
     /// seconds for a leader, and the client must move to another member now (R6); their
     /// outcome is unknown to this connection either way.
-    async fn close(&mut self, reason: CloseReason, applied: &AppliedTx) -> Step {
+    async fn close(&mut self, reason: CloseReason) {
         if reason == CloseReason::OutOfContact {
             tracing::debug!(peer = %self.peer, session = %self.session, "out of contact: closing at once");
-            return Step::Stop;
+            return;
         }
         while let Ok(queued) = self.queue.try_recv() {
-            if let Step::Stop = self.complete(*queued, applied).await {
-                return Step::Stop;
+            if self.complete(*queued).await.is_break() {
+                return;
             }
         }
         tracing::debug!(peer = %self.peer, session = %self.session, ?reason, "server closes connection");
         if reason == CloseReason::SessionEnded {
             if let Some(msg) = self.wire.session_expired() {
-                if let Step::Continue = self.feed(msg).await {
+                if self.feed(msg).await.is_continue() {
                     self.figures().pushed.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
-        Step::Stop
     }
 
-    /// Sends a message just taken, unless a read that has not seen its change is still to
-    /// be answered (or older messages are held): then it waits for that reply.
-    async fn send_or_hold(&mut self, msg: Outbound) -> Step {
-        if self.held.is_empty() && self.fences.allows(self.taken) {
-            self.send_outbound(msg).await
-        } else {
-            self.held.push_back(msg);
-            Step::Continue
-        }
-    }
-
-    /// Sends the held messages the fences now allow.
-    async fn release_held(&mut self) -> Step {
-        while !self.held.is_empty() {
-            let index = self.taken - self.held.len() as u64 + 1;
-            if !self.fences.allows(index) {
-                break;
-            }
-            if let Some(msg) = self.held.pop_front() {
-                if let Step::Stop = self.send_outbound(msg).await {
-                    return Step::Stop;
+    /// Sends every message the fences allow now (`ConnOrder::next_to_send`); the first close
+    /// among them is kept in `close`, to act on after the current reply.
+    async fn send_free(&mut self, close: &mut Option<CloseReason>) -> Flow {
+        while let Some(msg) = self.out.try_next() {
+            match msg {
+                Outbound::Close(reason) => {
+                    close.get_or_insert(reason);
                 }
+                msg => self.send_outbound(msg).await?,
             }
         }
-        Step::Continue
+        Continue(())
     }
 
-    async fn send_outbound(&mut self, msg: Outbound) -> Step {
+    async fn send_outbound(&mut self, msg: Outbound) -> Flow {
         let weight = crate::outbox::weight(&msg);
-        let step = match self.wire.outbound(msg) {
+        let flow = match self.wire.outbound(msg) {
             Some(msg) => self.feed(msg).await,
-            None => Step::Continue,
+            None => Continue(()),
         };
         self.out.release(weight);
-        if let Step::Continue = step {
-            self.figures().pushed.fetch_add(1, Ordering::Relaxed);
-        }
-        step
+        flow?;
+        self.figures().pushed.fetch_add(1, Ordering::Relaxed);
+        Continue(())
     }
 
     fn figures(&self) -> &ListenerFigures {
@@ -241,76 +217,48 @@ where
 
     /// Completes the item at the head of the queue: the messages that must precede its
     /// reply, then the reply; counts the reply in the request metrics once it is queued.
-    async fn complete(&mut self, queued: Queued<W>, applied: &AppliedTx) -> Step {
+    /// Continues with the close the server asked for meanwhile, if it did.
+    async fn complete(&mut self, queued: Queued<W>) -> Flow<Option<CloseReason>> {
         let Queued { stamp, item } = queued;
         let mut close = None;
         let (msg, failure, closes_session) = match item {
             Item::Read { tag, zxid, events_before, events, answer } => {
-                // Held messages come first: they are older than any still in `out`.
-                while self.taken - (self.held.len() as u64) < events_before {
-                    let Some(msg) = self.held.pop_front() else { break };
-                    if let Step::Stop = self.send_outbound(msg).await {
-                        return Step::Stop;
-                    }
-                }
-                while self.taken < events_before {
-                    let msg = self.out.recv().await;
-                    self.taken += 1;
+                // The messages its view could show (G6): those queued when it looked.
+                while let Some(msg) = self.out.due_before_reply(events_before) {
                     match msg {
-                        Some(Outbound::Close(reason)) => close = close.or(Some(reason)),
-                        Some(msg) => {
-                            if let Step::Stop = self.send_outbound(msg).await {
-                                return Step::Stop;
-                            }
+                        Outbound::Close(reason) => {
+                            close.get_or_insert(reason);
                         }
-                        None => return Step::Stop,
+                        msg => self.send_outbound(msg).await?,
                     }
                 }
                 for event in events {
-                    if let Step::Stop = self.send_outbound(Outbound::Event(event)).await {
-                        return Step::Stop;
-                    }
+                    self.send_outbound(Outbound::Event(event)).await?;
                 }
                 let weight = W::answer_weight(&answer);
                 let failure = W::read_failure(&answer);
                 let reply = self.wire.read_reply(tag, zxid, answer);
-                if let Step::Stop = self.feed(reply).await {
-                    return Step::Stop;
-                }
+                self.feed(reply).await?;
                 self.out.release(weight);
                 self.figures().answered(stamp, failure);
-                self.fences.pop();
-                if let Step::Stop = self.release_held().await {
-                    return Step::Stop;
-                }
-                return match close {
-                    Some(reason) => Step::Close(reason),
-                    None => Step::Continue,
-                };
+                // Its fence no longer holds later messages back.
+                self.out.replied();
+                self.send_free(&mut close).await?;
+                return Continue(close);
             }
             Item::Write { tag, number, mut pending, closes_session } => {
                 let outcome = match pending.try_take() {
                     Some(outcome) => outcome,
                     None => {
                         if self.writer.flush().await.is_err() {
-                            return Step::Stop;
+                            return Break(());
                         }
                         pending.await
                     }
                 };
-                applied.set(number);
+                self.out.applied(number);
                 // Everything queued by now is at least as old as this write's apply.
-                while let Ok(msg) = self.out.try_recv() {
-                    self.taken += 1;
-                    match msg {
-                        Outbound::Close(reason) => close = close.or(Some(reason)),
-                        msg => {
-                            if let Step::Stop = self.send_or_hold(msg).await {
-                                return Step::Stop;
-                            }
-                        }
-                    }
-                }
+                self.send_free(&mut close).await?;
                 match outcome {
                     Ok(applied) => {
                         let result = match applied.outcome {
@@ -328,42 +276,39 @@ where
                             // Neither success nor failure may be claimed: the client must
                             // see a lost connection (and resume, or learn its session ended).
                             tracing::info!(session = %self.session, %rejected, "closing connection: a write's outcome is unknown");
-                            return Step::Stop;
+                            return Break(());
                         }
                     },
                 }
             }
             Item::Refused { tag, number, code } => {
-                applied.set(number);
+                self.out.applied(number);
                 (self.wire.write_reply(tag, self.last_zxid(), Err(code)), Some(code.into()), false)
             }
         };
-        if let Step::Stop = self.feed(msg).await {
-            return Step::Stop;
-        }
+        self.feed(msg).await?;
         self.figures().answered(stamp, failure);
-        match close {
+        if closes_session {
             // Our own CloseSession ends the session too; its reply already says so.
-            Some(_) | None if closes_session => Step::Stop,
-            Some(reason) => Step::Close(reason),
-            None => Step::Continue,
+            return Break(());
         }
+        Continue(close)
     }
 
     fn last_zxid(&self) -> Zxid {
         self.server.core.read(|s| s.last_zxid())
     }
 
-    async fn feed(&mut self, msg: W::Msg) -> Step {
+    async fn feed(&mut self, msg: W::Msg) -> Flow {
         if self.out.overflowed() {
             // An event was dropped: a reply now could show its change without it (G6).
-            return Step::Stop;
+            return Break(());
         }
         match self.writer.feed(msg).await {
-            Ok(()) => Step::Continue,
+            Ok(()) => Continue(()),
             Err(error) => {
                 tracing::debug!(%error, "connection write failed");
-                Step::Stop
+                Break(())
             }
         }
     }

@@ -393,7 +393,7 @@ mod tests {
 
     fn events(rx: &mut crate::outbox::OutboxRx) -> Vec<(EventKind, String)> {
         let mut out = Vec::new();
-        while let Ok(Outbound::Event(e)) = rx.try_recv() {
+        while let Some(Outbound::Event(e)) = rx.try_next() {
             out.push((e.kind, e.path));
         }
         out
@@ -432,7 +432,7 @@ mod tests {
 
     fn streamed(rx: &mut crate::outbox::OutboxRx) -> Split {
         let (mut events, mut streamed) = (Vec::new(), Vec::new());
-        while let Ok(msg) = rx.try_recv() {
+        while let Some(msg) = rx.try_next() {
             match msg {
                 Outbound::Event(e) => events.push((e.kind, e.path)),
                 Outbound::Streamed(s) => streamed.push((s.event.zxid, s.index, s.event.kind, s.event.path)),

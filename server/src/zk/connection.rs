@@ -1,5 +1,5 @@
 //! One ZooKeeper connection: four-letter words, the connect handshake, then requests through
-//! the same ordering machinery as Ward's own connections (`net::order`, `net::writer`): a
+//! the same ordering machinery as Ward's own connections (`net::ordering`, `net::writer`): a
 //! session's requests are answered in the order sent, reads see the session's earlier
 //! writes, and a notification goes out before any reply that could show its change.
 
@@ -14,14 +14,15 @@ use crate::command::CommandOp;
 use crate::metrics::Stamp;
 use crate::net::counted::Counted;
 use crate::net::handshake::{self, Attached};
-use crate::net::order::{Sequencer, SessionConn};
+use crate::net::order::SessionConn;
 use crate::net::writer::{Item, ItemTx};
 use crate::outbox::{OutboundTx, Outbox};
 use crate::tls::stream::{Incoming, ReadHalf, WriteHalf};
 use crate::watch::ConnId;
 use crate::Server;
 use bytes::Bytes;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{FutureExt, SinkExt, StreamExt};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -34,22 +35,22 @@ use ward_proto::{ErrorCode, Request, SessionId, SessionSecret};
 type Reader = FramedRead<Counted<ReadHalf, ZkWire>, LengthDelimitedCodec>;
 type Writer = FramedWrite<Counted<WriteHalf, ZkWire>, LengthDelimitedCodec>;
 
-pub async fn serve(
+pub fn serve(
     server: Arc<Server>,
     shared: Arc<Shared>,
     incoming: Incoming,
     peer: SocketAddr,
     conn: ConnId,
     cancel: CancellationToken,
-) {
+) -> impl Future<Output = ()> {
     let stats = shared.open(conn, peer);
-    serve_conn(server, &shared, stats, incoming, peer, conn, cancel).await;
-    shared.close(conn);
+    // `map`, not an async fn: that would keep its arguments beside the future it awaits.
+    serve_conn(server, shared.clone(), stats, incoming, peer, conn, cancel).map(move |()| shared.close(conn))
 }
 
 async fn serve_conn(
     server: Arc<Server>,
-    shared: &Shared,
+    shared: Arc<Shared>,
     stats: Arc<ConnStats>,
     incoming: Incoming,
     peer: SocketAddr,
@@ -70,7 +71,7 @@ async fn serve_conn(
         read = first => if !matches!(read, Ok(Ok(_))) { return },
     }
     if let Some(word) = fourlw::Word::parse(&head) {
-        let text = fourlw::answer(word, &server, shared);
+        let text = fourlw::answer(word, &server, &shared);
         let _ = w.write_all(text.as_bytes()).await;
         let _ = w.shutdown().await;
         return;
@@ -106,8 +107,7 @@ async fn serve_conn(
     let identity = Identity::for_connection(peer.ip(), cert_subject);
     let ctx = SessionConn::new(server, peer, conn, attached, outbox, identity);
     let wire = ZkWire { stats: stats.clone() };
-    ctx.run(out_rx, wire, writer, cancel, |seq, queue, cancel| read_loop(&ctx, &stats, reader, seq, queue, cancel))
-        .await;
+    ctx.run(out_rx, wire, writer, cancel, |queue, cancel| read_loop(&ctx, &stats, reader, queue, cancel)).await;
 }
 
 /// The connect handshake: a new session, or a resumed one shown with its password.
@@ -174,7 +174,6 @@ async fn read_loop(
     ctx: &SessionConn,
     stats: &ConnStats,
     mut reader: Reader,
-    mut seq: Sequencer,
     queue: ItemTx<ZkWire>,
     cancel: CancellationToken,
 ) {
@@ -205,7 +204,7 @@ async fn read_loop(
         let item = match action {
             Action::Write { request, render, nulls } => {
                 closes_session = matches!(render, Render::CloseSession);
-                let number = seq.next_write();
+                let number = ctx.next_write();
                 let tag = ZkTag { xid, render };
                 let wrap = |op| match nulls.is_empty() {
                     true => op,
@@ -221,7 +220,7 @@ async fn read_loop(
                 // FIFO per session: the writes sent before this read are applied first.
                 let caught_up = tokio::select! {
                     _ = cancel.cancelled() => return,
-                    r = seq.caught_up() => r,
+                    r = ctx.caught_up() => r,
                 };
                 if !caught_up {
                     return;

@@ -1,7 +1,7 @@
 //! ZooKeeper compatibility: a second listener speaking ZooKeeper 3.8's jute protocol, so
 //! kazoo, zkCli and Curator work against Ward unchanged, on the same tree and sessions as
 //! Ward's own clients. Every change still goes through the command log; reads, order and
-//! watches use the same machinery as Ward's listener (`net::order`, `net::writer`).
+//! watches use the same machinery as Ward's listener (`net::order`, `net::ordering`, `net::writer`).
 //!
 //! * [`jute`]: the primitive codec, bounded by the frame.
 //! * [`records`]: ZooKeeper's records and numbers.
