@@ -210,7 +210,10 @@ async fn read_loop(ctx: &SessionConn, mut reader: Reader, queue: ItemTx<WardWire
         let closes_session = matches!(request, Request::CloseSession);
         let item = if let Request::AddAuth { scheme, credentials } = &request {
             // In order: the writes before it were sent with the identities they had, every
-            // request after it carries the new one.
+            // request after it carries the new one; its answer comes after theirs, as a read's.
+            if !ctx.caught_up(&cancel).await {
+                return;
+            }
             let answer = ctx.add_auth(scheme, &credentials.0).map(|()| Response::AuthAdded);
             let (zxid, events_before, answer) = ctx.view(|_, _| answer);
             Item::Read { tag: xid, zxid, events_before, events: Vec::new(), answer }
@@ -222,11 +225,7 @@ async fn read_loop(ctx: &SessionConn, mut reader: Reader, queue: ItemTx<WardWire
             }
         } else {
             // FIFO per session: the writes sent before this read are applied first.
-            let caught_up = tokio::select! {
-                _ = cancel.cancelled() => return,
-                r = ctx.caught_up() => r,
-            };
-            if !caught_up {
+            if !ctx.caught_up(&cancel).await {
                 return;
             }
             let prepared = tokio::select! {

@@ -92,9 +92,14 @@ impl SessionConn {
     }
 
     /// Waits until every write this connection submitted so far is applied, so a read sees
-    /// exactly the session's earlier writes; false if the writer is gone.
-    pub async fn caught_up(&self) -> bool {
-        self.outbox.caught_up().await
+    /// exactly the session's earlier writes; false if the writer is gone or `cancel` fires.
+    /// Every answer that looks at the state ([`view`](Self::view)) waits for this first:
+    /// its fence and its zxid must come after the session's earlier writes (G2, G6).
+    pub async fn caught_up(&self, cancel: &CancellationToken) -> bool {
+        tokio::select! {
+            _ = cancel.cancelled() => false,
+            r = self.outbox.caught_up() => r,
+        }
     }
 
     /// Preps and submits a write of this session, unless the connection no longer owns it.

@@ -218,11 +218,7 @@ async fn read_loop(
             }
             Action::Read(op) => {
                 // FIFO per session: the writes sent before this read are applied first.
-                let caught_up = tokio::select! {
-                    _ = cancel.cancelled() => return,
-                    r = ctx.caught_up() => r,
-                };
-                if !caught_up {
+                if !ctx.caught_up(&cancel).await {
                     return;
                 }
                 let needs = match &op {
@@ -263,12 +259,20 @@ async fn read_loop(
                 Item::Read { tag: ZkTag { xid, render: Render::None }, zxid, events_before, events, answer }
             }
             Action::Fail(code) => {
+                // Answered as a read: after the session's earlier writes (G2, G6).
+                if !ctx.caught_up(&cancel).await {
+                    return;
+                }
                 let (zxid, events_before, answer) = ctx.view(|_, _| ZkAnswer::fail(code));
                 Item::Read { tag: ZkTag { xid, render: Render::None }, zxid, events_before, events: Vec::new(), answer }
             }
             Action::Auth { scheme, credentials } => {
                 // ZooKeeper answers AUTHFAILED and then closes the connection, so that the
-                // client can try another server; its session lives on.
+                // client can try another server; its session lives on. Answered as a read:
+                // after the session's earlier writes.
+                if !ctx.caught_up(&cancel).await {
+                    return;
+                }
                 let failed = ctx.add_auth(&scheme, &credentials.0).is_err();
                 closes_session = failed;
                 let answer = ZkAnswer::fail(if failed { err::AUTH_FAILED } else { err::OK });
