@@ -9,7 +9,7 @@
 //! explicit bind can take one, and within this process none is handed out twice.
 
 use crate::error::HarnessError;
-use crate::rng::Rng;
+use crate::rng::{clock_seed, Rng};
 use std::collections::HashSet;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Mutex, OnceLock};
@@ -31,11 +31,8 @@ struct Handed {
 
 fn handed() -> &'static Mutex<Handed> {
     static HANDED: OnceLock<Mutex<Handed>> = OnceLock::new();
-    HANDED.get_or_init(|| {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        let seed = now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32);
-        Mutex::new(Handed { rng: Rng::new(seed), given: HashSet::new() })
-    })
+    // Not the test's seed: two processes run with one seed must not probe the same ports.
+    HANDED.get_or_init(|| Mutex::new(Handed { rng: Rng::new(clock_seed()), given: HashSet::new() }))
 }
 
 /// The first port of the kernel's ephemeral range (Linux's default when it cannot be read).

@@ -28,9 +28,12 @@ impl Rng {
 pub fn seed() -> u64 {
     match std::env::var("WARD_TEST_SEED") {
         Ok(s) => s.trim().parse().unwrap_or_else(|e| panic!("WARD_TEST_SEED={s:?}: {e}")),
-        Err(_) => {
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-            now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32)
-        }
+        Err(_) => clock_seed(),
     }
+}
+
+/// A seed from the clock and the process id: different in every run and every process.
+pub fn clock_seed() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32)
 }

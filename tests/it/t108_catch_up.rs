@@ -11,6 +11,18 @@ use ward_testkit::{serial, Ensemble};
 /// Sessions that outlive every cut and failover of these tests.
 const SESSION_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Three members that snapshot every 50 entries (purging the log behind), a follower to cut
+/// off, and a client of the other two: (ensemble, leader, that follower, client).
+async fn snapshotting_ensemble() -> (Ensemble, u64, u64, Client) {
+    let ensemble = Ensemble::start(3, &["--snapshot-every", "50"]).await;
+    let leader = ensemble.leader(&[]).await;
+    let behind = ensemble.ids().into_iter().find(|&id| id != leader).expect("a follower");
+    let others: Vec<String> =
+        ensemble.ids().into_iter().filter(|&id| id != behind).map(|id| ensemble.addr(id)).collect();
+    let writer = connect(&others.join(",")).await;
+    (ensemble, leader, behind, writer)
+}
+
 /// `sync` then read `path` through `client`, within `limit`: `None` if either failed.
 async fn synced_read(client: &Client, path: &str, limit: Duration) -> Option<Vec<u8>> {
     let read = async {
@@ -73,12 +85,7 @@ async fn a_restarted_leader_never_answers_a_sync_without_what_it_acknowledged() 
 async fn a_follower_caught_up_from_a_snapshot_still_fires_watches_and_hands_over_locks() {
     let _serial = serial().await;
     bounded(async {
-        let mut ensemble = Ensemble::start(3, &["--snapshot-every", "50"]).await;
-        let leader = ensemble.leader(&[]).await;
-        let behind = ensemble.ids().into_iter().find(|&id| id != leader).expect("a follower");
-        let others: Vec<String> =
-            ensemble.ids().into_iter().filter(|&id| id != behind).map(|id| ensemble.addr(id)).collect();
-        let writer = connect(&others.join(",")).await;
+        let (mut ensemble, _, behind, writer) = snapshotting_ensemble().await;
         // A long timeout: the sessions must outlive the cut, which a loaded machine stretches.
         let watcher = connect_with(&ensemble.addr(behind), SESSION_TIMEOUT).await;
         writer.create("/g6-snap", b"0", CreateMode::Persistent).await.expect("create");
@@ -135,12 +142,7 @@ async fn a_follower_caught_up_by_a_snapshot_of_many_chunks_holds_the_same_tree()
     const DATA: usize = 16 << 10;
     let _serial = serial().await;
     bounded(async {
-        let mut ensemble = Ensemble::start(3, &["--snapshot-every", "50"]).await;
-        let leader = ensemble.leader(&[]).await;
-        let behind = ensemble.ids().into_iter().find(|&id| id != leader).expect("a follower");
-        let others: Vec<String> =
-            ensemble.ids().into_iter().filter(|&id| id != behind).map(|id| ensemble.addr(id)).collect();
-        let writer = connect(&others.join(",")).await;
+        let (mut ensemble, leader, behind, writer) = snapshotting_ensemble().await;
         writer.create("/transfer", b"", CreateMode::Persistent).await.expect("create");
 
         ensemble.isolate(behind);

@@ -21,6 +21,14 @@ pub enum FileError {
     TooLarge(usize),
 }
 
+impl FileError {
+    /// What `op` on `path` failing with an I/O error becomes: for `map_err`.
+    pub fn io(path: &std::path::Path, op: &'static str) -> impl FnOnce(io::Error) -> FileError {
+        let path = path.to_path_buf();
+        move |source| FileError::Io { path, op, source }
+    }
+}
+
 /// Why the durable, Raft-ordered log could not start.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -47,10 +47,7 @@ pub fn write_beside(
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<u64, FileError> {
     let tmp = tmp_path(path);
-    let io = |op: &'static str, p: &Path| {
-        let p = p.to_path_buf();
-        move |source| FileError::Io { path: p, op, source }
-    };
+    let io = |op, p: &Path| FileError::io(p, op);
     let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp).map_err(io("create", &tmp))?;
     file.write_all(&[0; HEADER]).map_err(io("write", &tmp))?;
     let mut payload =
@@ -69,7 +66,7 @@ pub fn write_beside(
 
 /// Renames the durable file `from` over `to`, and makes the rename durable.
 pub fn put_in_place(from: &Path, to: &Path) -> Result<(), FileError> {
-    fs::rename(from, to).map_err(|source| FileError::Io { path: to.to_path_buf(), op: "rename over", source })?;
+    fs::rename(from, to).map_err(FileError::io(to, "rename over"))?;
     sync_dir(parent(to))
 }
 
@@ -139,7 +136,7 @@ impl CheckedReader {
 
     /// `file` (named `path` in errors), read from its start.
     pub fn new(mut file: File, path: &Path, kind: &[u8; 7], supported: u8) -> Result<CheckedReader, OpenError> {
-        let io = |op: &'static str| move |source| FileError::Io { path: path.to_path_buf(), op, source };
+        let io = |op| FileError::io(path, op);
         let damaged =
             |offset: u64, reason: &str| FileError::Damaged { path: path.to_path_buf(), offset, reason: reason.into() };
         let size = file.metadata().map_err(io("stat"))?.len();
@@ -187,12 +184,8 @@ impl CheckedReader {
     /// Reads what is left of the payload and checks it against the header's checksum:
     /// whatever was read before is trusted only once this succeeded. Gives the file back.
     pub fn finish(mut self) -> Result<File, FileError> {
-        let io = |op: &'static str, path: &Path| {
-            let path = path.to_path_buf();
-            move |source| FileError::Io { path, op, source }
-        };
         let mut rest = vec![0; 1 << 18];
-        while self.read(&mut rest).map_err(io("read", &self.path))? > 0 {}
+        while self.read(&mut rest).map_err(FileError::io(&self.path, "read"))? > 0 {}
         if self.taken != self.len {
             let reason = "the file ended before its payload (it shrank while it was read)".to_string();
             return Err(FileError::Damaged { path: self.path, offset: HEADER as u64 + self.taken, reason });

@@ -96,7 +96,7 @@ struct Prefix {
 
 impl Prefix {
     fn open(path: &Path) -> Result<Prefix, FileError> {
-        let file = File::open(path).map_err(|source| FileError::Io { path: path.into(), op: "open", source })?;
+        let file = File::open(path).map_err(FileError::io(path, "open"))?;
         Ok(Prefix { path: path.into(), file, bytes: Vec::new(), whole: false })
     }
 
@@ -107,7 +107,7 @@ impl Prefix {
             let want = (len - self.bytes.len()).max(CHUNK);
             let before = self.bytes.len();
             let read = (&mut self.file).take(want as u64).read_to_end(&mut self.bytes);
-            let read = read.map_err(|source| FileError::Io { path: self.path.clone(), op: "read", source })?;
+            let read = read.map_err(FileError::io(&self.path, "read"))?;
             self.whole = read == 0 || self.bytes.len() - before < want;
         }
         Ok(())

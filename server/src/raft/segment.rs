@@ -46,8 +46,8 @@ pub fn parse_name(name: &str) -> Option<u64> {
 pub fn list(dir: &Path) -> Result<(Vec<u64>, Vec<PathBuf>), FileError> {
     let mut numbers = Vec::new();
     let mut stale = Vec::new();
-    for item in fs::read_dir(dir).map_err(io_err(dir, "list"))? {
-        let item = item.map_err(io_err(dir, "list"))?;
+    for item in fs::read_dir(dir).map_err(FileError::io(dir, "list"))? {
+        let item = item.map_err(FileError::io(dir, "list"))?;
         let name = item.file_name().to_string_lossy().into_owned();
         if let Some(n) = parse_name(&name) {
             numbers.push(n);
@@ -59,22 +59,18 @@ pub fn list(dir: &Path) -> Result<(Vec<u64>, Vec<PathBuf>), FileError> {
     Ok((numbers, stale))
 }
 
-fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(std::io::Error) -> FileError + 'a {
-    move |source| FileError::Io { path: path.to_path_buf(), op, source }
-}
-
 /// Writes a file of `size` zero bytes and fsyncs it: the body of a future segment.
 pub fn prepare_zeroed(path: &Path, size: u64) -> Result<(), FileError> {
     let mut file =
-        OpenOptions::new().write(true).create(true).truncate(true).open(path).map_err(io_err(path, "create"))?;
+        OpenOptions::new().write(true).create(true).truncate(true).open(path).map_err(FileError::io(path, "create"))?;
     let zeros = vec![0u8; ZEROS];
     let mut left = size;
     while left > 0 {
         let n = left.min(ZEROS as u64) as usize;
-        file.write_all(&zeros[..n]).map_err(io_err(path, "write"))?;
+        file.write_all(&zeros[..n]).map_err(FileError::io(path, "write"))?;
         left -= n as u64;
     }
-    file.sync_all().map_err(io_err(path, "fsync"))
+    file.sync_all().map_err(FileError::io(path, "fsync"))
 }
 
 impl Segment {
@@ -82,12 +78,12 @@ impl Segment {
     /// rename, directory fsync. A crash before the rename leaves only a temporary file,
     /// which opening the log removes.
     pub fn install(zeroed: &Path, dir: &Path, number: u64, first_rsn: u64) -> Result<Segment, FileError> {
-        let file = OpenOptions::new().read(true).write(true).open(zeroed).map_err(io_err(zeroed, "open"))?;
-        let size = file.metadata().map_err(io_err(zeroed, "stat"))?.len();
-        file.write_all_at(&segment_header(number, first_rsn, size), 0).map_err(io_err(zeroed, "write"))?;
-        file.sync_data().map_err(io_err(zeroed, "fsync"))?;
+        let file = OpenOptions::new().read(true).write(true).open(zeroed).map_err(FileError::io(zeroed, "open"))?;
+        let size = file.metadata().map_err(FileError::io(zeroed, "stat"))?.len();
+        file.write_all_at(&segment_header(number, first_rsn, size), 0).map_err(FileError::io(zeroed, "write"))?;
+        file.sync_data().map_err(FileError::io(zeroed, "fsync"))?;
         let path = dir.join(file_name(number));
-        fs::rename(zeroed, &path).map_err(io_err(&path, "rename"))?;
+        fs::rename(zeroed, &path).map_err(FileError::io(&path, "rename"))?;
         sync_dir(dir)?;
         tracing::debug!(path = %path.display(), size, "new log segment");
         let write_pos = SEGMENT_HEADER as u64;
@@ -98,7 +94,7 @@ impl Segment {
     /// Whatever follows — a torn record, a file cut short — is zeroed up to `min_size` and
     /// fsynced first, so that later a bad record can only be the torn tail of a new write.
     pub fn reopen(path: &Path, number: u64, image: &[u8], write_pos: u64, min_size: u64) -> Result<Segment, FileError> {
-        let file = OpenOptions::new().read(true).write(true).open(path).map_err(io_err(path, "open"))?;
+        let file = OpenOptions::new().read(true).write(true).open(path).map_err(FileError::io(path, "open"))?;
         let len = image.len() as u64;
         let size = len.max(min_size);
         let dirty = image.get(write_pos as usize..).is_some_and(|tail| tail.iter().any(|b| *b != 0));
@@ -109,10 +105,10 @@ impl Segment {
             let mut at = write_pos.min(len);
             while at < size {
                 let n = (size - at).min(ZEROS as u64) as usize;
-                file.write_all_at(&zeros[..n], at).map_err(io_err(path, "write"))?;
+                file.write_all_at(&zeros[..n], at).map_err(FileError::io(path, "write"))?;
                 at += n as u64;
             }
-            file.sync_data().map_err(io_err(path, "fsync"))?;
+            file.sync_data().map_err(FileError::io(path, "fsync"))?;
         }
         Ok(Segment { number, path: path.to_path_buf(), file, size, write_pos, synced_pos: write_pos })
     }
@@ -125,7 +121,7 @@ impl Segment {
     /// Writes `bytes` at the write position. They are not durable until [`Segment::sync`]
     /// returns, and nothing that depends on them may be acknowledged before.
     pub fn write(&mut self, bytes: &[u8]) -> Result<(), FileError> {
-        self.file.write_all_at(bytes, self.write_pos).map_err(io_err(&self.path, "write"))?;
+        self.file.write_all_at(bytes, self.write_pos).map_err(FileError::io(&self.path, "write"))?;
         self.write_pos += bytes.len() as u64;
         Ok(())
     }
@@ -137,7 +133,7 @@ impl Segment {
             return Ok(());
         }
         let started = std::time::Instant::now();
-        self.file.sync_data().map_err(io_err(&self.path, "fdatasync"))?;
+        self.file.sync_data().map_err(FileError::io(&self.path, "fdatasync"))?;
         crate::metrics::log::fsynced(started.elapsed());
         self.synced_pos = self.write_pos;
         Ok(())
@@ -145,5 +141,5 @@ impl Segment {
 }
 
 pub fn read_image(path: &Path) -> Result<Vec<u8>, FileError> {
-    fs::read(path).map_err(io_err(path, "read"))
+    fs::read(path).map_err(FileError::io(path, "read"))
 }

@@ -50,7 +50,7 @@ impl SnapshotFile {
             .truncate(true)
             .open(&path)
             .await
-            .map_err(|source| FileError::Io { path: path.clone(), op: "create", source })?;
+            .map_err(FileError::io(&path, "create"))?;
         Ok(SnapshotFile { file, temp: Temp(Some(path)) })
     }
 
@@ -66,10 +66,7 @@ impl SnapshotFile {
     pub async fn into_synced(self) -> Result<(std::fs::File, Temp), FileError> {
         let SnapshotFile { mut file, temp } = self;
         let path = temp.0.clone().unwrap_or_default();
-        let io = |op: &'static str| {
-            let path = path.clone();
-            move |source| FileError::Io { path, op, source }
-        };
+        let io = |op| FileError::io(&path, op);
         // A write that failed in the background shows here.
         tokio::io::AsyncWriteExt::flush(&mut file).await.map_err(io("write"))?;
         file.sync_all().await.map_err(io("fsync"))?;
@@ -129,7 +126,7 @@ impl InPlace {
                 dropped = %shown(covers),
                 "a newer snapshot was put in place meanwhile: this one is dropped"
             );
-            std::fs::remove_file(from).map_err(|source| FileError::Io { path: from.into(), op: "remove", source })?;
+            std::fs::remove_file(from).map_err(FileError::io(from, "remove"))?;
             return Ok(false);
         }
         put_in_place(from, to)?;
@@ -142,10 +139,7 @@ impl InPlace {
 pub fn remove_stale(snapshot: &Path) -> Result<(), FileError> {
     let dir = parent(snapshot);
     let prefix = format!("{}{RECEIVING}", snapshot.file_name().unwrap_or_default().to_string_lossy());
-    let io = |op: &'static str, path: &Path| {
-        let path = path.to_path_buf();
-        move |source| FileError::Io { path, op, source }
-    };
+    let io = |op, path: &Path| FileError::io(path, op);
     for item in std::fs::read_dir(dir).map_err(io("list", dir))? {
         let path = item.map_err(io("list", dir))?.path();
         if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&prefix)) {
