@@ -7,12 +7,17 @@
 //! travel only in memory: the serialized form is the bare list of commands, byte for byte
 //! what the log and the peer link always carried, so a batch read back from disk or received
 //! from the leader has none (and is answered through openraft, as before).
+//!
+//! A command may have no sender of its own: on the leader, a batch forwarded by a follower
+//! joins the leader's next entry as a *chunk* ([`super::proposer`]), and its results go back
+//! through openraft's answer, where the proposer finds them with the entry's index.
 
-use crate::command::Command;
+use crate::command::{Command, CommandOp};
 use crate::log::Committed;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::oneshot;
+use ward_proto::Op;
 
 /// See the module's doc.
 #[derive(Clone, Default, Serialize, Deserialize)]
@@ -23,19 +28,23 @@ pub struct Batch {
     replies: Option<Arc<Replies>>,
 }
 
+/// One command's reply sender; `None` for a command of a forwarded chunk, whose result goes
+/// back through openraft's answer (see the module's doc).
+pub type Sender = Option<oneshot::Sender<Committed>>;
+
 /// The reply senders of a proposed batch, one per command, taken once: by the state machine
 /// when it applies the batch, or by the proposer when the batch fails.
 #[derive(Default)]
-pub struct Replies(Mutex<Option<Vec<oneshot::Sender<Committed>>>>);
+pub struct Replies(Mutex<Option<Vec<Sender>>>);
 
 impl Replies {
     /// One sender per command of a batch, in order.
-    pub fn new(senders: Vec<oneshot::Sender<Committed>>) -> Arc<Replies> {
+    pub fn new(senders: Vec<Sender>) -> Arc<Replies> {
         Arc::new(Replies(Mutex::new(Some(senders))))
     }
 
     /// The senders, unless someone took them already.
-    pub fn take(&self) -> Option<Vec<oneshot::Sender<Committed>>> {
+    pub fn take(&self) -> Option<Vec<Sender>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
 }
@@ -48,7 +57,7 @@ impl Batch {
     }
 
     /// The reply senders, if this is the batch as proposed here and nobody took them yet.
-    pub fn take_replies(&self) -> Option<Vec<oneshot::Sender<Committed>>> {
+    pub fn take_replies(&self) -> Option<Vec<Sender>> {
         self.replies.as_ref().and_then(|r| r.take())
     }
 
@@ -82,10 +91,48 @@ impl std::fmt::Debug for Batch {
     }
 }
 
+/// The bytes a command adds to an entry, roughly.
+pub fn approx_size(cmd: &Command) -> usize {
+    const FIXED: usize = 48;
+    FIXED + payload_size(&cmd.op)
+}
+
+fn payload_size(op: &CommandOp) -> usize {
+    match op {
+        CommandOp::Op(op) => op_size(op),
+        CommandOp::Multi(ops) => ops.iter().map(op_size).sum(),
+        CommandOp::LockAcquire { dirs, data, .. } | CommandOp::LockAcquireDelayed { dirs, data, .. } => {
+            dirs.iter().map(String::len).sum::<usize>() + data.len()
+        }
+        CommandOp::LockRelease { dirs, .. } => dirs.iter().map(String::len).sum(),
+        CommandOp::Resent(inner) => payload_size(inner),
+        CommandOp::Fenced { op, .. } => 8 + payload_size(op),
+        CommandOp::DeleteIfUnused { path, .. } => 8 + path.len(),
+        CommandOp::NullData { nulls, op } => 4 * nulls.len() + payload_size(op),
+        CommandOp::As { ids, op } => 24 * ids.len() + payload_size(op),
+        CommandOp::CreateSession { .. }
+        | CommandOp::CloseSession
+        | CommandOp::ExpireSession
+        | CommandOp::Attach
+        | CommandOp::AttachIf { .. } => 0,
+    }
+}
+
+fn op_size(op: &Op) -> usize {
+    let acl = match op {
+        Op::CreateWithAcl { acl, .. } | Op::SetAcl { acl, .. } => {
+            acl.iter().map(|a| 8 + a.id.scheme.len() + a.id.id.len()).sum()
+        }
+        _ => 0,
+    };
+    FIXED_OP + op.path().len() + op.data_len() + acl
+}
+
+const FIXED_OP: usize = 16;
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::CommandOp;
     use ward_proto::SessionId;
 
     /// The log format and the peer link are unchanged: a batch is written exactly as the
@@ -95,7 +142,7 @@ mod tests {
         let commands = vec![Command { time_ms: 7, session: SessionId(3), xid: 9, op: CommandOp::CloseSession }; 2];
         let (tx, _rx) = oneshot::channel();
         let (tx2, _rx2) = oneshot::channel();
-        let batch = Batch::answered(commands.clone(), &Replies::new(vec![tx, tx2]));
+        let batch = Batch::answered(commands.clone(), &Replies::new(vec![Some(tx), Some(tx2)]));
         let bytes = postcard::to_allocvec(&batch).expect("encode");
         assert_eq!(bytes, postcard::to_allocvec(&commands).expect("encode"));
         let back: Batch = postcard::from_bytes(&bytes).expect("decode");

@@ -21,7 +21,9 @@
 //!   unapplied entries in memory, and `readback` reads applied ones from the segments.
 //! * [`state_machine`]: openraft's `RaftStateMachine` over [`Core`], and snapshots;
 //!   [`snapshot_trigger`]: when the next one is due (by log size).
-//! * [`proposer`]: group commit in front of openraft, paced by the disk ([`activity`]).
+//! * [`proposer`]: group commit in front of openraft, paced by the disk ([`activity`]); on
+//!   the leader it folds followers' batches into its own entries (`answers`); on a follower
+//!   it keeps several batches on their way to the leader (`forwards`).
 //! * [`route`]: a batch into Raft here, or to the leader; the read index for `sync`.
 //! * [`network`]: openraft's RPCs over the peer link ([`crate::peer`]).
 //! * [`service`]: what this member does with its peers' requests.
@@ -32,11 +34,13 @@
 //! * [`identity`]: which member a data directory belongs to.
 
 pub mod activity;
+mod answers;
 pub mod batch;
 pub mod contact;
 mod continuity;
 pub mod error;
 pub mod extent;
+mod forwards;
 pub mod fsutil;
 pub mod identity;
 mod late;
@@ -382,6 +386,8 @@ pub async fn open_member(
         raft.initialize(members).await.map_err(|e| OpenError::raft("initializing")(e.into()))?;
         tracing::info!(dir = %data_dir.display(), "new data directory initialized");
     }
+    let route = Route { raft: raft.clone(), peers: peers.clone(), me: id };
+    let (proposer, task) = Proposer::start(route.clone(), options.batch, disk);
     match ensemble {
         None => {
             become_leader(&raft).await?;
@@ -393,8 +399,12 @@ pub async fn open_member(
             tracing::info!(last_index = %last.map_or_else(|| "none".to_string(), |i| i.to_string()), zxid = core.read(|s| s.last_zxid()), "durable log open");
         }
         Some(e) => {
-            let member =
-                Arc::new(service::Member { raft: raft.clone(), local: local.clone(), reports: reports.clone() });
+            let member = Arc::new(service::Member {
+                raft: raft.clone(),
+                local: local.clone(),
+                reports: reports.clone(),
+                chunks: proposer.chunks(),
+            });
             let identity = peers.identity().clone();
             let peer_tls = identity.tls.is_some();
             tasks.spawn(crate::peer::listener::serve(e.peer_listener, identity, member, cancel.clone(), tasks.clone()));
@@ -415,8 +425,6 @@ pub async fn open_member(
     tasks.spawn(leadership::run_duties(raft.clone(), local.clone(), grace, cancel.clone()));
     let contact = contact::Contact::new(!replicated);
     tasks.spawn(contact::run(contact.clone(), raft.clone(), local.clone(), peers.clone(), cancel.clone()));
-    let route = Route { raft: raft.clone(), peers, me: id };
-    let (proposer, task) = Proposer::start(route.clone(), options.batch, disk);
     Ok(RaftLog {
         raft,
         proposer,

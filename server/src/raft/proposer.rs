@@ -13,24 +13,33 @@
 //! the one after. The state machine answers a batch's commands itself as it applies them
 //! ([`super::batch`]); the proposer answers only a batch that failed.
 //!
-//! On a follower the batch goes to the leader whole ([`super::route`]), one at a time, and
-//! only once nothing proposed here is still in openraft, so that a session's writes reach
-//! the log in the order it sent them even across a change of leader.
+//! On a follower a batch goes to the leader whole ([`super::route`]), several at once but
+//! never two with commands of one session ([`super::forwards`]), and only once nothing
+//! proposed here is still in openraft (nor, for a batch proposed here, anything forwarded
+//! still unanswered), so that a session's writes reach the log in the order it sent them
+//! even across a change of leader.
+//!
+//! On the leader, a batch a follower forwarded joins this queue whole, as a *chunk*
+//! ([`Chunks`]), and so the leader's next entry with everything else queued: one entry and
+//! one fsync for the writes of every member, where each forwarded batch used to be an entry
+//! of its own, and openraft 0.9 makes each entry's fsync wait for the one before. A chunk is
+//! never split between entries, so its commands succeed or fail together, and its answer
+//! names the entry's index, which the follower waits to have applied before it replies.
 
 use super::activity::Watch;
-use super::batch::{Batch, Replies};
+use super::answers::{Answers, Assembled, ChunkResult, Outcome, Proposal};
+use super::batch::Batch;
+use super::forwards::Forwards;
 use super::route::{Route, COMMIT_TIMEOUT};
 use super::types::TypeConfig;
-use crate::command::{Command, CommandOp};
-use crate::log::{CommandLog, Committed, Pending, Rejected};
+use crate::command::Command;
+use crate::log::{CommandLog, Pending, Rejected};
 use openraft::error::ClientWriteError;
 use openraft::raft::ClientWriteResult;
 use std::collections::VecDeque;
-use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use ward_proto::Op;
 
 /// How large one batch may grow.
 #[derive(Clone, Copy, Debug)]
@@ -50,15 +59,28 @@ impl Default for BatchLimits {
 /// applied) and the next.
 const MAX_IN_FLIGHT: usize = 2;
 
-struct Proposal {
-    cmd: Command,
-    reply: oneshot::Sender<Committed>,
-}
-
 /// The [`CommandLog`] side: submitting only enqueues, so the queue order is the submission
 /// order, and the log order follows it.
 pub struct Proposer {
     queue: mpsc::UnboundedSender<Proposal>,
+}
+
+/// Where the leader's peer service puts forwarded batches: the proposer's queue, without
+/// keeping the proposer alive.
+#[derive(Clone)]
+pub struct Chunks(mpsc::WeakUnboundedSender<Proposal>);
+
+impl Chunks {
+    /// Commits `commands` as one chunk of this member's next entry, if it leads when the
+    /// entry is made (otherwise: not applied).
+    pub async fn commit(&self, commands: Vec<Command>) -> ChunkResult {
+        let (reply, answer) = oneshot::channel();
+        let queued = self.0.upgrade().is_some_and(|queue| queue.send(Proposal::Chunk(commands, reply)).is_ok());
+        if !queued {
+            return Err(Rejected::Stopped);
+        }
+        answer.await.unwrap_or_else(|_| Err(Rejected::Unknown("the proposer stopped".into())))
+    }
 }
 
 impl Proposer {
@@ -66,8 +88,22 @@ impl Proposer {
     /// `disk`: the log store's [`super::activity`].
     pub fn start(route: Route, limits: BatchLimits, disk: Watch) -> (Proposer, JoinHandle<()>) {
         let (queue, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(Task { route, queue: rx, limits, disk, in_flight: VecDeque::new(), sent_at: 0 }.run());
-        (Proposer { queue }, task)
+        let task = Task {
+            route,
+            queue: rx,
+            held: VecDeque::new(),
+            limits,
+            disk,
+            in_flight: VecDeque::new(),
+            forwards: Forwards::default(),
+            sent_at: 0,
+        };
+        (Proposer { queue }, tokio::spawn(task.run()))
+    }
+
+    /// A handle for forwarded chunks.
+    pub fn chunks(&self) -> Chunks {
+        Chunks(self.queue.downgrade())
     }
 }
 
@@ -75,7 +111,7 @@ impl CommandLog for Proposer {
     fn submit(&self, cmd: Command) -> Pending {
         let (reply, pending) = Pending::channel();
         // If the task is gone the reply sender is dropped here: the caller sees Unavailable.
-        let _ = self.queue.send(Proposal { cmd, reply });
+        let _ = self.queue.send(Proposal::One(cmd, reply));
         pending
     }
 }
@@ -83,17 +119,22 @@ impl CommandLog for Proposer {
 /// A batch in openraft, proposed here.
 struct InFlight {
     response: oneshot::Receiver<ClientWriteResult<TypeConfig>>,
-    replies: Arc<Replies>,
+    answers: Answers,
     deadline: Instant,
 }
 
 struct Task {
     route: Route,
     queue: mpsc::UnboundedReceiver<Proposal>,
+    /// Taken from the queue and not yet sent, in order: the next batch's first command, or
+    /// commands waiting for their session's forwarded batch.
+    held: VecDeque<Proposal>,
     limits: BatchLimits,
     disk: Watch,
     /// Oldest first; openraft answers in this order.
     in_flight: VecDeque<InFlight>,
+    /// Batches sent to the leader, while this member follows.
+    forwards: Forwards,
     /// The disk's start count when the last batch went to openraft: a later start is that
     /// batch (or one after it) reaching the disk.
     sent_at: u64,
@@ -101,29 +142,42 @@ struct Task {
 
 impl Task {
     async fn run(mut self) {
-        // The first command of the next batch, taken from the queue but not yet sent.
-        let mut next: Option<Proposal> = None;
         loop {
-            if let Some(first) = next.take_if(|_| self.may_send()) {
-                let (commands, replies) = self.assemble(first);
-                self.send(commands, replies).await;
-                continue;
+            if !self.held.is_empty() {
+                let sent = match self.route.leads_here() {
+                    true => self.propose_here().await,
+                    false => self.forward().await,
+                };
+                if sent {
+                    continue;
+                }
             }
+            let leads = !self.held.is_empty() && self.route.leads_here();
             tokio::select! {
                 biased;
-                (outcome, replies) = front(&mut self.in_flight) => finish(outcome, &replies),
-                proposal = self.queue.recv(), if next.is_none() => match proposal {
-                    Some(proposal) => next = Some(proposal),
+                (outcome, answers) = front(&mut self.in_flight) => answers.finish(outcome),
+                (outcome, answers) = self.forwards.next() => answers.finish(outcome),
+                proposal = self.queue.recv() => match proposal {
+                    Some(proposal) => self.held.push_back(proposal),
                     None => break,
                 },
-                // Only waited on while a batch is ready and the disk is not.
-                () = self.disk.flushed(), if next.is_some() => {}
+                // Only waited on while a batch is ready here and the disk is not.
+                () = self.disk.flushed(), if leads => {}
             }
         }
-        // The proposer was dropped: answer what is still in openraft.
+        // The proposer was dropped: answer what is still in flight.
+        self.drain().await;
+        while !self.forwards.is_empty() {
+            let (outcome, answers) = self.forwards.next().await;
+            answers.finish(outcome);
+        }
+    }
+
+    /// Waits for everything proposed here to be answered.
+    async fn drain(&mut self) {
         while !self.in_flight.is_empty() {
-            let (outcome, replies) = front(&mut self.in_flight).await;
-            finish(outcome, &replies);
+            let (outcome, answers) = front(&mut self.in_flight).await;
+            answers.finish(outcome);
         }
     }
 
@@ -137,134 +191,68 @@ impl Task {
         self.in_flight.len() < MAX_IN_FLIGHT && disk.started > self.sent_at && disk.idle()
     }
 
-    /// `first` and whatever else is queued, up to the limits.
-    fn assemble(&mut self, first: Proposal) -> (Vec<Command>, Vec<oneshot::Sender<Committed>>) {
-        let mut bytes = approx_size(&first.cmd);
-        let (mut batch, mut replies) = (vec![first.cmd], vec![first.reply]);
-        while batch.len() < self.limits.max_commands && bytes < self.limits.max_bytes {
-            let Ok(next) = self.queue.try_recv() else { break };
-            bytes += approx_size(&next.cmd);
-            batch.push(next.cmd);
-            replies.push(next.reply);
+    /// Proposes what is held and queued, up to the limits, as one entry, if the disk is
+    /// ready and no forwarded batch is still unanswered. Whether it did.
+    async fn propose_here(&mut self) -> bool {
+        if !self.forwards.is_empty() || !self.may_send() {
+            return false;
         }
-        (batch, replies)
-    }
-
-    async fn send(&mut self, commands: Vec<Command>, senders: Vec<oneshot::Sender<Committed>>) {
-        if !self.route.leads_here() {
-            return self.forward(commands, senders).await;
+        let BatchLimits { max_commands, max_bytes } = self.limits;
+        let mut batch = Assembled::default();
+        while !batch.is_full(max_commands, max_bytes) {
+            let Some(next) = self.held.pop_front().or_else(|| self.queue.try_recv().ok()) else { break };
+            batch.add(next);
         }
-        let replies = Replies::new(senders);
-        let batch = Batch::answered(commands, &replies);
+        let (commands, answers) = batch.split();
+        let entry = Batch::answered(commands, &answers.replies);
         self.sent_at = self.disk.now().started;
-        match self.route.raft.client_write_ff(batch).await {
+        match self.route.raft.client_write_ff(entry).await {
             Ok(response) => {
                 let deadline = Instant::now() + COMMIT_TIMEOUT;
-                self.in_flight.push_back(InFlight { response, replies, deadline });
+                self.in_flight.push_back(InFlight { response, answers, deadline });
             }
-            Err(fatal) => finish(Err(Rejected::Unknown(fatal.to_string())), &replies),
+            Err(fatal) => answers.finish(Err(Rejected::Unknown(fatal.to_string()))),
         }
+        true
     }
 
-    /// Sends a batch to the leader and waits for its results, once everything proposed here
-    /// is answered (see the module's doc).
-    async fn forward(&mut self, commands: Vec<Command>, senders: Vec<oneshot::Sender<Committed>>) {
-        while !self.in_flight.is_empty() {
-            let (outcome, replies) = front(&mut self.in_flight).await;
-            finish(outcome, &replies);
+    /// Sends what is held and queued to the leader, as far as [`Forwards`] allows, once
+    /// nothing proposed here is still in openraft. Whether it sent a batch. Chunks forwarded
+    /// here while this member led are refused: their follower sends them to the new leader.
+    async fn forward(&mut self) -> bool {
+        if !self.forwards.has_room() {
+            return false;
         }
-        let n = commands.len();
-        let replies = Replies::new(senders);
-        match self.route.commit(commands).await {
-            Ok(applied) => {
-                if applied.len() != n {
-                    tracing::error!(sent = n, got = applied.len(), "batch reply has the wrong length");
-                }
-                answer(&replies, applied);
-            }
-            Err(rejected) => finish(Err(rejected), &replies),
+        self.drain().await;
+        while let Ok(next) = self.queue.try_recv() {
+            self.held.push_back(next);
         }
+        let BatchLimits { max_commands, max_bytes } = self.limits;
+        let mut batch = self.forwards.assemble(&mut self.held, |b| b.is_full(max_commands, max_bytes));
+        batch.refuse_chunks("leadership moved");
+        if batch.commands.is_empty() {
+            return false;
+        }
+        self.forwards.start(&self.route, batch);
+        true
     }
 }
 
-/// The outcome of the oldest batch in flight, once openraft has it (or its deadline passed),
-/// and that batch's replies; the batch then leaves `in_flight`. Never resolves while nothing
-/// is in flight.
-async fn front(in_flight: &mut VecDeque<InFlight>) -> (Result<Vec<crate::command::Applied>, Rejected>, Arc<Replies>) {
+/// The outcome of the oldest batch in flight, once openraft has it (or its deadline passed):
+/// its entry's index and the results the state machine did not send itself; and who waits
+/// for them. The batch then leaves `in_flight`. Never resolves while nothing is in flight.
+async fn front(in_flight: &mut VecDeque<InFlight>) -> (Outcome, Answers) {
     let Some(oldest) = in_flight.front_mut() else { return std::future::pending().await };
     let outcome = match tokio::time::timeout_at(oldest.deadline, &mut oldest.response).await {
-        Ok(Ok(Ok(response))) => Ok(response.data),
+        Ok(Ok(Ok(response))) => Ok((response.log_id.index, response.data)),
         Ok(Ok(Err(ClientWriteError::ForwardToLeader(_)))) => Err(Rejected::NotApplied("leadership moved".into())),
         Ok(Ok(Err(e))) => Err(Rejected::Unknown(e.to_string())),
         Ok(Err(_)) => Err(Rejected::Unknown("raft stopped before answering".into())),
         // openraft keeps a deposed leader's pending writes waiting (#973): bound them.
         Err(_) => Err(Rejected::Unknown(format!("not committed within {COMMIT_TIMEOUT:?}"))),
     };
-    let replies = oldest.replies.clone();
-    in_flight.pop_front();
-    (outcome, replies)
-}
-
-/// Answers the commands of a finished batch that the state machine did not answer itself:
-/// all of them when it failed; normally none.
-fn finish(outcome: Result<Vec<crate::command::Applied>, Rejected>, replies: &Replies) {
-    match outcome {
-        Ok(applied) => answer(replies, applied),
-        Err(rejected) => {
-            let Some(senders) = replies.take() else { return };
-            tracing::warn!(%rejected, commands = senders.len(), "batch not committed");
-            for reply in senders {
-                let _ = reply.send(Err(rejected.clone()));
-            }
-        }
+    match in_flight.pop_front() {
+        Some(oldest) => (outcome, oldest.answers),
+        None => std::future::pending().await,
     }
 }
-
-/// Answers from `applied` whatever the state machine left unanswered.
-fn answer(replies: &Replies, applied: Vec<crate::command::Applied>) {
-    let Some(senders) = replies.take() else { return };
-    let mut results = applied.into_iter();
-    for reply in senders {
-        let result = results.next().ok_or_else(|| Rejected::Unknown("no result for this command".into()));
-        let _ = reply.send(result);
-    }
-}
-
-/// The bytes a command adds to an entry, roughly.
-fn approx_size(cmd: &Command) -> usize {
-    const FIXED: usize = 48;
-    FIXED + payload_size(&cmd.op)
-}
-
-fn payload_size(op: &CommandOp) -> usize {
-    match op {
-        CommandOp::Op(op) => op_size(op),
-        CommandOp::Multi(ops) => ops.iter().map(op_size).sum(),
-        CommandOp::LockAcquire { dirs, data, .. } | CommandOp::LockAcquireDelayed { dirs, data, .. } => {
-            dirs.iter().map(String::len).sum::<usize>() + data.len()
-        }
-        CommandOp::LockRelease { dirs, .. } => dirs.iter().map(String::len).sum(),
-        CommandOp::Resent(inner) => payload_size(inner),
-        CommandOp::Fenced { op, .. } => 8 + payload_size(op),
-        CommandOp::DeleteIfUnused { path, .. } => 8 + path.len(),
-        CommandOp::NullData { nulls, op } => 4 * nulls.len() + payload_size(op),
-        CommandOp::As { ids, op } => 24 * ids.len() + payload_size(op),
-        CommandOp::CreateSession { .. }
-        | CommandOp::CloseSession
-        | CommandOp::ExpireSession
-        | CommandOp::Attach
-        | CommandOp::AttachIf { .. } => 0,
-    }
-}
-
-fn op_size(op: &Op) -> usize {
-    let acl = match op {
-        Op::CreateWithAcl { acl, .. } | Op::SetAcl { acl, .. } => {
-            acl.iter().map(|a| 8 + a.id.scheme.len() + a.id.id.len()).sum()
-        }
-        _ => 0,
-    };
-    FIXED_OP + op.path().len() + op.data_len() + acl
-}
-
-const FIXED_OP: usize = 16;

@@ -3,9 +3,12 @@
 //! keep the sessions of clients connected elsewhere alive in the leader's deadlines.
 
 use super::membership;
-use super::route::{read_index_here, write_here};
+use super::proposer::Chunks;
+use super::route::read_index_here;
 use super::types::{NodeId, Raft};
+use crate::command::{Applied, Command};
 use crate::local::Local;
+use crate::log::Rejected;
 use crate::peer::{ForwardError, PeerRequest, PeerResponse, PeerService};
 use std::sync::Arc;
 
@@ -13,6 +16,8 @@ pub struct Member {
     pub raft: Raft,
     pub local: Arc<Local>,
     pub reports: membership::AppliedReports,
+    /// Forwarded batches join this member's own entries while it leads.
+    pub chunks: Chunks,
 }
 
 impl PeerService for Member {
@@ -23,7 +28,7 @@ impl PeerService for Member {
             PeerRequest::InstallSnapshot(rpc) => PeerResponse::InstallSnapshot(self.raft.install_snapshot(rpc).await),
             PeerRequest::Forward(batch) => {
                 tracing::trace!(from, commands = batch.len(), "forwarded batch");
-                PeerResponse::Forward(write_here(&self.raft, batch).await)
+                PeerResponse::Forward(self.forwarded(batch).await)
             }
             PeerRequest::ReadIndex => PeerResponse::ReadIndex(read_index_here(&self.raft).await),
             PeerRequest::Touch { sessions, applied } => {
@@ -38,6 +43,25 @@ impl PeerService for Member {
 }
 
 impl Member {
+    /// Commits a follower's batch as a chunk of this member's next entry
+    /// ([`super::proposer`]), if this member leads.
+    async fn forwarded(&self, batch: Vec<Command>) -> Result<(u64, Vec<Applied>), ForwardError> {
+        let (me, leader) = {
+            let metrics = self.raft.metrics();
+            let m = metrics.borrow();
+            (m.id, m.current_leader)
+        };
+        if leader != Some(me) {
+            return Err(ForwardError::NotLeader(leader));
+        }
+        self.chunks.commit(batch).await.map_err(|rejected| match rejected {
+            // Certainly not logged: the follower may send it to the next leader.
+            Rejected::NotApplied(_) => ForwardError::NotLeader(None),
+            Rejected::Unknown(why) => ForwardError::Unknown(why),
+            Rejected::Stopped => ForwardError::Unknown("the leader's log stopped".into()),
+        })
+    }
+
     /// Refreshes the deadlines of sessions whose clients another member heard from.
     fn touch(&self, sessions: Vec<ward_proto::SessionId>) -> Result<Vec<ward_proto::SessionId>, ForwardError> {
         // R1: acknowledged only by a leader that is ready (every earlier entry applied,

@@ -182,12 +182,18 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             let reply = match entry.payload {
                 EntryPayload::Blank => Vec::new(),
                 EntryPayload::Normal(batch) => match batch.take_replies() {
-                    // Proposed here: each command is answered as soon as it is applied.
+                    // Proposed here: each command is answered as soon as it is applied,
+                    // but those of forwarded chunks, which go back through openraft.
                     Some(replies) => {
+                        let mut chunks = Vec::new();
                         for (cmd, reply) in batch.commands.iter().zip(replies) {
-                            let _ = reply.send(Ok(self.core.apply(cmd)));
+                            let applied = self.core.apply(cmd);
+                            match reply {
+                                Some(reply) => drop(reply.send(Ok(applied))),
+                                None => chunks.push(applied),
+                            }
                         }
-                        Vec::new()
+                        chunks
                     }
                     None => batch.commands.iter().map(|cmd| self.core.apply(cmd)).collect(),
                 },
