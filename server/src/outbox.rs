@@ -33,6 +33,7 @@ use crate::net::ordering::{ConnOrder, Reads};
 use crate::sync::{AtomicBool, AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::watch::Outbound;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use ward_proto::{StreamEvent, WatchEvent};
@@ -54,9 +55,16 @@ pub struct Outbox {
     bytes: AtomicU64,
     limit: u64,
     overflowed: AtomicBool,
+    /// Set when the connection was cut [`LAST_WRITES`] after the server closed it.
+    cut: AtomicBool,
     /// The connection's own token.
     cancel: CancellationToken,
 }
+
+/// How long a connection the server closes may take to write what it still owes its client
+/// (replies to requests read before the close, the last message): a client that reads
+/// nothing would otherwise keep it, and what is buffered for it, for as long as it lives.
+pub const LAST_WRITES: Duration = Duration::from_secs(10);
 
 /// How the rest of the server reaches a connection.
 pub type OutboundTx = Arc<Outbox>;
@@ -92,6 +100,7 @@ impl Outbox {
             bytes: AtomicU64::new(0),
             limit: u64::try_from(limit).unwrap_or(u64::MAX),
             overflowed: AtomicBool::new(false),
+            cut: AtomicBool::new(false),
             cancel,
         });
         (outbox.clone(), OutboxRx(outbox))
@@ -109,17 +118,35 @@ impl Outbox {
     }
 
     /// Queues `msg`; false if the connection is gone, or has just overflowed its bound.
-    pub fn send(&self, msg: Outbound) -> bool {
+    pub fn send(self: &Arc<Self>, msg: Outbound) -> bool {
         let weight = weight(&msg);
         if weight > 0 && !self.reserve(weight) {
             return false;
         }
+        let closes = matches!(msg, Outbound::Close(_));
         // Refused once the writer is gone: what it counts no longer matters.
         let queued = self.order().push(msg);
         if queued {
             self.to_writer.notify_one();
+            if closes {
+                self.cut_after(LAST_WRITES);
+            }
         }
         queued
+    }
+
+    /// Cancels the connection `grace` from now unless it has ended by then. A task of its
+    /// own rather than a timer in every connection: closes are rare, connections many.
+    fn cut_after(self: &Arc<Self>, grace: Duration) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let outbox = Arc::downgrade(self);
+        runtime.spawn(async move {
+            tokio::time::sleep(grace).await;
+            if let Some(outbox) = outbox.upgrade().filter(|o| !o.cancel.is_cancelled()) {
+                outbox.cut.store(true, Ordering::Release);
+                outbox.cancel.cancel();
+            }
+        });
     }
 
     /// Counts `weight` bytes for a message about to be queued; false if that would pass the
@@ -257,6 +284,11 @@ impl OutboxRx {
     /// The bound, for messages.
     pub fn limit(&self) -> u64 {
         self.0.limit
+    }
+
+    /// True once the connection was cut for not finishing its last writes in time.
+    pub fn cut(&self) -> bool {
+        self.0.cut.load(Ordering::Acquire)
     }
 }
 

@@ -111,6 +111,14 @@ where
             _ = cancel.cancelled() => {}
             _ = self.serve() => {}
         }
+        if self.out.cut() {
+            tracing::info!(
+                peer = %self.peer,
+                session = %self.session,
+                "closing connection: the server closed it and its client took none of what was still owed it in {:?}",
+                crate::outbox::LAST_WRITES
+            );
+        }
         if self.out.overflowed() {
             tracing::warn!(
                 peer = %self.peer,
@@ -124,7 +132,8 @@ where
 
     async fn serve(&mut self) {
         let _ = self.serve_until_stop().await;
-        let _ = self.writer.flush().await;
+        // A client that has stopped sending may never read either.
+        let _ = Box::pin(tokio::time::timeout(crate::outbox::LAST_WRITES, self.writer.flush())).await;
     }
 
     async fn serve_until_stop(&mut self) -> Flow {
@@ -300,6 +309,14 @@ where
     }
 
     async fn feed(&mut self, msg: W::Msg) -> Flow {
+        if self.out.cut() {
+            tracing::info!(
+                peer = %self.peer,
+                session = %self.session,
+                "closing connection: the server closed it and its client took none of what was still owed it in {:?}",
+                crate::outbox::LAST_WRITES
+            );
+        }
         if self.out.overflowed() {
             // An event was dropped: a reply now could show its change without it (G6).
             return Break(());

@@ -331,3 +331,42 @@ async fn a_ward_client_that_reads_no_replies_is_held_back_at_the_bound() {
     })
     .await;
 }
+
+const LINGER_READS: u64 = 64;
+
+/// A Ward client pipelines 64 reads of a 128 KiB node, reads nothing, and then sends nothing
+/// either, so its session expires: the server closes the connection though the client never
+/// takes what is still owed it (the connection would otherwise stay, its writer waiting on a
+/// full socket, for as long as the client lives); the log says why, naming the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_closed_by_the_server_is_let_go_though_its_client_reads_nothing() {
+    let _alone = serial().await;
+    let server = ServerProcess::builder().admin().in_memory().flags(&["--min-session-timeout-ms", "1000"]).start();
+    bounded(async {
+        let other = connect(&server.addr_str()).await;
+        other.create("/big", &vec![7; BIG], CreateMode::Persistent).await.expect("create /big");
+        let admin = server.admin_addr();
+        let open = || metric(admin, "ward_connections{listener=\"ward\"}");
+        let stream = connect_from(LOCALHOST, server.addr(), SMALL_BUFFER).await.expect("connect");
+        let (mut slow, welcome) = native_session(stream, 1000).await;
+        for i in 1..=LINGER_READS {
+            let read = Request::GetData { path: "/big".into(), watch: false };
+            slow.feed(ClientMessage::Request { xid: i, request: read }).await.expect("send");
+        }
+        slow.flush().await.expect("flush");
+        wait_until("both connections are open", DEADLINE, || async { open() == 2 }).await;
+        // 8 MiB of replies is more than the sockets' buffers hold (the kernel's send buffer
+        // grows to 4 MiB at most): the writer waits on a full socket when the session expires.
+        wait_until("the server lets the connection go", DEADLINE, || async { open() == 1 }).await;
+        let log = server.log_tail();
+        let session = welcome.session_id.to_string();
+        assert!(
+            log.lines().any(|l| l.contains("took none of what was still owed it") && l.contains(&session)),
+            "no line naming the session {session}:\n{log}"
+        );
+        let unread = drain_until_closed(slow.get_mut()).await;
+        assert!(unread < LINGER_READS * BIG as u64, "every reply was written after the session ended ({unread} bytes)");
+        other.exists("/big").await.expect("the other client is answered");
+    })
+    .await;
+}
