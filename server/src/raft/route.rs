@@ -68,7 +68,7 @@ impl Route {
     /// Calls `leader` on the Client channel, giving up (as `Lost`: the request may have
     /// arrived) as soon as this member learns that `leader` no longer leads. A leader cut off
     /// by a partition answers nothing, and waiting out the whole timeout would hold up every
-    /// write behind this one (the proposer has one batch in flight).
+    /// write of the sessions in this batch behind it (`super::forwards`).
     async fn call_leader(
         &self,
         leader: NodeId,
@@ -200,7 +200,8 @@ impl Route {
 }
 
 /// Proposes `batch` as one entry on this member, which must lead. Returns the entry's index
-/// and each command's result. Used for this member's own batches and for forwarded ones.
+/// and each command's result. Used for a batch whose leader turned out to be this member
+/// on its way there, and for expiries (forwarded batches join the proposer's entries).
 pub async fn write_here(raft: &Raft, batch: Vec<Command>) -> Result<(u64, Vec<Applied>), ForwardError> {
     match tokio::time::timeout(COMMIT_TIMEOUT, raft.client_write(Batch::from(batch))).await {
         Ok(Ok(response)) => Ok((response.log_id.index, response.data)),
