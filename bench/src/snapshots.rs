@@ -19,10 +19,9 @@ use crate::report::{Results, WARD};
 use crate::stats::Figures;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
+use ward_proto::{CreateMode, Op, SessionId, SessionSecret, Stat};
 use ward_server::command::{Command, CommandOp};
 use ward_server::state::StateMachine;
-use ward_server::tree::Znode;
 
 pub fn run(results: &mut Results, quick: bool) {
     let sizes: &[usize] = if quick { &[20_000] } else { &[100_000, 1_000_000] };
@@ -123,16 +122,20 @@ impl std::io::Write for Counter {
     }
 }
 
+/// A node as a copy that shares nothing holds it: its data, stat and child names.
+type Copied = (Box<[u8]>, Stat, Vec<Box<str>>);
+
 /// A copy of the tree that shares nothing, as cloning it cost before it was sharded: every
-/// node (its data and child list) and its path, into one table.
-fn deep_copy(state: &StateMachine) -> HashMap<Box<str>, Znode> {
+/// node (its data, stat and child list) and its path, into one table.
+fn deep_copy(state: &StateMachine) -> HashMap<Box<str>, Copied> {
     let tree = state.tree();
-    let mut copy: HashMap<Box<str>, Znode> = HashMap::with_capacity(tree.len());
+    let mut copy: HashMap<Box<str>, Copied> = HashMap::with_capacity(tree.len());
     let mut stack = vec![String::from("/")];
     while let Some(path) = stack.pop() {
         let Some(node) = tree.get(&path) else { continue };
         stack.extend(node.children.iter().map(|child| ward_proto::path::join(&path, child)));
-        copy.insert(path.into_boxed_str(), node.clone());
+        let children = node.children.iter().map(Box::from).collect();
+        copy.insert(path.into_boxed_str(), (node.data().into(), tree.stat(node), children));
     }
     copy
 }
