@@ -5,6 +5,7 @@ mod children;
 pub(crate) mod cleanup;
 mod index;
 mod journal;
+mod lists;
 mod nodes;
 pub(crate) mod ops;
 mod record;

@@ -1,27 +1,28 @@
 //! The tree's nodes: records in a slab by id (`slab.rs`), found by path through a hash
-//! index on (parent id, name) (`index.rs`), each listing its children's ids (`children.rs`).
+//! index on (parent id, name) (`index.rs`), the parents' lists of their children's ids
+//! beside them (`lists.rs`, `children.rs`).
 //!
 //! No path is stored per node: a path is found one component at a time from the root, and
 //! written out (snapshots) by walking down from the root. A node costs its record (one
-//! allocation: its fields, name and data, `record.rs`), a slot of 24 bytes, its id in the
-//! index and its id in its parent's child list: about 70 bytes besides its name and data,
+//! allocation: its fields, name and data, `record.rs`), a slot of 16 bytes, its id in the
+//! index and its id in its parent's child list: about 60 bytes besides its name and data,
 //! where a map of paths to nodes cost about 270 (docs/benchmarks.md, "g. Memory per znode").
 //!
-//! A copy shares the slab's chunks and the index's shards, copy-on-write: what lets a
-//! snapshot leave the state's lock at once (see `slab.rs`).
+//! A copy shares the slab's chunks, the index's shards and the lists' shards, copy-on-write:
+//! what lets a snapshot leave the state's lock at once (see `slab.rs`).
 //!
 //! Serialized as the one map of paths to node records it replaced, byte for byte (postcard
 //! writes a map as its length and its pairs; their order never mattered).
 
 use super::children::Children;
 use super::index::Index;
+use super::lists::Lists;
 use super::record::{Fields, Record};
 use super::slab::Slab;
 use super::znode::{Loaded, Znode};
 use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::sync::Arc;
 use ward_proto::path;
 
 /// The root's id: it is the first node in and never leaves.
@@ -32,6 +33,7 @@ pub(super) const ROOT: u32 = 0;
 pub struct Nodes {
     slab: Slab,
     index: Index,
+    lists: Lists,
 }
 
 impl Default for Nodes {
@@ -39,7 +41,7 @@ impl Default for Nodes {
     fn default() -> Self {
         let mut slab = Slab::default();
         slab.insert(Record::new(&Fields::new(ROOT, 0, 0), "", b""));
-        Nodes { slab, index: Index::default() }
+        Nodes { slab, index: Index::default(), lists: Lists::default() }
     }
 }
 
@@ -59,7 +61,7 @@ impl Nodes {
     /// The node `id`.
     pub(super) fn node(&self, id: u32) -> Option<Znode<'_>> {
         let record = self.slab.record(id)?;
-        Some(Znode::view(record, Children::new(self.slab.children(id), &self.slab)))
+        Some(Znode::view(record, Children::new(self.lists.get(id), &self.slab)))
     }
 
     /// The id of `parent`'s child `name`.
@@ -95,10 +97,8 @@ impl Nodes {
     pub(super) fn insert(&mut self, parent: u32, record: Record) -> u32 {
         let id = self.slab.insert(reparented(record, parent));
         self.index.insert(&self.slab, id);
-        let mut list = self.slab.take_children(parent).unwrap_or_default();
         let name = self.slab.record(id).map_or(&[][..], Record::name_bytes);
-        Arc::make_mut(&mut list).insert(&self.slab, id, name);
-        self.slab.put_children(parent, Some(list));
+        self.lists.get_mut(parent).insert(&self.slab, id, name);
         id
     }
 
@@ -109,13 +109,10 @@ impl Nodes {
         }
         let parent = self.slab.record(id)?.parent();
         self.index.remove(&self.slab, id);
-        let mut list = self.slab.take_children(parent);
-        if let Some(l) = &mut list {
-            let name = self.slab.record(id).map_or(&[][..], Record::name_bytes);
-            Arc::make_mut(l).remove(&self.slab, id, name);
-        }
-        self.slab.put_children(parent, list.filter(|l| !l.is_empty()));
-        self.slab.remove(id).map(|(record, _)| record)
+        let name = self.slab.record(id).map_or(&[][..], Record::name_bytes);
+        self.lists.get_mut(parent).remove(&self.slab, id, name);
+        self.lists.drop_if_empty(parent);
+        self.slab.remove(id)
     }
 
     /// Number of nodes, the root included.
@@ -127,10 +124,10 @@ impl Nodes {
         false
     }
 
-    /// How many pieces (slab chunks and index shards) this and `other` share: all of them
-    /// right after a copy, fewer as writes copy the pieces they change.
+    /// How many pieces (slab chunks, index shards, shards of child lists) this and `other`
+    /// share: all of them right after a copy, fewer as writes copy the pieces they change.
     pub fn shared_with(&self, other: &Nodes) -> usize {
-        self.slab.shared_with(&other.slab) + self.index.shared_with(&other.index)
+        self.slab.shared_with(&other.slab) + self.index.shared_with(&other.index) + self.lists.shared_with(&other.lists)
     }
 
     /// Visits every node with its path, depth first from the root, each node before its

@@ -78,10 +78,11 @@ impl Fields {
         present.iter().enumerate().fold(0, |flags, (bit, &on)| flags | (u16::from(on) << bit))
     }
 
-    /// The header's bytes (flags through the optional fields).
-    fn header(&self) -> Vec<u8> {
+    /// The header's bytes (flags through the optional fields), in a buffer with room for
+    /// `more` bytes after them: a record is allocated at its exact size, once.
+    fn header(&self, more: usize) -> Vec<u8> {
         let flags = self.flags();
-        let mut out = Vec::with_capacity(FIXED + 48);
+        let mut out = Vec::with_capacity(header_len(flags) + more);
         out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&self.parent.to_le_bytes());
         out.extend_from_slice(&self.czxid.to_le_bytes());
@@ -121,14 +122,20 @@ const FIXED: usize = 2 + 4 + 8 + 8;
 const WIDTHS: [(u16, usize); 8] =
     [(MZXID, 8), (PZXID, 8), (MTIME, 8), (VERSION, 4), (CVERSION, 4), (CREATES, 4), (OWNER, 8), (ACL, 4)];
 
+/// The length of a header with these flags.
+fn header_len(flags: u16) -> usize {
+    FIXED + WIDTHS.iter().filter(|(bit, _)| flags & bit != 0).map(|(_, w)| w).sum::<usize>()
+}
+
 /// See the module's doc.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Record(Box<[u8]>);
 
 impl Record {
     pub fn new(fields: &Fields, name: &str, data: &[u8]) -> Record {
-        let mut out = fields.header();
         let mut len = u32::try_from(name.len()).unwrap_or(u32::MAX);
+        let len_bytes = (1..5).find(|&n| u64::from(len) < 1 << (7 * n)).unwrap_or(5);
+        let mut out = fields.header(len_bytes + name.len() + data.len());
         loop {
             let low = (len & 0x7f) as u8;
             len >>= 7;
@@ -166,8 +173,7 @@ impl Record {
 
     /// Where the header ends and the name's length begins.
     fn header_len(&self) -> usize {
-        let flags = self.flags();
-        FIXED + WIDTHS.iter().filter(|(bit, _)| flags & bit != 0).map(|(_, w)| w).sum::<usize>()
+        header_len(self.flags())
     }
 
     /// The name's bounds within the record.
@@ -228,7 +234,7 @@ impl Record {
 
     /// Writes `fields`: in place if the header keeps its length, else as a new record.
     pub fn set_fields(&mut self, fields: &Fields) {
-        let header = fields.header();
+        let header = fields.header(0);
         if header.len() == self.header_len() {
             self.0[..header.len()].copy_from_slice(&header);
         } else {

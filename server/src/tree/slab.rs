@@ -5,7 +5,7 @@
 //! copy under the state's lock and serializes the copy outside it (`raft/state_machine.rs`).
 //! Copying the slab copies a pointer per chunk of [`CHUNK`] ids (a thousand pointers at a
 //! million nodes); a write to a chunk that a snapshot still holds first copies that chunk
-//! (its records, some 150 KB at 100 bytes of data each, and a pointer per child list), so a
+//! (its records, some 150 KB at 100 bytes of data each), so a
 //! snapshot costs the writers at most one chunk copy per chunk they change while it is being
 //! written out. At rest nothing is shared and nothing is copied.
 //!
@@ -15,7 +15,6 @@
 //! read a snapshot numbers its nodes differently, so nothing that must agree across members
 //! (orders, digests, snapshots) ever depends on them.
 
-use super::children::ChildList;
 use super::record::Record;
 use std::sync::Arc;
 
@@ -23,11 +22,11 @@ use std::sync::Arc;
 /// enough that copying the list of chunks is too.
 pub(super) const CHUNK: usize = 1024;
 
-/// One id's place: a node (its record, and its children's ids if it has any) or a link
-/// in the free list.
+/// One id's place: a node's record or a link in the free list. 16 bytes: the record's
+/// pointer and length, the free link fitting beside the pointer (whose null is the tag).
 #[derive(Clone, Debug)]
 enum Slot {
-    Used(Record, Option<Arc<ChildList>>),
+    Used(Record),
     /// The next free id (`u32::MAX`: none).
     Free(u32),
 }
@@ -67,37 +66,15 @@ impl Slab {
 
     pub fn record(&self, id: u32) -> Option<&Record> {
         match self.slot(id)? {
-            Slot::Used(record, _) => Some(record),
+            Slot::Used(record) => Some(record),
             Slot::Free(_) => None,
         }
     }
 
     pub fn record_mut(&mut self, id: u32) -> Option<&mut Record> {
         match self.slot_mut(id)? {
-            Slot::Used(record, _) => Some(record),
+            Slot::Used(record) => Some(record),
             Slot::Free(_) => None,
-        }
-    }
-
-    pub fn children(&self, id: u32) -> Option<&ChildList> {
-        match self.slot(id)? {
-            Slot::Used(_, children) => children.as_deref(),
-            Slot::Free(_) => None,
-        }
-    }
-
-    /// Takes the child list of `id` out (to change it while reading the names of the nodes
-    /// it lists); [`Slab::put_children`] puts it back.
-    pub fn take_children(&mut self, id: u32) -> Option<Arc<ChildList>> {
-        match self.slot_mut(id)? {
-            Slot::Used(_, children) => children.take(),
-            Slot::Free(_) => None,
-        }
-    }
-
-    pub fn put_children(&mut self, id: u32, list: Option<Arc<ChildList>>) {
-        if let Some(Slot::Used(_, children)) = self.slot_mut(id) {
-            *children = list;
         }
     }
 
@@ -107,7 +84,7 @@ impl Slab {
         let id = self.free;
         if let Some(slot) = self.slot_mut(id) {
             if let Slot::Free(next) = *slot {
-                *slot = Slot::Used(record, None);
+                *slot = Slot::Used(record);
                 self.free = next;
                 return id;
             }
@@ -117,21 +94,21 @@ impl Slab {
         }
         let last = self.chunks.len() - 1;
         let chunk = Arc::make_mut(&mut self.chunks[last]);
-        chunk.push(Slot::Used(record, None));
+        chunk.push(Slot::Used(record));
         u32::try_from(last * CHUNK + chunk.len() - 1).unwrap_or(NONE)
     }
 
-    /// Frees `id`, returning its record and children.
-    pub fn remove(&mut self, id: u32) -> Option<(Record, Option<Arc<ChildList>>)> {
+    /// Frees `id`, returning its record.
+    pub fn remove(&mut self, id: u32) -> Option<Record> {
         let free = self.free;
         let slot = self.slot_mut(id)?;
         if matches!(slot, Slot::Free(_)) {
             return None;
         }
-        let Slot::Used(record, children) = std::mem::replace(slot, Slot::Free(free)) else { return None };
+        let Slot::Used(record) = std::mem::replace(slot, Slot::Free(free)) else { return None };
         self.free = id;
         self.len -= 1;
-        Some((record, children))
+        Some(record)
     }
 
     pub fn len(&self) -> usize {
@@ -160,8 +137,8 @@ mod tests {
     }
 
     #[test]
-    fn a_slot_is_a_fat_pointer_and_a_thin_one() {
-        assert_eq!(std::mem::size_of::<Slot>(), 24);
+    fn a_slot_is_the_records_pointer_and_length() {
+        assert_eq!(std::mem::size_of::<Slot>(), 16);
     }
 
     #[test]
@@ -169,8 +146,8 @@ mod tests {
         let mut slab = Slab::default();
         let ids: Vec<u32> = (0..3000).map(|i| slab.insert(record(&format!("n{i}")))).collect();
         assert_eq!(ids, (0..3000).collect::<Vec<u32>>());
-        assert_eq!(slab.remove(5).map(|(r, _)| r.name().to_string()), Some("n5".into()));
-        assert_eq!(slab.remove(2500).map(|(r, _)| r.name().to_string()), Some("n2500".into()));
+        assert_eq!(slab.remove(5).map(|r| r.name().to_string()), Some("n5".into()));
+        assert_eq!(slab.remove(2500).map(|r| r.name().to_string()), Some("n2500".into()));
         assert!(slab.remove(5).is_none() && slab.record(5).is_none());
         assert_eq!((slab.len(), slab.insert(record("a")), slab.insert(record("b"))), (2998, 2500, 5));
         assert_eq!((slab.insert(record("c")), slab.chunks()), (3000, 3));
