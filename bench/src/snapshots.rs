@@ -6,11 +6,12 @@
 //!   writes waited for all of it);
 //! - **deep copy**: a full clone of the state (a cheap copy taken under the lock, serialized
 //!   outside it, without shared structure);
-//! - **shared copy**: the copy the server takes now (the tree's shards are shared,
-//!   copy-on-write), and serializing that copy, outside the lock;
-//! - **first writes after the copy**: a create under the big directory copies its shard,
-//!   the directory's child list with it, once per snapshot; a create elsewhere copies a shard
-//!   of nodes alone. Then the same creates again, with nothing to copy.
+//! - **shared copy**: the copy the server takes now (the tree's pieces are shared,
+//!   copy-on-write: chunks of the node slab, shards of the index and of the child lists),
+//!   and serializing that copy, outside the lock;
+//! - **first writes after the copy**: a create under the big directory copies the pieces it
+//!   changes, the directory's child list with them, once per snapshot; a create elsewhere
+//!   copies pieces of nodes alone. Then the same creates again, with nothing to copy.
 //!
 //! Memory: this process's RSS growth per znode while filling, which is the tree alone (no
 //! connections, no log).
@@ -74,7 +75,7 @@ fn measure(n: usize) -> Figures {
         state.apply_command(&cmd(0, create("/g/after-0".into())));
         0
     });
-    // Creates in fresh places until 32 of them have each copied a shard of their own.
+    // Creates in fresh places until 32 of them have each copied a piece of their own.
     let t0 = Instant::now();
     let mut copied = 0;
     for i in 0..10_000 {
@@ -85,7 +86,7 @@ fn measure(n: usize) -> Figures {
             break;
         }
     }
-    f.add("a create that copies a shard, mean (ms)", ms(t0.elapsed()) / copied.max(1) as f64);
+    f.add("a create that copies a piece, mean (ms)", ms(t0.elapsed()) / copied.max(1) as f64);
     let t0 = Instant::now();
     for i in 1..=100 {
         state.apply_command(&cmd(0, create(format!("/g/after-{i}"))));

@@ -26,7 +26,7 @@ use std::collections::{BTreeSet, HashMap};
 use ward_proto::{Acl, SessionId, Stat};
 
 /// The tree. Only the state machine's apply mutates it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(from = "Stored")]
 pub struct DataTree {
     /// By id, found by path through an index on (parent, name); cheap to copy ([`Nodes`]):
@@ -71,18 +71,6 @@ impl From<Stored> for DataTree {
             Ok::<(), std::convert::Infallible>(())
         });
         DataTree { nodes: stored.nodes, ephemerals: stored.ephemerals, swept, delayed, acls: AclTable::default() }
-    }
-}
-
-impl Default for DataTree {
-    fn default() -> Self {
-        DataTree {
-            nodes: Nodes::default(),
-            ephemerals: HashMap::new(),
-            swept: BTreeSet::new(),
-            delayed: BTreeSet::new(),
-            acls: AclTable::default(),
-        }
     }
 }
 

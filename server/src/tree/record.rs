@@ -5,19 +5,22 @@
 //! their `mtime` is their `ctime`, their versions and counters are 0, their owner is 0 and
 //! their ACL the open one. So the record starts with a word of flags saying which of those
 //! fields differ from that default, and holds only the ones that do, after the fields every
-//! node has (parent, `czxid`, `ctime`). A fresh leaf's header is then 22 bytes instead of
-//! 68, and with its name and data it is one allocation rather than three (node, name, data).
+//! node has (parent, `czxid`, `ctime`) and its name. A fresh leaf's fields then take 22
+//! bytes instead of 68, and with its name and data it is one allocation rather than three
+//! (node, name, data). The parent and the name come at fixed places, first: they are what
+//! the index and the child lists read on every probe and comparison.
 //!
 //! Layout, little-endian:
 //!
 //! ```text
-//! flags u16 | parent u32 | czxid u64 | ctime i64 | [mzxid u64] [pzxid u64] [mtime i64]
-//! [version i32] [cversion i32] [child_creates i32] [owner u64] [acl u32] | name length
-//! (LEB128) | name | data
+//! flags u16 | parent u32 | czxid u64 | ctime i64 | name length (LEB128) | name |
+//! [mzxid u64] [pzxid u64] [mtime i64] [version i32] [cversion i32] [child_creates i32]
+//! [owner u64] [acl u32] | data
 //! ```
 //!
-//! A change that keeps the header's length is written in place; one that adds or drops an
-//! optional field, or changes the data, builds a new record (a copy of a few hundred bytes).
+//! A change that keeps the same optional fields is written in place; one that adds or drops
+//! an optional field, or changes the data, builds a new record (a copy of a few hundred
+//! bytes).
 //! Everything here is safe code: fields are read and written through byte slices.
 
 use crate::acl::table::{AclId, OPEN};
@@ -78,15 +81,19 @@ impl Fields {
         present.iter().enumerate().fold(0, |flags, (bit, &on)| flags | (u16::from(on) << bit))
     }
 
-    /// The header's bytes (flags through the optional fields), in a buffer with room for
-    /// `more` bytes after them: a record is allocated at its exact size, once.
-    fn header(&self, more: usize) -> Vec<u8> {
+    /// The fixed fields' bytes: flags, parent, czxid, ctime.
+    fn fixed(&self) -> [u8; FIXED] {
+        let mut out = [0; FIXED];
+        out[..2].copy_from_slice(&self.flags().to_le_bytes());
+        out[2..6].copy_from_slice(&self.parent.to_le_bytes());
+        out[6..14].copy_from_slice(&self.czxid.to_le_bytes());
+        out[14..].copy_from_slice(&self.ctime.to_le_bytes());
+        out
+    }
+
+    /// Appends the optional fields that differ from their defaults.
+    fn push_optional(&self, out: &mut Vec<u8>) {
         let flags = self.flags();
-        let mut out = Vec::with_capacity(header_len(flags) + more);
-        out.extend_from_slice(&flags.to_le_bytes());
-        out.extend_from_slice(&self.parent.to_le_bytes());
-        out.extend_from_slice(&self.czxid.to_le_bytes());
-        out.extend_from_slice(&self.ctime.to_le_bytes());
         let optional: [(u16, &[u8]); 8] = [
             (MZXID, &self.mzxid.to_le_bytes()),
             (PZXID, &self.pzxid.to_le_bytes()),
@@ -102,7 +109,6 @@ impl Fields {
                 out.extend_from_slice(bytes);
             }
         }
-        out
     }
 }
 
@@ -122,9 +128,9 @@ const FIXED: usize = 2 + 4 + 8 + 8;
 const WIDTHS: [(u16, usize); 8] =
     [(MZXID, 8), (PZXID, 8), (MTIME, 8), (VERSION, 4), (CVERSION, 4), (CREATES, 4), (OWNER, 8), (ACL, 4)];
 
-/// The length of a header with these flags.
-fn header_len(flags: u16) -> usize {
-    FIXED + WIDTHS.iter().filter(|(bit, _)| flags & bit != 0).map(|(_, w)| w).sum::<usize>()
+/// The length of the optional fields these flags say are there.
+fn optional_len(flags: u16) -> usize {
+    WIDTHS.iter().filter(|(bit, _)| flags & bit != 0).map(|(_, w)| w).sum::<usize>()
 }
 
 /// See the module's doc.
@@ -135,7 +141,10 @@ impl Record {
     pub fn new(fields: &Fields, name: &str, data: &[u8]) -> Record {
         let mut len = u32::try_from(name.len()).unwrap_or(u32::MAX);
         let len_bytes = (1..5).find(|&n| u64::from(len) < 1 << (7 * n)).unwrap_or(5);
-        let mut out = fields.header(len_bytes + name.len() + data.len());
+        let size = FIXED + len_bytes + name.len() + optional_len(fields.flags()) + data.len();
+        // At its exact size, so that the allocation is made once and never trimmed.
+        let mut out = Vec::with_capacity(size);
+        out.extend_from_slice(&fields.fixed());
         loop {
             let low = (len & 0x7f) as u8;
             len >>= 7;
@@ -146,6 +155,7 @@ impl Record {
             out.push(low | 0x80);
         }
         out.extend_from_slice(name.as_bytes());
+        fields.push_optional(&mut out);
         out.extend_from_slice(data);
         Record(out.into_boxed_slice())
     }
@@ -171,14 +181,9 @@ impl Record {
         self.u32_at(2)
     }
 
-    /// Where the header ends and the name's length begins.
-    fn header_len(&self) -> usize {
-        header_len(self.flags())
-    }
-
     /// The name's bounds within the record.
     fn name_span(&self) -> (usize, usize) {
-        let (mut at, mut len, mut shift) = (self.header_len(), 0usize, 0);
+        let (mut at, mut len, mut shift) = (FIXED, 0usize, 0);
         while let Some(&b) = self.0.get(at) {
             len |= usize::from(b & 0x7f) << shift;
             at += 1;
@@ -202,7 +207,8 @@ impl Record {
 
     /// The data; `None` when null.
     pub fn data(&self) -> Option<&[u8]> {
-        (self.flags() & NULL == 0).then(|| &self.0[self.name_span().1..])
+        let start = self.name_span().1 + optional_len(self.flags());
+        (self.flags() & NULL == 0).then(|| self.0.get(start..).unwrap_or_default())
     }
 
     pub fn fields(&self) -> Fields {
@@ -210,7 +216,7 @@ impl Record {
         let czxid = self.u64_at(6);
         let ctime = self.u64_at(14) as i64;
         let mut f = Fields::new(self.parent(), czxid, ctime);
-        let mut at = FIXED;
+        let mut at = self.name_span().1;
         for (bit, width) in WIDTHS {
             if flags & bit == 0 {
                 continue;
@@ -232,11 +238,16 @@ impl Record {
         f
     }
 
-    /// Writes `fields`: in place if the header keeps its length, else as a new record.
+    /// Writes `fields`: in place if the optional fields keep their length, else as a new
+    /// record.
     pub fn set_fields(&mut self, fields: &Fields) {
-        let header = fields.header(0);
-        if header.len() == self.header_len() {
-            self.0[..header.len()].copy_from_slice(&header);
+        let len = optional_len(fields.flags());
+        if len == optional_len(self.flags()) {
+            let mut optional = Vec::with_capacity(len);
+            fields.push_optional(&mut optional);
+            let at = self.name_span().1;
+            self.0[at..at + len].copy_from_slice(&optional);
+            self.0[..FIXED].copy_from_slice(&fields.fixed());
         } else {
             *self = Record::new(fields, self.name(), self.data().unwrap_or_default());
         }
