@@ -33,7 +33,9 @@ pub struct DataTree {
     /// what lets a snapshot leave the lock at once.
     nodes: Nodes,
     /// Paths of each session's ephemeral nodes, so ending a session is proportional to
-    /// what it owns rather than to the size of the tree.
+    /// what it owns rather than to the size of the tree. Paths, like `swept` and `delayed`,
+    /// rather than node ids: ids are this process's own (`slab.rs`), and these sets are
+    /// walked in path order, which every member shares.
     ephemerals: HashMap<SessionId, BTreeSet<Box<str>>>,
     /// Paths of the containers and TTL nodes, so the cleanup looks at those alone rather
     /// than at the whole tree. Derived from the nodes: not in a snapshot, rebuilt when one
@@ -61,14 +63,13 @@ struct Stored {
 impl From<Stored> for DataTree {
     fn from(stored: Stored) -> DataTree {
         let (mut swept, mut delayed) = (BTreeSet::new(), BTreeSet::new());
-        let _ = stored.nodes.walk(|path, node| {
+        stored.nodes.each(|path, node| {
             if node.kind().is_swept() {
                 swept.insert(path.into());
             }
             if node.kind().is_delayed() {
                 delayed.insert(path.into());
             }
-            Ok::<(), std::convert::Infallible>(())
         });
         DataTree { nodes: stored.nodes, ephemerals: stored.ephemerals, swept, delayed, acls: AclTable::default() }
     }
@@ -97,11 +98,10 @@ impl DataTree {
     /// Every node whose ACL slot is not the open one: what a snapshot lists.
     pub fn acl_assignments(&self) -> Vec<(String, AclId)> {
         let mut out = Vec::new();
-        let _ = self.nodes.walk(|path, node| {
+        self.nodes.each(|path, node| {
             if node.acl != crate::acl::table::OPEN {
                 out.push((path.to_string(), node.acl));
             }
-            Ok::<(), std::convert::Infallible>(())
         });
         out
     }

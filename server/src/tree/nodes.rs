@@ -156,6 +156,14 @@ impl Nodes {
         Ok(())
     }
 
+    /// [`Nodes::walk`] with a visit that cannot fail.
+    pub fn each(&self, mut visit: impl FnMut(&str, Znode<'_>)) {
+        let _ = self.walk(|path, node| {
+            visit(path, node);
+            Ok::<(), std::convert::Infallible>(())
+        });
+    }
+
     /// Puts in what a snapshot held: parents before children (a path's parent is its
     /// prefix, so sorting the paths does it), each node linked into its parent's list.
     fn load(mut entries: Vec<(Box<str>, Loaded)>) -> Result<Nodes, String> {
@@ -176,7 +184,11 @@ impl Nodes {
                 _ => nodes.lookup(dir).ok_or_else(|| format!("snapshot has {path} but not its parent"))?,
             };
             parent = Some((dir, id));
-            nodes.insert(id, node.record(id, path::name(path)));
+            let name = path::name(path);
+            if nodes.child(id, name).is_some() {
+                return Err(format!("snapshot has {path} twice"));
+            }
+            nodes.insert(id, node.record(id, name));
         }
         if listed + 1 != nodes.len() {
             tracing::warn!(nodes = nodes.len(), listed, "a snapshot's child lists do not match its nodes");

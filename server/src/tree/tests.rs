@@ -175,7 +175,7 @@ fn a_copy_keeps_the_state_it_was_taken_at() {
 /// The old snapshot form, a map of paths to node records, from `tree` (in its walk order).
 fn old_form(tree: &DataTree) -> Vec<(String, Before)> {
     let mut out = Vec::new();
-    let _ = tree.nodes.walk(|path, n| {
+    tree.nodes.each(|path, n| {
         out.push((
             path.to_string(),
             Before {
@@ -192,7 +192,6 @@ fn old_form(tree: &DataTree) -> Vec<(String, Before)> {
                 children: n.children.iter().map(String::from).collect(),
             },
         ));
-        Ok::<(), std::convert::Infallible>(())
     });
     out
 }
@@ -244,21 +243,15 @@ fn snapshots_are_the_old_map_of_paths_byte_for_byte() {
 }
 
 #[test]
-fn a_snapshot_without_a_nodes_parent_is_refused() {
-    let lonely = Before {
-        data: Vec::new(),
-        czxid: 1,
-        mzxid: 1,
-        pzxid: 1,
-        ctime: 1,
-        mtime: 1,
-        version: 0,
-        cversion: 0,
-        child_creates: 0,
-        ephemeral_owner: None,
-        children: BTreeSet::new(),
-    };
-    let nodes: HashMap<String, Before> = [("/x/y".to_string(), lonely)].into();
-    let bytes = postcard::to_allocvec(&OldTree { nodes, ephemerals: HashMap::new() }).expect("encode");
-    assert!(postcard::from_bytes::<DataTree>(&bytes).is_err());
+fn a_snapshot_with_a_node_but_not_its_parent_or_a_path_twice_is_refused() {
+    let mut t = T::new();
+    t.create("/x").expect("create");
+    let mut entries = old_form(&t.tree);
+    entries.push(entries[1].clone());
+    let twice = OldTree { nodes: AsMap(&entries), ephemerals: HashMap::new() };
+    assert!(postcard::from_bytes::<DataTree>(&postcard::to_allocvec(&twice).expect("encode")).is_err());
+    entries[1].0 = "/x/y".into();
+    entries.truncate(2);
+    let orphan = OldTree { nodes: AsMap(&entries), ephemerals: HashMap::new() };
+    assert!(postcard::from_bytes::<DataTree>(&postcard::to_allocvec(&orphan).expect("encode")).is_err());
 }
