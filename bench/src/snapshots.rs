@@ -6,11 +6,12 @@
 //!   writes waited for all of it);
 //! - **deep copy**: a full clone of the state (a cheap copy taken under the lock, serialized
 //!   outside it, without shared structure);
-//! - **shared copy**: the copy the server takes now (the tree's shards are shared,
-//!   copy-on-write), and serializing that copy, outside the lock;
-//! - **first writes after the copy**: a create under the big directory copies its shard,
-//!   the directory's child list with it, once per snapshot; a create elsewhere copies a shard
-//!   of nodes alone. Then the same creates again, with nothing to copy.
+//! - **shared copy**: the copy the server takes now (the tree's pieces are shared,
+//!   copy-on-write: chunks of the node slab, shards of the index and of the child lists),
+//!   and serializing that copy, outside the lock;
+//! - **first writes after the copy**: a create under the big directory copies the pieces it
+//!   changes, the directory's child list with them, once per snapshot; a create elsewhere
+//!   copies pieces of nodes alone. Then the same creates again, with nothing to copy.
 //!
 //! Memory: this process's RSS growth per znode while filling, which is the tree alone (no
 //! connections, no log).
@@ -19,10 +20,9 @@ use crate::report::{Results, WARD};
 use crate::stats::Figures;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
+use ward_proto::{CreateMode, Op, SessionId, SessionSecret, Stat};
 use ward_server::command::{Command, CommandOp};
 use ward_server::state::StateMachine;
-use ward_server::tree::Znode;
 
 pub fn run(results: &mut Results, quick: bool) {
     let sizes: &[usize] = if quick { &[20_000] } else { &[100_000, 1_000_000] };
@@ -75,7 +75,7 @@ fn measure(n: usize) -> Figures {
         state.apply_command(&cmd(0, create("/g/after-0".into())));
         0
     });
-    // Creates in fresh places until 32 of them have each copied a shard of their own.
+    // Creates in fresh places until 32 of them have each copied a piece of their own.
     let t0 = Instant::now();
     let mut copied = 0;
     for i in 0..10_000 {
@@ -86,7 +86,7 @@ fn measure(n: usize) -> Figures {
             break;
         }
     }
-    f.add("a create that copies a shard, mean (ms)", ms(t0.elapsed()) / copied.max(1) as f64);
+    f.add("a create that copies a piece, mean (ms)", ms(t0.elapsed()) / copied.max(1) as f64);
     let t0 = Instant::now();
     for i in 1..=100 {
         state.apply_command(&cmd(0, create(format!("/g/after-{i}"))));
@@ -123,16 +123,20 @@ impl std::io::Write for Counter {
     }
 }
 
+/// A node as a copy that shares nothing holds it: its data, stat and child names.
+type Copied = (Box<[u8]>, Stat, Vec<Box<str>>);
+
 /// A copy of the tree that shares nothing, as cloning it cost before it was sharded: every
-/// node (its data and child list) and its path, into one table.
-fn deep_copy(state: &StateMachine) -> HashMap<Box<str>, Znode> {
+/// node (its data, stat and child list) and its path, into one table.
+fn deep_copy(state: &StateMachine) -> HashMap<Box<str>, Copied> {
     let tree = state.tree();
-    let mut copy: HashMap<Box<str>, Znode> = HashMap::with_capacity(tree.len());
+    let mut copy: HashMap<Box<str>, Copied> = HashMap::with_capacity(tree.len());
     let mut stack = vec![String::from("/")];
     while let Some(path) = stack.pop() {
         let Some(node) = tree.get(&path) else { continue };
         stack.extend(node.children.iter().map(|child| ward_proto::path::join(&path, child)));
-        copy.insert(path.into_boxed_str(), node.clone());
+        let children = node.children.iter().map(Box::from).collect();
+        copy.insert(path.into_boxed_str(), (node.data().into(), tree.stat(node), children));
     }
     copy
 }

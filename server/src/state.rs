@@ -75,10 +75,7 @@ type Owned = Stored<
 
 impl Serialize for StateMachine {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let acls = StoredAcls {
-            slots: self.tree.acl_table().stored().collect(),
-            nodes: self.tree.acl_assignments().collect(),
-        };
+        let acls = StoredAcls { slots: self.tree.acl_table().stored().collect(), nodes: self.tree.acl_assignments() };
         Stored {
             tree: &self.tree,
             sessions: &self.sessions,

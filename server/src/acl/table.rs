@@ -4,7 +4,7 @@
 //! a 4-byte number into this table instead of its own list (ZooKeeper keeps a
 //! reference-counted ACL cache for the same reason). A slot holds a list together with the
 //! `aversion` of the nodes that point to it: the version is then not a field of every node
-//! either, which keeps a node at 88 bytes. Nodes with the same list and the same version
+//! either, which keeps a node's record small. Nodes with the same list and the same version
 //! share a slot; a setACL moves its node to another slot.
 //!
 //! Slot 0 is `world:anyone` with every permission at version 0, what a node has unless its

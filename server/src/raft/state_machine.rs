@@ -118,8 +118,8 @@ impl StateMachineStore {
 pub struct Builder {
     meta: SnapshotMeta,
     /// A copy of the state at `meta`'s log id, taken by the one build. Copying took an
-    /// instant: the tree's nodes are shared with the live state, shard by shard, until a
-    /// write changes a shard ([`crate::tree::Nodes`]).
+    /// instant: the tree's nodes are shared with the live state, piece by piece, until a
+    /// write changes a piece ([`crate::tree::Nodes`]).
     state: Option<StateMachine>,
     path: PathBuf,
     in_place: InPlace,

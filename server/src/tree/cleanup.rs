@@ -21,7 +21,7 @@ use ward_proto::ErrorCode;
 ///   passed since its session ended (its `mtime`).
 ///
 /// ZooKeeper checks `cversion > 0`; `!= 0` says the same until the counter wraps.
-pub fn unused(node: &Znode, now_ms: i64, never_used_ms: u64) -> bool {
+pub fn unused(node: Znode<'_>, now_ms: i64, never_used_ms: u64) -> bool {
     if !node.children.is_empty() {
         return false;
     }
@@ -48,7 +48,7 @@ impl DataTree {
     }
 
     /// The lock contenders kept for their lock-delay, with their nodes.
-    pub fn lock_delayed(&self) -> impl Iterator<Item = (&str, &Znode)> {
+    pub fn lock_delayed(&self) -> impl Iterator<Item = (&str, Znode<'_>)> {
         self.delayed.iter().filter_map(|path| self.nodes.get(path).map(|node| (&**path, node)))
     }
 
@@ -58,10 +58,12 @@ impl DataTree {
     /// and versions the same). Not undoable: only the end of a session does this, whose
     /// changes are never rolled back.
     pub(crate) fn hold_over(&mut self, ctx: &Ctx<'_>, path: &str, delay_ms: u64) {
-        let Some(node) = self.nodes.get_mut(path) else { return };
-        let Some(session) = node.ephemeral_owner() else { return };
-        node.set_kind(NodeKind::LockDelay(delay_ms));
-        node.mtime = ctx.time_ms;
+        let Some(id) = self.nodes.lookup(path) else { return };
+        let Some(session) = self.nodes.node(id).and_then(|node| node.ephemeral_owner()) else { return };
+        self.nodes.update(id, |f| {
+            f.owner = NodeKind::LockDelay(delay_ms).encode();
+            f.mtime = ctx.time_ms;
+        });
         self.unindex_ephemeral(session, path);
         self.delayed.insert(path.into());
     }

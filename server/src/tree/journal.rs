@@ -4,34 +4,31 @@
 //! its children), so a multi in a lock directory with 100k waiters costs no more than its
 //! own ops.
 
-use super::{DataTree, Znode};
-use ward_proto::{SessionId, Zxid};
+use super::record::Record;
+use super::DataTree;
+use ward_proto::{path, SessionId, Zxid};
 
 pub(crate) enum Undo {
-    /// A child name was added to `parent`, whose counters were these before.
+    /// A child was added to `parent`, whose counters were these before. (The child's own
+    /// [`Undo::Inserted`], undone first, takes it out of the parent's list.)
     Linked {
         parent: String,
-        name: String,
         cversion: i32,
         child_creates: i32,
         pzxid: Zxid,
     },
-    /// A child name was removed from `parent`, whose counters were these before.
+    /// A child was removed from `parent`, whose counters were these before.
     Unlinked {
         parent: String,
-        name: String,
         cversion: i32,
         pzxid: Zxid,
     },
     Inserted(String),
-    Removed(String, Znode),
-    DataSet {
-        path: String,
-        data: Option<Box<[u8]>>,
-        mzxid: Zxid,
-        mtime: i64,
-        version: i32,
-    },
+    /// The node at the path was removed; its record, to put back.
+    Removed(String, Record),
+    /// The node's data was set: its record before (it holds the data, so keeping it costs
+    /// no copy).
+    DataSet(String, Record),
     EphemeralAdded(SessionId, String),
     EphemeralRemoved(SessionId, String),
     /// The node's ACL slot was this before a setACL.
@@ -70,27 +67,32 @@ impl Journal {
 }
 
 impl DataTree {
+    /// Undoes one change. Nodes are found by path: a node put back may have another id
+    /// than it had (ids are the slab's, see `slab.rs`).
     fn undo(&mut self, undo: Undo) {
         match undo {
-            Undo::Linked { parent, name, cversion, child_creates, pzxid } => {
-                if let Some(p) = self.nodes.get_mut(parent.as_str()) {
-                    p.children.remove(&name);
-                    (p.cversion, p.child_creates, p.pzxid) = (cversion, child_creates, pzxid);
+            Undo::Linked { parent, cversion, child_creates, pzxid } => {
+                if let Some(id) = self.nodes.lookup(&parent) {
+                    self.nodes
+                        .update(id, |p| (p.cversion, p.child_creates, p.pzxid) = (cversion, child_creates, pzxid));
                 }
             }
-            Undo::Unlinked { parent, name, cversion, pzxid } => {
-                if let Some(p) = self.nodes.get_mut(parent.as_str()) {
-                    p.children.insert(&name);
-                    (p.cversion, p.pzxid) = (cversion, pzxid);
+            Undo::Unlinked { parent, cversion, pzxid } => {
+                if let Some(id) = self.nodes.lookup(&parent) {
+                    self.nodes.update(id, |p| (p.cversion, p.pzxid) = (cversion, pzxid));
                 }
             }
             Undo::Inserted(path) => {
                 self.remove_node(&path);
             }
-            Undo::Removed(path, node) => self.insert_node(&path, node),
-            Undo::DataSet { path, data, mzxid, mtime, version } => {
-                if let Some(n) = self.nodes.get_mut(path.as_str()) {
-                    (n.data, n.mzxid, n.mtime, n.version) = (data, mzxid, mtime, version);
+            Undo::Removed(path, record) => {
+                if let Some(parent) = self.nodes.lookup(path::parent(&path)) {
+                    self.insert_node(&path, parent, record);
+                }
+            }
+            Undo::DataSet(path, record) => {
+                if let Some(id) = self.nodes.lookup(&path) {
+                    self.nodes.replace(id, record);
                 }
             }
             Undo::EphemeralAdded(session, path) => self.unindex_ephemeral(session, &path),

@@ -3,9 +3,15 @@
 
 mod children;
 pub(crate) mod cleanup;
+mod index;
 mod journal;
+mod lists;
 mod nodes;
 pub(crate) mod ops;
+mod record;
+mod slab;
+#[cfg(test)]
+mod tests;
 mod znode;
 
 pub use children::Children;
@@ -14,19 +20,22 @@ pub use nodes::Nodes;
 pub use znode::{NodeKind, Znode};
 
 use crate::acl::table::{AclId, AclTable};
+use record::Record;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use ward_proto::{Acl, SessionId, Stat};
 
 /// The tree. Only the state machine's apply mutates it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(from = "Stored")]
 pub struct DataTree {
-    /// Keyed by boxed paths: 16 bytes a slot instead of 24, in tables that have spare slots.
-    /// Sharded, and cheap to copy ([`Nodes`]): what lets a snapshot leave the lock at once.
+    /// By id, found by path through an index on (parent, name); cheap to copy ([`Nodes`]):
+    /// what lets a snapshot leave the lock at once.
     nodes: Nodes,
     /// Paths of each session's ephemeral nodes, so ending a session is proportional to
-    /// what it owns rather than to the size of the tree.
+    /// what it owns rather than to the size of the tree. Paths, like `swept` and `delayed`,
+    /// rather than node ids: ids are this process's own (`slab.rs`), and these sets are
+    /// walked in path order, which every member shares.
     ephemerals: HashMap<SessionId, BTreeSet<Box<str>>>,
     /// Paths of the containers and TTL nodes, so the cleanup looks at those alone rather
     /// than at the whole tree. Derived from the nodes: not in a snapshot, rebuilt when one
@@ -53,40 +62,31 @@ struct Stored {
 
 impl From<Stored> for DataTree {
     fn from(stored: Stored) -> DataTree {
-        let of = |want: fn(NodeKind) -> bool| {
-            stored.nodes.iter().filter(|(_, node)| want(node.kind())).map(|(p, _)| p.into()).collect()
-        };
-        let (swept, delayed) = (of(NodeKind::is_swept), of(NodeKind::is_delayed));
+        let (mut swept, mut delayed) = (BTreeSet::new(), BTreeSet::new());
+        stored.nodes.each(|path, node| {
+            if node.kind().is_swept() {
+                swept.insert(path.into());
+            }
+            if node.kind().is_delayed() {
+                delayed.insert(path.into());
+            }
+        });
         DataTree { nodes: stored.nodes, ephemerals: stored.ephemerals, swept, delayed, acls: AclTable::default() }
     }
 }
 
-impl Default for DataTree {
-    fn default() -> Self {
-        let mut nodes = Nodes::default();
-        nodes.insert("/".into(), Znode::new(Vec::new(), 0, 0, NodeKind::Persistent));
-        DataTree {
-            nodes,
-            ephemerals: HashMap::new(),
-            swept: BTreeSet::new(),
-            delayed: BTreeSet::new(),
-            acls: AclTable::default(),
-        }
-    }
-}
-
 impl DataTree {
-    pub fn get(&self, path: &str) -> Option<&Znode> {
+    pub fn get(&self, path: &str) -> Option<Znode<'_>> {
         self.nodes.get(path)
     }
 
     /// A node's stat.
-    pub fn stat(&self, node: &Znode) -> Stat {
+    pub fn stat(&self, node: Znode<'_>) -> Stat {
         node.stat(self.acls.get(node.acl).1)
     }
 
     /// A node's ACL.
-    pub fn acl(&self, node: &Znode) -> &[Acl] {
+    pub fn acl(&self, node: Znode<'_>) -> &[Acl] {
         self.acls.get(node.acl).0
     }
 
@@ -96,8 +96,14 @@ impl DataTree {
     }
 
     /// Every node whose ACL slot is not the open one: what a snapshot lists.
-    pub fn acl_assignments(&self) -> impl Iterator<Item = (&str, AclId)> {
-        self.nodes.iter().filter(|(_, node)| node.acl != crate::acl::table::OPEN).map(|(path, node)| (path, node.acl))
+    pub fn acl_assignments(&self) -> Vec<(String, AclId)> {
+        let mut out = Vec::new();
+        self.nodes.each(|path, node| {
+            if node.acl != crate::acl::table::OPEN {
+                out.push((path.to_string(), node.acl));
+            }
+        });
+        out
     }
 
     /// Puts back what [`DataTree::acl_assignments`] and the table's slots listed: each
@@ -105,13 +111,13 @@ impl DataTree {
     /// node that is missing, or a slot not in the table, makes the snapshot unusable.
     pub(crate) fn restore_acls(&mut self, table: AclTable, nodes: Vec<(String, AclId)>) -> Result<(), String> {
         self.acls = table;
-        for (path, id) in nodes {
-            if !self.acls.contains(id) {
-                return Err(format!("node {path} points to ACL slot {id}, which the snapshot does not have"));
+        for (path, acl) in nodes {
+            if !self.acls.contains(acl) {
+                return Err(format!("node {path} points to ACL slot {acl}, which the snapshot does not have"));
             }
-            let node = self.nodes.get_mut(path.as_str()).ok_or_else(|| format!("ACL for missing node {path}"))?;
-            node.acl = id;
-            self.acls.retain(id);
+            let id = self.nodes.lookup(&path).ok_or_else(|| format!("ACL for missing node {path}"))?;
+            self.nodes.update(id, |f| f.acl = acl);
+            self.acls.retain(acl);
         }
         self.acls.collect();
         Ok(())
@@ -126,8 +132,8 @@ impl DataTree {
         false
     }
 
-    /// How many of the node table's shards this tree shares with `other` (a copy of it, or
-    /// the tree it was copied from): see [`Nodes`].
+    /// How many pieces of the node table (slab chunks and index shards) this tree shares
+    /// with `other` (a copy of it, or the tree it was copied from): see [`Nodes`].
     pub fn shared_shards(&self, other: &DataTree) -> usize {
         self.nodes.shared_with(&other.nodes)
     }
@@ -149,29 +155,34 @@ impl DataTree {
         self.ephemerals.values().flatten().map(|path| &**path)
     }
 
-    /// Adds a node, keeping the cleanup's indexes.
-    fn insert_node(&mut self, path: &str, node: Znode) {
-        if node.kind().is_swept() {
+    /// Adds the node `record` at `path`, under `parent` (the id of the node at the path's
+    /// parent), keeping the cleanup's indexes.
+    fn insert_node(&mut self, path: &str, parent: u32, record: Record) -> u32 {
+        let fields = record.fields();
+        let kind = NodeKind::decode(fields.owner);
+        if kind.is_swept() {
             self.swept.insert(path.into());
         }
-        if node.kind().is_delayed() {
+        if kind.is_delayed() {
             self.delayed.insert(path.into());
         }
-        self.acls.retain(node.acl);
-        self.nodes.insert(path.into(), node);
+        self.acls.retain(fields.acl);
+        self.nodes.insert(parent, record)
     }
 
-    /// Removes a node, keeping the cleanup's indexes.
-    fn remove_node(&mut self, path: &str) -> Option<Znode> {
-        let node = self.nodes.remove(path)?;
-        if node.kind().is_swept() {
+    /// Removes the node at `path` (which has no children), keeping the cleanup's indexes.
+    fn remove_node(&mut self, path: &str) -> Option<Record> {
+        let record = self.nodes.remove(self.nodes.lookup(path)?)?;
+        let fields = record.fields();
+        let kind = NodeKind::decode(fields.owner);
+        if kind.is_swept() {
             self.swept.remove(path);
         }
-        if node.kind().is_delayed() {
+        if kind.is_delayed() {
             self.delayed.remove(path);
         }
-        self.acls.release(node.acl);
-        Some(node)
+        self.acls.release(fields.acl);
+        Some(record)
     }
 
     fn index_ephemeral(&mut self, session: SessionId, path: String) {

@@ -1,115 +1,215 @@
-//! The tree's nodes by path, in shards that a copy of the tree shares instead of copying.
+//! The tree's nodes: records in a slab by id (`slab.rs`), found by path through a hash
+//! index on (parent id, name) (`index.rs`), the parents' lists of their children's ids
+//! beside them (`lists.rs`, `children.rs`).
 //!
-//! A snapshot must see the state at one applied index, but serializing a tree of a million
-//! nodes takes about a second, and writes must not wait that long. So a snapshot takes a
-//! copy under the state's lock and serializes the copy outside it (`raft/state_machine.rs`).
-//! Copying this map copies 256 pointers: every shard is shared, copy-on-write, and so is
-//! every node in it. A write to a shard that a snapshot still holds first copies that shard's
-//! table (its paths, and a pointer per node: a fraction of a millisecond at a million nodes),
-//! and a write to a node the snapshot still holds copies that node alone. So a snapshot costs
-//! the writers at most one table copy per shard and one node copy per node they change while
-//! it is being written out, never a copy of every node's data; at rest nothing is shared and
-//! nothing is copied. Sharding also bounds a table's growth: a shard doubles at 1/256 of the
-//! size one table would, so no single write pays for moving every node.
+//! No path is stored per node: a path is found one component at a time from the root, and
+//! written out (snapshots) by walking down from the root. A node costs its record (one
+//! allocation: its fields, name and data, `record.rs`), a slot of 16 bytes, its id in the
+//! index and its id in its parent's child list: about 60 bytes besides its name and data,
+//! where a map of paths to nodes cost about 270 (docs/benchmarks.md, "g. Memory per znode").
 //!
-//! Each node in its own allocation also keeps the tables small: a slot is a path and a
-//! pointer (24 bytes) rather than a path and a whole node (104), so the spare capacity of a
-//! hash table (up to half of it just after it doubles) costs far less.
+//! A copy shares the slab's chunks, the index's shards and the lists' shards, copy-on-write:
+//! what lets a snapshot leave the state's lock at once (see `slab.rs`).
 //!
-//! Serialized as the one map of paths to nodes it replaced, byte for byte (postcard writes a
-//! map as its length and its pairs; their order never mattered).
+//! Serialized as the one map of paths to node records it replaced, byte for byte (postcard
+//! writes a map as its length and its pairs; their order never mattered).
 
-use super::Znode;
+use super::children::Children;
+use super::index::Index;
+use super::lists::Lists;
+use super::record::{Fields, Record};
+use super::slab::Slab;
+use super::znode::{Loaded, Znode};
 use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::collections::HashMap;
-use std::sync::Arc;
+use ward_proto::path;
 
-const SHARDS: usize = 256;
-
-type Shard = HashMap<Box<str>, Arc<Znode>>;
+/// The root's id: it is the first node in and never leaves.
+pub(super) const ROOT: u32 = 0;
 
 /// See the module's doc.
 #[derive(Clone, Debug)]
 pub struct Nodes {
-    shards: Box<[Arc<Shard>]>,
-    len: usize,
+    slab: Slab,
+    index: Index,
+    lists: Lists,
 }
 
 impl Default for Nodes {
+    /// A tree of the root alone: empty data, made at zxid 0 and time 0.
     fn default() -> Self {
-        Nodes { shards: (0..SHARDS).map(|_| Arc::default()).collect(), len: 0 }
+        let mut slab = Slab::default();
+        slab.insert(Record::new(&Fields::new(ROOT, 0, 0), "", b""));
+        Nodes { slab, index: Index::default(), lists: Lists::default() }
     }
-}
-
-/// FNV-1a, folded: which shard holds `path`. Fixed (not seeded) so that it costs a few
-/// nanoseconds; the shards' own tables hash with a random seed as usual.
-fn shard_of(path: &str) -> usize {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in path.bytes() {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    ((h >> 32) ^ h) as usize % SHARDS
 }
 
 impl Nodes {
-    pub fn get(&self, path: &str) -> Option<&Znode> {
-        self.shards[shard_of(path)].get(path).map(|node| &**node)
-    }
-
-    pub fn contains_key(&self, path: &str) -> bool {
-        self.shards[shard_of(path)].contains_key(path)
-    }
-
-    /// The node at `path`, to change; copies its shard's table, and then the node, first if
-    /// a snapshot shares them.
-    pub fn get_mut(&mut self, path: &str) -> Option<&mut Znode> {
-        Arc::make_mut(&mut self.shards[shard_of(path)]).get_mut(path).map(Arc::make_mut)
-    }
-
-    pub fn insert(&mut self, path: Box<str>, node: Znode) -> Option<Znode> {
-        let old = Arc::make_mut(&mut self.shards[shard_of(&path)]).insert(path, Arc::new(node));
-        if old.is_none() {
-            self.len += 1;
+    /// The id of the node at `path`.
+    pub(super) fn lookup(&self, path: &str) -> Option<u32> {
+        if path == "/" {
+            return Some(ROOT);
         }
-        old.map(Arc::unwrap_or_clone)
-    }
-
-    pub fn remove(&mut self, path: &str) -> Option<Znode> {
-        let old = Arc::make_mut(&mut self.shards[shard_of(path)]).remove(path);
-        if old.is_some() {
-            self.len -= 1;
+        let mut id = ROOT;
+        for name in path.strip_prefix('/')?.split('/') {
+            id = self.index.find(&self.slab, id, name.as_bytes())?;
         }
-        old.map(Arc::unwrap_or_clone)
+        Some(id)
     }
 
+    /// The node `id`.
+    pub(super) fn node(&self, id: u32) -> Option<Znode<'_>> {
+        let record = self.slab.record(id)?;
+        Some(Znode::view(record, Children::new(self.lists.get(id), &self.slab)))
+    }
+
+    /// The id of `parent`'s child `name`.
+    pub(super) fn child(&self, parent: u32, name: &str) -> Option<u32> {
+        self.index.find(&self.slab, parent, name.as_bytes())
+    }
+
+    pub fn get(&self, path: &str) -> Option<Znode<'_>> {
+        self.node(self.lookup(path)?)
+    }
+
+    pub(super) fn fields(&self, id: u32) -> Option<Fields> {
+        Some(self.slab.record(id)?.fields())
+    }
+
+    /// Changes the fields of `id` (copying its chunk first if a snapshot shares it).
+    pub(super) fn update(&mut self, id: u32, change: impl FnOnce(&mut Fields)) {
+        if let Some(record) = self.slab.record_mut(id) {
+            let mut fields = record.fields();
+            change(&mut fields);
+            record.set_fields(&fields);
+        }
+    }
+
+    /// Replaces the record of `id` (its name kept) with `record`, returning the old one.
+    pub(super) fn replace(&mut self, id: u32, record: Record) -> Option<Record> {
+        let parent = self.slab.record(id)?.parent();
+        let slot = self.slab.record_mut(id)?;
+        Some(std::mem::replace(slot, reparented(record, parent)))
+    }
+
+    /// Puts `record` in as a child of `parent`, which must have no child of its name.
+    pub(super) fn insert(&mut self, parent: u32, record: Record) -> u32 {
+        let id = self.slab.insert(reparented(record, parent));
+        self.index.insert(&self.slab, id);
+        let name = self.slab.record(id).map_or(&[][..], Record::name_bytes);
+        self.lists.get_mut(parent).insert(&self.slab, id, name);
+        id
+    }
+
+    /// Takes out the node `id`, which must have no children, and returns its record.
+    pub(super) fn remove(&mut self, id: u32) -> Option<Record> {
+        if id == ROOT {
+            return None;
+        }
+        let parent = self.slab.record(id)?.parent();
+        self.index.remove(&self.slab, id);
+        let name = self.slab.record(id).map_or(&[][..], Record::name_bytes);
+        self.lists.get_mut(parent).remove(&self.slab, id, name);
+        self.lists.drop_if_empty(parent);
+        self.slab.remove(id)
+    }
+
+    /// Number of nodes, the root included.
     pub fn len(&self) -> usize {
-        self.len
+        self.slab.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        false
     }
 
-    /// How many shards this and `other` share: all of them right after a copy, fewer as
-    /// writes copy the shards they change.
+    /// How many pieces (slab chunks, index shards, shards of child lists) this and `other`
+    /// share: all of them right after a copy, fewer as writes copy the pieces they change.
     pub fn shared_with(&self, other: &Nodes) -> usize {
-        self.shards.iter().zip(other.shards.iter()).filter(|(a, b)| Arc::ptr_eq(a, b)).count()
+        self.slab.shared_with(&other.slab) + self.index.shared_with(&other.index) + self.lists.shared_with(&other.lists)
     }
 
-    /// Every node, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &Znode)> {
-        self.shards.iter().flat_map(|shard| shard.iter()).map(|(path, node)| (&**path, &**node))
+    /// Visits every node with its path, depth first from the root, each node before its
+    /// children and children in name order. One path buffer for all: nothing is allocated
+    /// per node.
+    pub fn walk<E>(&self, mut visit: impl FnMut(&str, Znode<'_>) -> Result<(), E>) -> Result<(), E> {
+        let Some(root) = self.node(ROOT) else { return Ok(()) };
+        visit("/", root)?;
+        let mut path = String::new();
+        let mut stack = vec![(0, root.children.ids())];
+        while let Some((len, ids)) = stack.last_mut() {
+            let len = *len;
+            let Some(id) = ids.next() else {
+                stack.pop();
+                continue;
+            };
+            let Some(node) = self.node(id) else { continue };
+            path.truncate(len);
+            path.push('/');
+            path.push_str(node.name());
+            visit(&path, node)?;
+            if !node.children.is_empty() {
+                stack.push((path.len(), node.children.ids()));
+            }
+        }
+        Ok(())
     }
+
+    /// [`Nodes::walk`] with a visit that cannot fail.
+    pub fn each(&self, mut visit: impl FnMut(&str, Znode<'_>)) {
+        let _ = self.walk(|path, node| {
+            visit(path, node);
+            Ok::<(), std::convert::Infallible>(())
+        });
+    }
+
+    /// Puts in what a snapshot held: parents before children (a path's parent is its
+    /// prefix, so sorting the paths does it), each node linked into its parent's list.
+    fn load(mut entries: Vec<(Box<str>, Loaded)>) -> Result<Nodes, String> {
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut nodes = Nodes::default();
+        let mut listed = 0;
+        // Siblings come together: their parent is looked up once.
+        let mut parent: Option<(&str, u32)> = None;
+        for (path, node) in &entries {
+            listed += node.children;
+            if &**path == "/" {
+                nodes.replace(ROOT, node.record(ROOT, ""));
+                continue;
+            }
+            let dir = path::parent(path);
+            let id = match parent {
+                Some((p, id)) if p == dir => id,
+                _ => nodes.lookup(dir).ok_or_else(|| format!("snapshot has {path} but not its parent"))?,
+            };
+            parent = Some((dir, id));
+            let name = path::name(path);
+            if nodes.child(id, name).is_some() {
+                return Err(format!("snapshot has {path} twice"));
+            }
+            nodes.insert(id, node.record(id, name));
+        }
+        if listed + 1 != nodes.len() {
+            tracing::warn!(nodes = nodes.len(), listed, "a snapshot's child lists do not match its nodes");
+        }
+        Ok(nodes)
+    }
+}
+
+/// `record`, made the child of `parent`.
+fn reparented(mut record: Record, parent: u32) -> Record {
+    if record.parent() != parent {
+        let fields = Fields { parent, ..record.fields() };
+        record.set_fields(&fields);
+    }
+    record
 }
 
 impl Serialize for Nodes {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(self.len))?;
-        for (path, node) in self.iter() {
-            map.serialize_entry(path, node)?;
-        }
+        let mut map = s.serialize_map(Some(self.len()))?;
+        self.walk(|path, node| map.serialize_entry(path, &node))?;
         map.end()
     }
 }
@@ -123,68 +223,13 @@ impl<'de> Deserialize<'de> for Nodes {
                 f.write_str("a map of paths to nodes")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Nodes, A::Error> {
-                let mut nodes = Nodes::default();
-                while let Some((path, node)) = map.next_entry::<Box<str>, Znode>()? {
-                    nodes.insert(path, node);
+                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(1 << 20));
+                while let Some(entry) = map.next_entry::<Box<str>, Loaded>()? {
+                    entries.push(entry);
                 }
-                Ok(nodes)
+                Nodes::load(entries).map_err(serde::de::Error::custom)
             }
         }
         d.deserialize_map(NodesVisitor)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tree::NodeKind;
-
-    fn node(data: &[u8]) -> Znode {
-        Znode::new(data.to_vec(), 1, 1, NodeKind::Persistent)
-    }
-
-    /// A copy is a snapshot: later changes to the original do not reach it, and the
-    /// original copies a shard only when it changes one the copy still holds.
-    #[test]
-    fn a_copy_keeps_the_state_it_was_taken_at() {
-        let mut nodes = Nodes::default();
-        for i in 0..1000 {
-            nodes.insert(format!("/n{i}").into(), node(b"before"));
-        }
-        let copy = nodes.clone();
-        let shared =
-            |a: &Nodes, b: &Nodes| a.shards.iter().zip(b.shards.iter()).filter(|(x, y)| Arc::ptr_eq(x, y)).count();
-        assert_eq!(shared(&nodes, &copy), SHARDS, "a copy shares every shard");
-        nodes.get_mut("/n1").expect("n1").version = 7;
-        nodes.remove("/n2");
-        nodes.insert("/new".into(), node(b"x"));
-        assert_eq!(copy.get("/n1").map(|n| n.version), Some(0));
-        assert!(copy.get("/n2").is_some() && copy.get("/new").is_none());
-        assert_eq!((nodes.len(), copy.len()), (1000, 1000));
-        assert!(nodes.shared_with(&copy) >= SHARDS - 3, "only the shards written to were copied");
-        // In a copied shard, the nodes not written to are still shared, not copied.
-        let neighbour = (3..1000).map(|i| format!("/n{i}")).find(|p| shard_of(p) == shard_of("/n1")).expect("one");
-        let node = |n: &Nodes, p: &str| n.shards[shard_of(p)].get(p).cloned().expect("there");
-        assert!(Arc::ptr_eq(&node(&nodes, &neighbour), &node(&copy, &neighbour)));
-        assert!(!Arc::ptr_eq(&node(&nodes, "/n1"), &node(&copy, "/n1")));
-        drop(copy);
-        assert_eq!(nodes.get("/n1").map(|n| n.version), Some(7));
-    }
-
-    /// The snapshot format is unchanged: the nodes are written as the one map they were.
-    #[test]
-    fn serializes_as_one_map_of_paths_to_nodes() {
-        let mut nodes = Nodes::default();
-        let mut plain = HashMap::new();
-        for i in 0..300 {
-            nodes.insert(format!("/n{i}").into(), node(format!("{i}").as_bytes()));
-            plain.insert(Box::<str>::from(format!("/n{i}")), node(format!("{i}").as_bytes()));
-        }
-        let bytes = postcard::to_allocvec(&nodes).expect("encode");
-        let as_plain: HashMap<Box<str>, Znode> = postcard::from_bytes(&bytes).expect("decode as a plain map");
-        assert_eq!(as_plain, plain);
-        let from_plain: Nodes = postcard::from_bytes(&postcard::to_allocvec(&plain).expect("encode")).expect("decode");
-        assert_eq!(from_plain.len(), 300);
-        assert!(plain.iter().all(|(path, n)| from_plain.get(path) == Some(n)));
     }
 }

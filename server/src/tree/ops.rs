@@ -1,7 +1,8 @@
 //! The mutations, with ZooKeeper's checks in ZooKeeper's order.
 
 use super::journal::{Journal, Undo};
-use super::{DataTree, NodeKind, Znode};
+use super::record::{Fields, Record};
+use super::{DataTree, NodeKind};
 use crate::acl::table::AclId;
 use crate::command::Change;
 use ward_proto::{path, Acl, CreateMode, ErrorCode, SessionId, Stat, Zxid};
@@ -38,39 +39,38 @@ impl DataTree {
             return Err(ErrorCode::NodeExists);
         }
         let parent_path = path::parent(requested).to_string();
-        let parent = self.nodes.get(parent_path.as_str()).ok_or(ErrorCode::NoNode)?;
+        let parent_id = self.nodes.lookup(&parent_path).ok_or(ErrorCode::NoNode)?;
+        let parent = self.nodes.fields(parent_id).ok_or(ErrorCode::NoNode)?;
         let node_path = if mode.is_sequential() {
             path::with_sequence(requested, parent.child_creates)
         } else {
             requested.to_string()
         };
-        if self.nodes.contains_key(node_path.as_str()) {
+        let name = path::name(&node_path);
+        if self.nodes.child(parent_id, name).is_some() {
             return Err(ErrorCode::NodeExists);
         }
-        if parent.ephemeral_owner().is_some() {
+        if matches!(NodeKind::decode(parent.owner), NodeKind::Ephemeral(_)) {
             return Err(ErrorCode::NoChildrenForEphemerals);
         }
-        let name = path::name(&node_path).to_string();
-        let parent = self.nodes.get_mut(parent_path.as_str()).ok_or(ErrorCode::NoNode)?;
         ctx.journal.record(|| Undo::Linked {
             parent: parent_path.clone(),
-            name: name.clone(),
             cversion: parent.cversion,
             child_creates: parent.child_creates,
             pzxid: parent.pzxid,
         });
-        parent.children.insert(&name);
-        parent.cversion = parent.cversion.wrapping_add(1);
-        parent.child_creates = parent.child_creates.wrapping_add(1);
-        parent.pzxid = ctx.zxid;
+        self.nodes.update(parent_id, |p| {
+            p.cversion = p.cversion.wrapping_add(1);
+            p.child_creates = p.child_creates.wrapping_add(1);
+            p.pzxid = ctx.zxid;
+        });
 
-        let mut node = Znode::new(data, ctx.zxid, ctx.time_ms, NodeKind::of(mode, owner));
-        node.acl = acl;
-        let stat = node.stat(self.acls.get(acl).1);
-        let owner = node.ephemeral_owner();
+        let kind = NodeKind::of(mode, owner);
+        let fields = Fields { owner: kind.encode(), acl, ..Fields::new(parent_id, ctx.zxid, ctx.time_ms) };
         ctx.journal.record(|| Undo::Inserted(node_path.clone()));
-        self.insert_node(&node_path, node);
-        if let Some(session) = owner {
+        let id = self.insert_node(&node_path, parent_id, Record::new(&fields, name, &data));
+        let stat = self.nodes.node(id).map(|node| self.stat(node)).ok_or(ErrorCode::NoNode)?;
+        if let NodeKind::Ephemeral(session) = kind {
             ctx.journal.record(|| Undo::EphemeralAdded(session, node_path.clone()));
             self.index_ephemeral(session, node_path.clone());
         }
@@ -89,24 +89,25 @@ impl DataTree {
             return Err(ErrorCode::NotEmpty);
         }
         let parent_path = path::parent(path).to_string();
-        let name = path::name(path);
-        if let Some(parent) = self.nodes.get_mut(parent_path.as_str()) {
-            ctx.journal.record(|| Undo::Unlinked {
-                parent: parent_path.clone(),
-                name: name.to_string(),
-                cversion: parent.cversion,
-                pzxid: parent.pzxid,
+        if let Some(parent_id) = self.nodes.lookup(&parent_path) {
+            if let Some(parent) = self.nodes.fields(parent_id) {
+                ctx.journal.record(|| Undo::Unlinked {
+                    parent: parent_path.clone(),
+                    cversion: parent.cversion,
+                    pzxid: parent.pzxid,
+                });
+            }
+            self.nodes.update(parent_id, |p| {
+                p.cversion = p.cversion.wrapping_add(1);
+                p.pzxid = ctx.zxid;
             });
-            parent.children.remove(name);
-            parent.cversion = parent.cversion.wrapping_add(1);
-            parent.pzxid = ctx.zxid;
         }
-        if let Some(node) = self.remove_node(path) {
-            if let Some(session) = node.ephemeral_owner() {
+        if let Some(record) = self.remove_node(path) {
+            if let NodeKind::Ephemeral(session) = NodeKind::decode(record.fields().owner) {
                 self.unindex_ephemeral(session, path);
                 ctx.journal.record(|| Undo::EphemeralRemoved(session, path.to_string()));
             }
-            ctx.journal.record(|| Undo::Removed(path.to_string(), node));
+            ctx.journal.record(|| Undo::Removed(path.to_string(), record));
         }
         ctx.changes.push(Change::Deleted(path.to_string()));
         ctx.changes.push(Change::ChildrenChanged(parent_path));
@@ -120,22 +121,19 @@ impl DataTree {
         data: Vec<u8>,
         version: Option<i32>,
     ) -> Result<Stat, ErrorCode> {
-        let node = self.nodes.get_mut(path).ok_or(ErrorCode::NoNode)?;
-        check_version(version, node.version)?;
-        let old = node.data.replace(data.into_boxed_slice());
-        ctx.journal.record(|| Undo::DataSet {
-            path: path.to_string(),
-            data: old,
-            mzxid: node.mzxid,
-            mtime: node.mtime,
-            version: node.version,
-        });
-        node.mzxid = ctx.zxid;
-        node.mtime = ctx.time_ms;
-        node.version = node.version.wrapping_add(1);
+        let id = self.nodes.lookup(path).ok_or(ErrorCode::NoNode)?;
+        let mut fields = self.nodes.fields(id).ok_or(ErrorCode::NoNode)?;
+        check_version(version, fields.version)?;
+        fields.mzxid = ctx.zxid;
+        fields.mtime = ctx.time_ms;
+        fields.version = fields.version.wrapping_add(1);
+        fields.null = false;
+        let record = Record::new(&fields, path::name(path), &data);
+        if let Some(old) = self.nodes.replace(id, record) {
+            ctx.journal.record(|| Undo::DataSet(path.to_string(), old));
+        }
         ctx.changes.push(Change::DataChanged(path.to_string()));
-        let aversion = self.acls.get(node.acl).1;
-        Ok(node.stat(aversion))
+        self.nodes.node(id).map(|node| self.stat(node)).ok_or(ErrorCode::NoNode)
     }
 
     /// The slot for a new node's `acl` (already [`fixup`](crate::acl::check::fixup)ped).
@@ -158,17 +156,16 @@ impl DataTree {
         let new = self.acls.intern(acl, aversion.wrapping_add(1));
         self.point_acl(path, new);
         ctx.journal.record(|| Undo::AclSet { path: path.to_string(), acl: old });
-        let node = self.nodes.get(path).ok_or(ErrorCode::NoNode)?;
-        Ok(self.stat(node))
+        self.nodes.get(path).map(|node| self.stat(node)).ok_or(ErrorCode::NoNode)
     }
 
     /// Points the node at `path` to ACL slot `id`, keeping the slots' counts.
     pub(super) fn point_acl(&mut self, path: &str, id: AclId) {
-        if let Some(node) = self.nodes.get_mut(path) {
-            let old = std::mem::replace(&mut node.acl, id);
-            self.acls.retain(id);
-            self.acls.release(old);
-        }
+        let Some(node) = self.nodes.lookup(path) else { return };
+        let Some(old) = self.nodes.fields(node).map(|f| f.acl) else { return };
+        self.nodes.update(node, |f| f.acl = id);
+        self.acls.retain(id);
+        self.acls.release(old);
     }
 
     /// Frees the ACL slots no node points to any more; after each command.
@@ -180,8 +177,8 @@ impl DataTree {
     /// a ZooKeeper client that sent null. Needs no undo record of its own: undoing that
     /// create or set puts back what was there before.
     pub(crate) fn null_data(&mut self, path: &str) {
-        if let Some(node) = self.nodes.get_mut(path) {
-            node.data = None;
+        if let Some(id) = self.nodes.lookup(path) {
+            self.nodes.update(id, |f| f.null = true);
         }
     }
 

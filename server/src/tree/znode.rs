@@ -1,27 +1,29 @@
-//! One node of the tree and its bookkeeping.
+//! One node of the tree as callers see it, and its kind.
 //!
-//! A node's size is paid for by every znode, inline in the tree's hash table (whose spare
-//! capacity multiplies it), so the fields are kept narrow: data as a boxed slice, the owner
-//! as a bare id, and children behind a pointer that is null for the leaves most nodes are.
-//! The serialized form is unchanged by this (snapshots read the same).
+//! Nodes are stored as records (`record.rs`) in a slab (`slab.rs`); a [`Znode`] is a view
+//! of one, decoded: its fields, its name, its data and its children, borrowed from the
+//! tree. The serialized form is the node record snapshots always had (below).
 //!
 //! Data can be null, which only ZooKeeper's protocol can say (jute's buffer length -1) and
-//! which ZooKeeper keeps apart from empty data. That costs no byte either: `None` is the
-//! boxed slice's null pointer. In a snapshot a null node is marked in the owner's tag
-//! ([`Owner`]), so nodes with data are written byte for byte as before.
+//! which ZooKeeper keeps apart from empty data: a flag in the record. In a snapshot a null
+//! node is marked in the owner's tag ([`Owner`]), so nodes with data are written byte for
+//! byte as before.
 
 use super::children::Children;
-use crate::acl::table::{AclId, OPEN};
+use super::record::{Fields, Record};
+use crate::acl::table::AclId;
+use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use ward_proto::{CreateMode, SessionId, Stat, Zxid, MAX_TTL_MS};
 
-/// A znode. `data_length` and `num_children` are derived when a [`Stat`] is made, so they
-/// can never disagree with the node.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Znode {
+/// A znode, read from the tree. `data_length` and `num_children` are derived when a
+/// [`Stat`] is made, so they can never disagree with the node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Znode<'a> {
+    name: &'a str,
     /// `None`: null data (see the module's doc). Reads through Ward's own protocol, which
     /// has no null, see it as empty.
-    pub(super) data: Option<Box<[u8]>>,
+    data: Option<&'a [u8]>,
     pub czxid: Zxid,
     pub mzxid: Zxid,
     pub pzxid: Zxid,
@@ -35,13 +37,13 @@ pub struct Znode {
     /// What the node is ([`NodeKind`]), in ZooKeeper's encoding of `ephemeralOwner`: 0 for
     /// a persistent node, the owning session of an ephemeral one (session ids are zxids,
     /// never 0 and far below the marks), [`CONTAINER`] or [`TTL_MARK`] with the TTL. One
-    /// word for all of it: half the size of an `Option<SessionId>`, and no field added.
+    /// word for all of it.
     owner: u64,
     /// Children's names, sorted, so that listings come out sorted without a sort.
-    pub children: Children,
+    pub children: Children<'a>,
     /// The node's ACL and `aversion`: a slot of the tree's [`AclTable`](crate::acl::AclTable).
-    /// Four bytes that fit in what was padding. Not in the node's snapshot record (nodes
-    /// are written as before); the snapshot lists the nodes whose slot is not the open one.
+    /// Not in the node's snapshot record (nodes are written as before); the snapshot lists
+    /// the nodes whose slot is not the open one.
     pub(crate) acl: AclId,
 }
 
@@ -93,7 +95,7 @@ impl NodeKind {
         matches!(self, NodeKind::LockDelay(_))
     }
 
-    fn encode(self) -> u64 {
+    pub(super) fn encode(self) -> u64 {
         match self {
             NodeKind::Persistent => 0,
             NodeKind::Ephemeral(session) => session.0,
@@ -103,7 +105,7 @@ impl NodeKind {
         }
     }
 
-    fn decode(owner: u64) -> NodeKind {
+    pub(super) fn decode(owner: u64) -> NodeKind {
         match owner {
             0 => NodeKind::Persistent,
             CONTAINER => NodeKind::Container,
@@ -114,27 +116,35 @@ impl NodeKind {
     }
 }
 
-impl Znode {
-    pub fn new(data: Vec<u8>, zxid: Zxid, time_ms: i64, kind: NodeKind) -> Self {
+impl<'a> Znode<'a> {
+    /// The node `record`, whose children are `children`, in `slab`.
+    pub(super) fn view(record: &'a Record, children: Children<'a>) -> Self {
+        let f = record.fields();
         Znode {
-            data: Some(data.into_boxed_slice()),
-            czxid: zxid,
-            mzxid: zxid,
-            pzxid: zxid,
-            ctime: time_ms,
-            mtime: time_ms,
-            version: 0,
-            cversion: 0,
-            child_creates: 0,
-            owner: kind.encode(),
-            children: Children::default(),
-            acl: OPEN,
+            name: record.name(),
+            data: record.data(),
+            czxid: f.czxid,
+            mzxid: f.mzxid,
+            pzxid: f.pzxid,
+            ctime: f.ctime,
+            mtime: f.mtime,
+            version: f.version,
+            cversion: f.cversion,
+            child_creates: f.child_creates,
+            owner: f.owner,
+            children,
+            acl: f.acl,
         }
     }
 
+    /// The last component of the node's path ("" for the root).
+    pub fn name(&self) -> &'a str {
+        self.name
+    }
+
     /// The node's data; null data reads as empty.
-    pub fn data(&self) -> &[u8] {
-        self.data.as_deref().unwrap_or_default()
+    pub fn data(&self) -> &'a [u8] {
+        self.data.unwrap_or_default()
     }
 
     /// Whether the data is null rather than empty (ZooKeeper's protocol tells them apart).
@@ -144,11 +154,6 @@ impl Znode {
 
     pub fn kind(&self) -> NodeKind {
         NodeKind::decode(self.owner)
-    }
-
-    /// Makes the node of another kind (only a held-over lock contender changes kind).
-    pub(super) fn set_kind(&mut self, kind: NodeKind) {
-        self.owner = kind.encode();
     }
 
     /// The session owning this node if it is ephemeral.
@@ -208,7 +213,7 @@ enum Owner {
     NullWord(u64),
 }
 
-impl Serialize for Znode {
+impl Serialize for Znode<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let owner = match (self.owner, self.is_null()) {
             (0, false) => Owner::Zero,
@@ -233,62 +238,105 @@ impl Serialize for Znode {
     }
 }
 
-impl<'de> Deserialize<'de> for Znode {
+/// A node record read from a snapshot, before it has a place in the tree. Its children are
+/// counted, not kept: the tree links each node to its parent as it is put in
+/// (`nodes.rs`), and the count checks that the two agree.
+pub(super) struct Loaded {
+    pub fields: Fields,
+    pub data: Box<[u8]>,
+    pub children: usize,
+}
+
+impl Loaded {
+    /// Its record, named `name`, under the parent `parent`.
+    pub fn record(&self, parent: u32, name: &str) -> Record {
+        Record::new(&Fields { parent, ..self.fields }, name, &self.data)
+    }
+}
+
+/// The number of names in a stored set of children, read without keeping them.
+struct Count(usize);
+
+impl<'de> Deserialize<'de> for Count {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let n = Stored::<Box<[u8]>, Children>::deserialize(d)?;
+        struct Names;
+        impl<'de> Visitor<'de> for Names {
+            type Value = Count;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a set of names")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<String>()?.is_some() {
+                    n += 1;
+                }
+                Ok(Count(n))
+            }
+        }
+        d.deserialize_seq(Names)
+    }
+}
+
+impl<'de> Deserialize<'de> for Loaded {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let n = Stored::<Box<[u8]>, Count>::deserialize(d)?;
         let (owner, null) = match n.owner {
             Owner::Zero => (0, false),
             Owner::Word(word) => (word, false),
             Owner::NullZero => (0, true),
             Owner::NullWord(word) => (word, true),
         };
-        Ok(Znode {
-            data: (!null).then_some(n.data),
-            czxid: n.czxid,
+        let fields = Fields {
             mzxid: n.mzxid,
             pzxid: n.pzxid,
-            ctime: n.ctime,
             mtime: n.mtime,
             version: n.version,
             cversion: n.cversion,
             child_creates: n.child_creates,
             owner,
-            children: n.children,
-            acl: OPEN,
-        })
+            null,
+            ..Fields::new(0, n.czxid, n.ctime)
+        };
+        let data = if null { Box::default() } else { n.data };
+        Ok(Loaded { fields, data, children: n.children.0 })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tree::nodes::{Nodes, ROOT};
 
-    /// The fields as they were before the node was slimmed, with the derive they had.
-    #[derive(Serialize, Deserialize)]
-    struct Before {
-        data: Vec<u8>,
-        czxid: Zxid,
-        mzxid: Zxid,
-        pzxid: Zxid,
-        ctime: i64,
-        mtime: i64,
-        version: i32,
-        cversion: i32,
-        child_creates: i32,
-        ephemeral_owner: Option<SessionId>,
-        children: std::collections::BTreeSet<String>,
+    use crate::tree::tests::Before;
+
+    /// A tree holding `/n` with `fields` and `data`, and children named `names`.
+    fn tree(fields: Fields, data: &[u8], names: &[&str]) -> Nodes {
+        let mut nodes = Nodes::default();
+        let id = nodes.insert(ROOT, Record::new(&fields, "n", data));
+        for name in names {
+            nodes.insert(id, Record::new(&Fields::new(id, 1, 1), name, b""));
+        }
+        nodes
+    }
+
+    fn encoded(nodes: &Nodes) -> Vec<u8> {
+        postcard::to_allocvec(&nodes.get("/n").expect("node")).expect("encode")
     }
 
     #[test]
     fn snapshots_encode_a_node_exactly_as_before() {
         for (owner, names) in [(None, vec![]), (Some(SessionId(7)), vec![]), (None, vec!["b", "a"])] {
             let kind = owner.map_or(NodeKind::Persistent, NodeKind::Ephemeral);
-            let mut node = Znode::new(b"data".to_vec(), 5, 1_000, kind);
-            (node.mzxid, node.pzxid, node.mtime, node.version, node.cversion, node.child_creates) =
-                (6, 7, 2_000, 1, 2, 3);
-            for name in &names {
-                node.children.insert(name);
-            }
+            let fields = Fields {
+                mzxid: 6,
+                pzxid: 7,
+                mtime: 2_000,
+                version: 1,
+                cversion: 2,
+                child_creates: 3,
+                owner: kind.encode(),
+                ..Fields::new(ROOT, 5, 1_000)
+            };
             let before = Before {
                 data: b"data".to_vec(),
                 czxid: 5,
@@ -303,8 +351,9 @@ mod tests {
                 children: names.iter().map(|n| n.to_string()).collect(),
             };
             let old = postcard::to_allocvec(&before).expect("encode");
-            assert_eq!(postcard::to_allocvec(&node).expect("encode"), old);
-            assert_eq!(postcard::from_bytes::<Znode>(&old).expect("decode"), node);
+            assert_eq!(encoded(&tree(fields, b"data", &names)), old);
+            let back = postcard::from_bytes::<Loaded>(&old).expect("decode");
+            assert_eq!((back.fields, &*back.data, back.children), (fields, &b"data"[..], names.len()));
         }
     }
 
@@ -323,10 +372,11 @@ mod tests {
             NodeKind::LockDelay(MAX_TTL_MS),
         ];
         for kind in kinds {
-            let node = Znode::new(Vec::new(), 1, 1, kind);
+            let nodes = tree(Fields { owner: kind.encode(), ..Fields::new(ROOT, 1, 1) }, b"", &[]);
+            let node = nodes.get("/n").expect("node");
             assert_eq!(node.kind(), kind);
-            let bytes = postcard::to_allocvec(&node).expect("encode");
-            assert_eq!(postcard::from_bytes::<Znode>(&bytes).expect("decode").kind(), kind);
+            let back = postcard::from_bytes::<Loaded>(&encoded(&nodes)).expect("decode");
+            assert_eq!(NodeKind::decode(back.fields.owner), kind);
             assert_eq!(node.ephemeral_owner().is_some(), matches!(kind, NodeKind::Ephemeral(_)));
         }
         assert_eq!(NodeKind::Container.encode(), 0x8000_0000_0000_0000, "ZooKeeper's container mark");
@@ -337,25 +387,18 @@ mod tests {
     #[test]
     fn null_data_round_trips_and_older_servers_refuse_it() {
         for kind in [NodeKind::Persistent, NodeKind::Ephemeral(SessionId(7)), NodeKind::Container, NodeKind::Ttl(9)] {
-            let mut node = Znode::new(Vec::new(), 5, 1_000, kind);
-            node.data = None;
-            let bytes = postcard::to_allocvec(&node).expect("encode");
-            let back = postcard::from_bytes::<Znode>(&bytes).expect("decode");
-            assert!(back.is_null() && back.data().is_empty());
-            assert_eq!((back.kind(), &back), (kind, &node));
+            let fields = Fields { owner: kind.encode(), null: true, ..Fields::new(ROOT, 5, 1_000) };
+            let nodes = tree(fields, b"", &[]);
+            let node = nodes.get("/n").expect("node");
+            assert!(node.is_null() && node.data().is_empty());
+            let bytes = encoded(&nodes);
+            let back = postcard::from_bytes::<Loaded>(&bytes).expect("decode");
+            assert_eq!(back.fields, fields);
             // A server from before null data reads the owner as an `Option`: tag 2 or 3 is an
             // error there, not a node with empty data.
             assert!(postcard::from_bytes::<Before>(&bytes).is_err());
         }
-        let empty = Znode::new(Vec::new(), 5, 1_000, NodeKind::Persistent);
-        assert!(!postcard::from_bytes::<Znode>(&postcard::to_allocvec(&empty).expect("encode"))
-            .expect("decode")
-            .is_null());
-    }
-
-    #[test]
-    fn a_node_stays_small() {
-        // Every znode pays this inline in the tree's table; it was 120 bytes.
-        assert!(std::mem::size_of::<Znode>() <= 88, "Znode is {} bytes", std::mem::size_of::<Znode>());
+        let empty = tree(Fields::new(ROOT, 5, 1_000), b"", &[]);
+        assert!(!postcard::from_bytes::<Loaded>(&encoded(&empty)).expect("decode").fields.null);
     }
 }

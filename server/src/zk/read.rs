@@ -175,5 +175,5 @@ pub fn execute(
 
 /// Whether the node at `path` has null data (a node that is missing has none).
 fn is_null(state: &StateMachine, path: &str) -> bool {
-    state.tree().get(path).is_some_and(crate::tree::Znode::is_null)
+    state.tree().get(path).is_some_and(|node| node.is_null())
 }
