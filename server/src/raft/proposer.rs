@@ -14,7 +14,7 @@
 //! ([`super::batch`]); the proposer answers only a batch that failed.
 //!
 //! On a follower a batch goes to the leader whole ([`super::route`]), several at once but
-//! never two with commands of one session ([`super::forwards`]), and only once nothing
+//! never two with commands of one session (`forwards.rs`), and only once nothing
 //! proposed here is still in openraft (nor, for a batch proposed here, anything forwarded
 //! still unanswered), so that a session's writes reach the log in the order it sent them
 //! even across a change of leader.
