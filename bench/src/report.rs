@@ -250,7 +250,7 @@ pub fn headlines() -> Vec<Headline> {
     };
     vec![
         h("a. sequential create+delete", "create p50 (ms)", "a. sequential create p50", false, Some(0.5)),
-        h("b. create, delete (64 outstanding)", "create/s", "b. create throughput", true, Some(2.0)),
+        h("b. create, delete (64 outstanding)", "create/s", "b. create throughput", true, Some(3.0)),
         h("c. get_data (64 outstanding)", "get_data/s", "c. get_data throughput", true, Some(3.0)),
         h("d. uncontended lock", "cycles/s", "d. lock cycles/s, release awaited", true, Some(4.0)),
         h(
