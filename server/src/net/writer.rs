@@ -309,14 +309,6 @@ where
     }
 
     async fn feed(&mut self, msg: W::Msg) -> Flow {
-        if self.out.cut() {
-            tracing::info!(
-                peer = %self.peer,
-                session = %self.session,
-                "closing connection: the server closed it and its client took none of what was still owed it in {:?}",
-                crate::outbox::LAST_WRITES
-            );
-        }
         if self.out.overflowed() {
             // An event was dropped: a reply now could show its change without it (G6).
             return Break(());

@@ -187,6 +187,7 @@ impl Serialize for Children<'_> {
 mod tests {
     use super::*;
     use crate::tree::record::{Fields, Record};
+    use crate::tree::tests::scrambled;
     use std::collections::BTreeSet;
 
     /// Children named `names` in a list, inserted in that order, and the slab holding them.
@@ -198,17 +199,6 @@ mod tests {
             list.insert(&slab, id, n.as_bytes());
         }
         (slab, list, ids)
-    }
-
-    /// A small deterministic generator: the test needs names in no order, not randomness.
-    fn scrambled(n: usize, seed: u64) -> Vec<String> {
-        let mut x = seed;
-        (0..n)
-            .map(|i| {
-                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-                format!("{:x}-{i}", x >> 40)
-            })
-            .collect()
     }
 
     #[test]

@@ -62,7 +62,7 @@ impl T {
 }
 
 /// A small deterministic generator: the tests need names in no order, not randomness.
-fn scrambled(n: usize, seed: u64) -> Vec<String> {
+pub(super) fn scrambled(n: usize, seed: u64) -> Vec<String> {
     let mut x = seed;
     (0..n)
         .map(|i| {
