@@ -32,7 +32,9 @@
 use crate::net::ordering::{ConnOrder, Reads};
 use crate::sync::{AtomicBool, AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::watch::Outbound;
+use futures_util::task::AtomicWaker;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -46,6 +48,9 @@ pub struct Outbox {
     order: Mutex<ConnOrder<Outbound>>,
     /// Wakes the writer: a message was queued.
     to_writer: Notify,
+    /// Wakes the connection's task while it is parked (`net/park.rs`): a waker, not a
+    /// `Notify`, so that the wait keeps no waiter of its own in every idle connection.
+    parked: AtomicWaker,
     /// Wakes the reader, waiting in [`room`](Outbox::room) or [`caught_up`](Outbox::caught_up).
     /// One `Notify` serves both: the reader waits in one place at a time and checks its
     /// condition before every wait, so a wake-up meant for the other wait costs it a look,
@@ -96,6 +101,7 @@ impl Outbox {
         let outbox = Arc::new(Outbox {
             order: Mutex::new(ConnOrder::default()),
             to_writer: Notify::new(),
+            parked: AtomicWaker::new(),
             to_reader: Notify::new(),
             bytes: AtomicU64::new(0),
             limit: u64::try_from(limit).unwrap_or(u64::MAX),
@@ -128,6 +134,7 @@ impl Outbox {
         let queued = self.order().push(msg);
         if queued {
             self.to_writer.notify_one();
+            self.parked.wake();
             if closes {
                 self.cut_after(LAST_WRITES);
             }
@@ -228,6 +235,18 @@ impl OutboxRx {
                 Some(msg) => return msg,
                 None => self.0.to_writer.notified().await,
             }
+        }
+    }
+
+    /// Ready once a message could be sent ([`has_sendable`](Self::has_sendable)): a parked
+    /// connection's wait (`net/park.rs`). Takes nothing.
+    pub fn poll_sendable(&self, cx: &mut Context<'_>) -> Poll<()> {
+        // Registered before the look: a message queued after it wakes this waker.
+        self.0.parked.register(cx.waker());
+        if self.has_sendable() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
         }
     }
 

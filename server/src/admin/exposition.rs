@@ -47,6 +47,11 @@ pub fn render(server: &Server) -> Result<String, std::fmt::Error> {
         ConstCounter::new(crate::metrics::outbound_overflows()),
     );
     registry.register(
+        "connections_parked",
+        "Client connections waiting with nothing in flight, holding no task state of their own (docs/architecture.md)",
+        gauge(crate::net::park::parked_now()),
+    );
+    registry.register(
         "ready",
         "1 while this server can serve clients (see /readyz)",
         gauge(u64::from(server.log.in_contact())),

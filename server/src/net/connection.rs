@@ -11,19 +11,22 @@
 
 use super::counted::Counted;
 use super::handshake;
-use super::order::SessionConn;
+use super::order::{ReadSide, SessionConn};
+use super::park::Idle;
 use super::writer::{Item, ItemTx, Shrink, Wire};
 use crate::acl::Identity;
 use crate::metrics::{Failure, Listener, Op, Stamp};
-use crate::outbox::Outbox;
+use crate::outbox::{Outbox, OutboxRx};
 use crate::read::Reader as ReadCtx;
 use crate::tls::stream::{Incoming, ReadHalf, WriteHalf};
 use crate::watch::{ConnId, Outbound};
 use crate::Server;
 use bytes::BytesMut;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 use tokio_util::either::Either;
@@ -67,10 +70,12 @@ impl<T, E> Shrink for FramedWrite<T, E> {
 
 /// The next frame from `reader`. Between frames an idle connection holds no read buffer: an
 /// empty one is given back, and a plain TCP connection waits for the socket to become
-/// readable before it takes a new one. (A TLS connection cannot wait so through tokio's
-/// `split`; it keeps a small buffer, beside the TLS state's own much larger ones.)
+/// readable before it takes a new one, marked idle meanwhile (`net/park.rs`). (A TLS
+/// connection cannot wait so through tokio's `split`; it keeps a small buffer, beside the
+/// TLS state's own much larger ones, and never parks.)
 pub(crate) async fn next_frame<W, D>(
     reader: &mut FramedRead<Counted<ReadHalf, W>, D>,
+    idle: &Idle,
 ) -> Option<Result<D::Item, D::Error>>
 where
     W: Wire,
@@ -78,7 +83,8 @@ where
 {
     if reader.read_buffer().is_empty() {
         *reader.read_buffer_mut() = BytesMut::new();
-        if let Either::Left(tcp) = reader.get_ref().get_ref() {
+        if let Some(tcp) = plain_socket(reader) {
+            let _idle = idle.reader();
             // An error here shows again on the read below, which reports it.
             let _ = tcp.readable().await;
         }
@@ -87,13 +93,46 @@ where
     reader.next().await
 }
 
+/// The plain TCP socket under `reader`, if it is not TLS.
+pub(crate) fn plain_socket<W: Wire, D>(reader: &FramedRead<Counted<ReadHalf, W>, D>) -> Option<&TcpStream> {
+    match reader.get_ref().get_ref() {
+        Either::Left(tcp) => Some(tcp.as_ref()),
+        Either::Right(_) => None,
+    }
+}
+
 pub type Reader = FramedRead<Counted<ReadHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
 pub type Writer = FramedWrite<Counted<WriteHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
 
-pub async fn serve(server: Arc<Server>, incoming: Incoming, peer: SocketAddr, conn: ConnId, cancel: CancellationToken) {
-    // The TLS handshake (if any) and the hello share the handshake timeout.
+/// Serves one connection on Ward's listener: the handshake (boxed, so that its state is
+/// not part of the connection's task for as long as the session stays connected), then the
+/// session.
+pub fn serve(
+    server: Arc<Server>,
+    incoming: Incoming,
+    peer: SocketAddr,
+    conn: ConnId,
+    cancel: CancellationToken,
+) -> impl Future<Output = ()> {
+    Box::pin(open(server, incoming, peer, conn, cancel)).then(|opened| match opened {
+        Some((ctx, reader, writer, out_rx, cancel)) => Either::Left(ctx.run(out_rx, WardWire, writer, cancel, reader)),
+        None => Either::Right(std::future::ready(())),
+    })
+}
+
+/// What a connection is made of once its session is attached.
+type Opened = (SessionConn, WardReader, Writer, OutboxRx, CancellationToken);
+
+/// The TLS handshake (if any) and the hello, which share the handshake timeout.
+async fn open(
+    server: Arc<Server>,
+    incoming: Incoming,
+    peer: SocketAddr,
+    conn: ConnId,
+    cancel: CancellationToken,
+) -> Option<Opened> {
     let deadline = Instant::now() + server.config.handshake_timeout;
-    let Some(stream) = incoming.open(peer, deadline, &cancel).await else { return };
+    let stream = incoming.open(peer, deadline, &cancel).await?;
     let (r, w, cert_subject) = stream.into_parts();
     let (r, w) = (Counted::new(r), Counted::new(w));
     let max = server.config.max_frame_len();
@@ -104,24 +143,39 @@ pub async fn serve(server: Arc<Server>, incoming: Incoming, peer: SocketAddr, co
     let mut writer = FramedWrite::with_capacity(w, FrameCodec::new(max), 0);
     writer.set_backpressure_boundary(FLUSH_AT);
     let (outbox, out_rx) = Outbox::bounded(server.config.max_outbound_bytes, cancel.clone());
-
-    // Boxed: the handshake's state is dead weight in the connection's task for as long as the
-    // session stays connected.
-    let hello = Box::pin(handshake::run(&server, &mut reader, &mut writer, peer, conn, &outbox));
+    let hello = handshake::run(&server, &mut reader, &mut writer, peer, conn, &outbox);
     let attached = tokio::select! {
-        _ = cancel.cancelled() => return,
+        _ = cancel.cancelled() => return None,
         r = tokio::time::timeout_at(deadline, hello) => match r {
-            Ok(Some(attached)) => attached,
-            Ok(None) => return,
+            Ok(attached) => attached?,
             Err(_) => {
                 tracing::info!(%peer, "closing connection: no hello in time");
-                return;
+                return None;
             }
         },
     };
     let identity = Identity::for_connection(peer.ip(), cert_subject);
     let ctx = SessionConn::new(server, peer, conn, attached, outbox, identity);
-    ctx.run(out_rx, WardWire, writer, cancel, |queue, cancel| read_loop(&ctx, reader, queue, cancel)).await;
+    Some((ctx, WardReader(reader), writer, out_rx, cancel))
+}
+
+/// Reads Ward's own frames.
+pub struct WardReader(Reader);
+
+impl ReadSide<WardWire> for WardReader {
+    fn read_loop<'a>(
+        &'a mut self,
+        ctx: &'a SessionConn,
+        queue: ItemTx<WardWire>,
+        cancel: &'a CancellationToken,
+        idle: &'a Idle,
+    ) -> impl Future<Output = ()> + Send + 'a {
+        read_loop(ctx, &mut self.0, queue, cancel, idle)
+    }
+
+    fn socket(&self) -> Option<&TcpStream> {
+        plain_socket(&self.0)
+    }
 }
 
 /// Ward's own encoding of replies and server-initiated messages.
@@ -188,11 +242,17 @@ pub fn oversized(answer: &Result<Response, ErrorCode>, limit: usize) -> Option<u
     (len > limit).then_some(len)
 }
 
-async fn read_loop(ctx: &SessionConn, mut reader: Reader, queue: ItemTx<WardWire>, cancel: CancellationToken) {
+async fn read_loop(
+    ctx: &SessionConn,
+    reader: &mut Reader,
+    queue: ItemTx<WardWire>,
+    cancel: &CancellationToken,
+    idle: &Idle,
+) {
     loop {
         let frame = tokio::select! {
             _ = cancel.cancelled() => return,
-            frame = next_frame(&mut reader) => frame,
+            frame = next_frame(reader, idle) => frame,
         };
         shrink_if_idle(reader.read_buffer_mut());
         let (xid, request) = match frame {
@@ -211,7 +271,7 @@ async fn read_loop(ctx: &SessionConn, mut reader: Reader, queue: ItemTx<WardWire
         let item = if let Request::AddAuth { scheme, credentials } = &request {
             // In order: the writes before it were sent with the identities they had, every
             // request after it carries the new one; its answer comes after theirs, as a read's.
-            if !ctx.caught_up(&cancel).await {
+            if !ctx.caught_up(cancel).await {
                 return;
             }
             let answer = ctx.add_auth(scheme, &credentials.0).map(|()| Response::AuthAdded);
@@ -225,7 +285,7 @@ async fn read_loop(ctx: &SessionConn, mut reader: Reader, queue: ItemTx<WardWire
             }
         } else {
             // FIFO per session: the writes sent before this read are applied first.
-            if !ctx.caught_up(&cancel).await {
+            if !ctx.caught_up(cancel).await {
                 return;
             }
             let prepared = tokio::select! {

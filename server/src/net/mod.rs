@@ -8,5 +8,6 @@ pub mod limits;
 pub mod listener;
 pub mod order;
 pub mod ordering;
+pub mod park;
 pub mod queue;
 pub mod writer;

@@ -6,8 +6,9 @@
 //! run their sessions through [`SessionConn::run`], so they keep the same guarantees.
 
 use super::handshake::Attached;
+use super::park::{self, Idle, Stopped};
 use super::queue;
-use super::writer::{Item, ItemTx, Queued, Shrink, Wire, WriterLoop};
+use super::writer::{Item, ItemTx, Queued, Shrink, Who, Wire, WriterLoop};
 use crate::acl::identity::SuperDigest;
 use crate::acl::Identity;
 use crate::command::{Command, CommandOp};
@@ -21,11 +22,12 @@ use crate::state::StateMachine;
 use crate::watch::{ConnId, Delivery};
 use crate::{now_ms, Server};
 use futures_util::future::join;
-use futures_util::{FutureExt, Sink};
+use futures_util::Sink;
 use std::fmt::Display;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
+use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, Request, Response, SessionId, Zxid};
 
@@ -84,6 +86,11 @@ impl SessionConn {
     /// read's reply (G6), and no later one. The result must be queued as an `Item::Read`.
     pub fn view<R>(&self, f: impl FnOnce(&Local, &StateMachine) -> R) -> (Zxid, u64, R) {
         self.server.core.view(&self.outbox, |state, _| f(&self.server.local, state))
+    }
+
+    /// Who the connection is, for its writer.
+    fn who(&self) -> Who<'_> {
+        Who { server: &self.server, peer: self.peer, session: self.session }
     }
 
     /// Numbers the next write of the connection (`ConnOrder::submit_write`).
@@ -194,23 +201,26 @@ impl SessionConn {
         ErrorCode::Unavailable
     }
 
-    /// Serves the session: `read_loop` turns frames into items, the shared writer completes
+    /// Serves the session: `read_side` turns frames into items, the shared writer completes
     /// them in order on `sink`. Returns when either side ends; the connection's watches go
     /// and the session stays alive until its deadline.
-    pub fn run<'a, W, S, F, Fut>(
-        &'a self,
+    ///
+    /// Reader and writer run as one boxed future, given up whenever both wait with nothing
+    /// to do and built again when the socket or the outbox has something (`net/park.rs`):
+    /// an idle connection keeps only what is built here.
+    pub fn run<W, S, R>(
+        self,
         out_rx: OutboxRx,
         wire: W,
         sink: S,
         cancel: CancellationToken,
-        read_loop: F,
-    ) -> impl Future<Output = ()> + 'a
+        mut read_side: R,
+    ) -> impl Future<Output = ()>
     where
-        W: Wire + 'a,
-        S: Sink<W::Msg> + Shrink + Unpin + Send + 'a,
+        W: Wire,
+        S: Sink<W::Msg> + Shrink + Unpin + Send,
         S::Error: Display,
-        F: FnOnce(ItemTx<W>, CancellationToken) -> Fut,
-        Fut: Future<Output = ()> + 'a,
+        R: ReadSide<W>,
     {
         let server = &self.server;
         let delivery = match W::LISTENER {
@@ -218,27 +228,50 @@ impl SessionConn {
             Listener::ZooKeeper => Delivery::OneEvent,
         };
         server.local.watches.add_conn(self.conn, self.outbox.clone(), delivery);
-        let (queue_tx, queue_rx) = queue::bounded(server.config.max_inflight_per_conn);
+        let mut writer = WriterLoop { wire, writer: sink, out: out_rx };
         // `cancel` is this connection's own token (a child of the listener's): the writer's
         // end cancels the reader through it.
-        let writer_loop = WriterLoop {
-            server: server.clone(),
-            peer: self.peer,
-            session: self.session,
-            wire,
-            writer: sink,
-            queue: queue_rx,
-            out: out_rx,
-        };
-        let reader = read_loop(queue_tx, cancel.clone());
-        let writer = writer_loop.run(cancel);
-        // Combinators, not an async fn or block: those keep what they are given (the socket
-        // halves, the reader's closure) apart from the futures made of it, so every
-        // connection's task held each twice (docs/benchmarks.md "Idle sessions").
-        join(reader, writer).map(move |((), ())| {
-            server.local.watches.remove_conn(self.conn);
-            server.local.sessions.detach(self.session, self.conn);
-            tracing::debug!(peer = %self.peer, session = %self.session, "connection closed");
-        })
+        async move {
+            let ctx = &self;
+            let server = &ctx.server;
+            let idle = Idle::default();
+            loop {
+                // Made afresh: a connection parks only with its queue empty.
+                let (queue_tx, queue_rx) = queue::bounded(server.config.max_inflight_per_conn);
+                let reader = read_side.read_loop(ctx, queue_tx, &cancel, &idle);
+                let writes = writer.serve(ctx.who(), queue_rx, &cancel, &idle);
+                let mut active = Box::pin(join(reader, writes));
+                let stopped = park::until_idle(active.as_mut(), &idle).await;
+                drop(active);
+                if stopped == Stopped::Ended {
+                    break;
+                }
+                park::parked(read_side.socket(), &writer.out, &cancel).await;
+            }
+            writer.finish(ctx.who());
+            server.local.watches.remove_conn(ctx.conn);
+            server.local.sessions.detach(ctx.session, ctx.conn);
+            tracing::debug!(peer = %ctx.peer, session = %ctx.session, "connection closed");
+        }
     }
+}
+
+/// How a protocol reads its requests: each listener's reader, kept while the connection is
+/// parked.
+pub trait ReadSide<W: Wire>: Send {
+    /// Turns frames into items on `queue` until the connection ends. Waiting for a frame with
+    /// none of one buffered, it marks itself [`Idle::reader`]; it may be given up there, and
+    /// called again once the socket is readable, so it keeps nothing of its own between
+    /// frames.
+    fn read_loop<'a>(
+        &'a mut self,
+        ctx: &'a SessionConn,
+        queue: ItemTx<W>,
+        cancel: &'a CancellationToken,
+        idle: &'a Idle,
+    ) -> impl Future<Output = ()> + Send + 'a;
+
+    /// The plain TCP socket it reads, for a parked connection to wait on; `None` under TLS,
+    /// where the reader never marks itself idle.
+    fn socket(&self) -> Option<&TcpStream>;
 }

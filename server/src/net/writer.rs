@@ -8,6 +8,7 @@
 //! shared by both listeners: what differs between Ward's protocol and ZooKeeper's is only how
 //! a reply or an event is encoded, which a [`Wire`] says.
 
+use super::park::Idle;
 use super::queue;
 use crate::command::Outcome;
 use crate::log::Pending;
@@ -20,7 +21,6 @@ use std::fmt::Display;
 use std::net::SocketAddr;
 use std::ops::ControlFlow::{self, Break, Continue};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, Response, SessionId, WatchEvent, Zxid};
 
@@ -83,15 +83,16 @@ pub type ItemTx<W> = queue::Sender<Box<Queued<W>>>;
 /// current item is done), or stop.
 type Flow<T = ()> = ControlFlow<(), T>;
 
+/// The writer's end of the queue of items: made afresh each time a parked connection wakes.
+pub type ItemRx<W> = queue::Receiver<Box<Queued<W>>>;
+
+/// What the writer keeps for the connection's whole life, parked or not; the queue of items
+/// is [`serve`](WriterLoop::serve)'s.
 pub struct WriterLoop<W: Wire, S> {
-    pub server: Arc<Server>,
-    pub peer: SocketAddr,
-    pub session: SessionId,
     pub wire: W,
     pub writer: S,
-    pub queue: queue::Receiver<Box<Queued<W>>>,
-    /// The connection's messages, and its order: dropped with the loop, which tells the
-    /// reader the writer is gone.
+    /// The connection's messages, and its order: dropped by [`finish`](WriterLoop::finish),
+    /// which tells the reader the writer is gone.
     pub out: OutboxRx,
 }
 
@@ -101,69 +102,105 @@ where
     S: Sink<W::Msg> + Shrink + Unpin + Send,
     S::Error: Display,
 {
-    pub async fn run(mut self, cancel: CancellationToken) {
-        // Whatever ends the writer ends the reader too.
-        let _stop_reader = cancel.clone().drop_guard();
+    /// Completes the items `queue` brings, and sends the connection's messages, until the
+    /// connection ends; then cancels it, which ends the reader too. Given up (dropped) while
+    /// it waits with nothing to do, when the connection parks (`net/park.rs`).
+    pub async fn serve(&mut self, who: Who<'_>, queue: ItemRx<W>, cancel: &CancellationToken, idle: &Idle) {
+        let mut phase = Phase { w: self, who, queue };
         // Cancelled from outside too when the connection overflows its outbound bound: the
         // writer may be stuck on a client that does not read.
         tokio::select! {
             biased;
             _ = cancel.cancelled() => {}
-            _ = self.serve() => {}
+            _ = phase.serve_and_flush(idle) => {}
         }
+        // Whatever ends the writer ends the reader too.
+        cancel.cancel();
+    }
+
+    /// After the connection's end: says why the server cut it, if it did, and ends its order
+    /// (rule 7 of `net/ordering.rs`).
+    pub fn finish(self, who: Who<'_>) {
         if self.out.cut() {
             tracing::info!(
-                peer = %self.peer,
-                session = %self.session,
+                peer = %who.peer,
+                session = %who.session,
                 "closing connection: the server closed it and its client took none of what was still owed it in {:?}",
                 crate::outbox::LAST_WRITES
             );
         }
         if self.out.overflowed() {
             tracing::warn!(
-                peer = %self.peer,
-                session = %self.session,
+                peer = %who.peer,
+                session = %who.session,
                 limit = self.out.limit(),
                 "closing connection: its client does not read what is queued for it (outbound bytes past the \
                  limit); the session stays, to be resumed or to expire"
             );
         }
     }
+}
 
-    async fn serve(&mut self) {
-        let _ = self.serve_until_stop().await;
+/// Who the connection is, for the writer's replies and logs: lent by the connection to
+/// each of its active parts rather than kept twice.
+pub struct Who<'a> {
+    pub server: &'a Server,
+    pub peer: SocketAddr,
+    pub session: SessionId,
+}
+
+/// One active part of the writer (`net/park.rs`): the connection's writer, who it is, and
+/// this part's queue of items.
+struct Phase<'a, W: Wire, S> {
+    w: &'a mut WriterLoop<W, S>,
+    who: Who<'a>,
+    queue: ItemRx<W>,
+}
+
+impl<W, S> Phase<'_, W, S>
+where
+    W: Wire,
+    S: Sink<W::Msg> + Shrink + Unpin + Send,
+    S::Error: Display,
+{
+    async fn serve_and_flush(&mut self, idle: &Idle) {
+        let _ = self.serve_until_stop(idle).await;
         // A client that has stopped sending may never read either.
-        let _ = Box::pin(tokio::time::timeout(crate::outbox::LAST_WRITES, self.writer.flush())).await;
+        let _ = Box::pin(tokio::time::timeout(crate::outbox::LAST_WRITES, self.w.writer.flush())).await;
     }
 
-    async fn serve_until_stop(&mut self) -> Flow {
+    async fn serve_until_stop(&mut self, idle: &Idle) -> Flow {
         loop {
+            // Nothing to send and nothing queued means everything was written and flushed
+            // (below): the connection may park while the writer waits here.
+            let waits_idle = (!self.w.out.has_sendable() && self.queue.is_empty()).then(|| idle.writer());
             // Messages first: those the fences allow are older than the next item's reply.
-            let close = tokio::select! {
+            let next = tokio::select! {
                 biased;
-                msg = self.out.next() => match msg {
-                    Outbound::Close(reason) => Some(reason),
-                    // Boxed here and below: the futures awaited in this loop would otherwise
-                    // be most of every connection's task, idle or not (ward-bench f).
-                    msg => {
-                        Box::pin(self.send_outbound(msg)).await?;
-                        None
-                    }
-                },
-                item = self.queue.recv() => match item {
-                    Some(queued) => Box::pin(self.complete(*queued)).await?,
-                    None => return Break(()),
-                },
+                msg = self.w.out.next() => Ok(msg),
+                item = self.queue.recv() => Err(item),
+            };
+            drop(waits_idle);
+            let close = match next {
+                Ok(Outbound::Close(reason)) => Some(reason),
+                // Boxed here and below: the futures awaited in this loop would otherwise be
+                // most of every connection's task (ward-bench f).
+                Ok(msg) => {
+                    Box::pin(self.send_outbound(msg)).await?;
+                    None
+                }
+                Err(Some(queued)) => Box::pin(self.complete(*queued)).await?,
+                Err(None) => return Break(()),
             };
             if let Some(reason) = close {
                 Box::pin(self.close(reason)).await;
                 return Break(());
             }
-            if !self.out.has_sendable() && self.queue.is_empty() {
-                if self.writer.flush().await.is_err() {
+            if !self.w.out.has_sendable() && self.queue.is_empty() {
+                if self.w.writer.flush().await.is_err() {
                     return Break(());
                 }
-                self.writer.shrink_if_idle();
+                self.w.writer.shrink_if_idle();
             }
         }
     }
@@ -176,7 +213,7 @@ where
     /// outcome is unknown to this connection either way.
     async fn close(&mut self, reason: CloseReason) {
         if reason == CloseReason::OutOfContact {
-            tracing::debug!(peer = %self.peer, session = %self.session, "out of contact: closing at once");
+            tracing::debug!(peer = %self.who.peer, session = %self.who.session, "out of contact: closing at once");
             return;
         }
         while let Ok(queued) = self.queue.try_recv() {
@@ -184,9 +221,9 @@ where
                 return;
             }
         }
-        tracing::debug!(peer = %self.peer, session = %self.session, ?reason, "server closes connection");
+        tracing::debug!(peer = %self.who.peer, session = %self.who.session, ?reason, "server closes connection");
         if reason == CloseReason::SessionEnded {
-            if let Some(msg) = self.wire.session_expired() {
+            if let Some(msg) = self.w.wire.session_expired() {
                 if self.feed(msg).await.is_continue() {
                     self.figures().pushed.fetch_add(1, Ordering::Relaxed);
                 }
@@ -197,7 +234,7 @@ where
     /// Sends every message the fences allow now (`ConnOrder::next_to_send`); the first close
     /// among them is kept in `close`, to act on after the current reply.
     async fn send_free(&mut self, close: &mut Option<CloseReason>) -> Flow {
-        while let Some(msg) = self.out.try_next() {
+        while let Some(msg) = self.w.out.try_next() {
             match msg {
                 Outbound::Close(reason) => {
                     close.get_or_insert(reason);
@@ -210,11 +247,11 @@ where
 
     async fn send_outbound(&mut self, msg: Outbound) -> Flow {
         let weight = crate::outbox::weight(&msg);
-        let flow = match self.wire.outbound(msg) {
+        let flow = match self.w.wire.outbound(msg) {
             Some(msg) => self.feed(msg).await,
             None => Continue(()),
         };
-        self.out.release(weight);
+        self.w.out.release(weight);
         flow?;
         self.figures().pushed.fetch_add(1, Ordering::Relaxed);
         Continue(())
@@ -233,7 +270,7 @@ where
         let (msg, failure, closes_session) = match item {
             Item::Read { tag, zxid, events_before, events, answer } => {
                 // The messages its view could show (G6): those queued when it looked.
-                while let Some(msg) = self.out.due_before_reply(events_before) {
+                while let Some(msg) = self.w.out.due_before_reply(events_before) {
                     match msg {
                         Outbound::Close(reason) => {
                             close.get_or_insert(reason);
@@ -246,12 +283,12 @@ where
                 }
                 let weight = W::answer_weight(&answer);
                 let failure = W::read_failure(&answer);
-                let reply = self.wire.read_reply(tag, zxid, answer);
+                let reply = self.w.wire.read_reply(tag, zxid, answer);
                 self.feed(reply).await?;
-                self.out.release(weight);
+                self.w.out.release(weight);
                 self.figures().answered(stamp, failure);
                 // Its fence no longer holds later messages back.
-                self.out.replied();
+                self.w.out.replied();
                 self.send_free(&mut close).await?;
                 return Continue(close);
             }
@@ -259,13 +296,13 @@ where
                 let outcome = match pending.try_take() {
                     Some(outcome) => outcome,
                     None => {
-                        if self.writer.flush().await.is_err() {
+                        if self.w.writer.flush().await.is_err() {
                             return Break(());
                         }
                         pending.await
                     }
                 };
-                self.out.applied(number);
+                self.w.out.applied(number);
                 // Everything queued by now is at least as old as this write's apply.
                 self.send_free(&mut close).await?;
                 match outcome {
@@ -275,24 +312,24 @@ where
                             Outcome::SessionCreated(_) | Outcome::Attached => Err(ErrorCode::BadArguments),
                         };
                         let failure = W::write_failure(&tag, &result);
-                        (self.wire.write_reply(tag, applied.zxid, result), failure, closes_session)
+                        (self.w.wire.write_reply(tag, applied.zxid, result), failure, closes_session)
                     }
                     Err(rejected) => match rejected.as_reply() {
                         Some(code) => {
-                            (self.wire.write_reply(tag, self.last_zxid(), Err(code)), Some(code.into()), false)
+                            (self.w.wire.write_reply(tag, self.last_zxid(), Err(code)), Some(code.into()), false)
                         }
                         None => {
                             // Neither success nor failure may be claimed: the client must
                             // see a lost connection (and resume, or learn its session ended).
-                            tracing::info!(session = %self.session, %rejected, "closing connection: a write's outcome is unknown");
+                            tracing::info!(session = %self.who.session, %rejected, "closing connection: a write's outcome is unknown");
                             return Break(());
                         }
                     },
                 }
             }
             Item::Refused { tag, number, code } => {
-                self.out.applied(number);
-                (self.wire.write_reply(tag, self.last_zxid(), Err(code)), Some(code.into()), false)
+                self.w.out.applied(number);
+                (self.w.wire.write_reply(tag, self.last_zxid(), Err(code)), Some(code.into()), false)
             }
         };
         self.feed(msg).await?;
@@ -305,15 +342,15 @@ where
     }
 
     fn last_zxid(&self) -> Zxid {
-        self.server.core.read(|s| s.last_zxid())
+        self.who.server.core.read(|s| s.last_zxid())
     }
 
     async fn feed(&mut self, msg: W::Msg) -> Flow {
-        if self.out.overflowed() {
+        if self.w.out.overflowed() {
             // An event was dropped: a reply now could show its change without it (G6).
             return Break(());
         }
-        match self.writer.feed(msg).await {
+        match self.w.writer.feed(msg).await {
             Ok(()) => Continue(()),
             Err(error) => {
                 tracing::debug!(%error, "connection write failed");

@@ -128,9 +128,31 @@ struct Watches {
 struct Watcher {
     tx: OutboundTx,
     delivery: Delivery,
-    /// Reverse index, so a closing connection drops its watches without a scan.
+    /// Boxed, and made when the connection first arms a watch: most connections never do,
+    /// and the two sets would be most of their entry here (ward-bench f).
+    armed: Option<Box<ArmedPaths>>,
+}
+
+/// A connection's watches: a reverse index, so that a closing connection drops its watches
+/// without a scan.
+#[derive(Default)]
+struct ArmedPaths {
     paths: HashSet<(WatchKind, String)>,
     persistent: HashSet<String>,
+}
+
+impl Watcher {
+    fn armed_mut(&mut self) -> &mut ArmedPaths {
+        self.armed.get_or_insert_with(Box::default)
+    }
+
+    fn has_one_shot(&self, key: &(WatchKind, String)) -> bool {
+        self.armed.as_ref().is_some_and(|a| a.paths.contains(key))
+    }
+
+    fn count(&self) -> usize {
+        self.armed.as_ref().map_or(0, |a| a.paths.len() + a.persistent.len())
+    }
 }
 
 /// Watches of every connection on this server.
@@ -148,14 +170,14 @@ impl WatchRegistry {
     }
 
     pub fn add_conn(&self, conn: ConnId, tx: OutboundTx, delivery: Delivery) {
-        let watcher = Watcher { tx, delivery, paths: HashSet::new(), persistent: HashSet::new() };
+        let watcher = Watcher { tx, delivery, armed: None };
         self.lock().conns.insert(conn, watcher);
     }
 
     pub fn remove_conn(&self, conn: ConnId) {
         let mut w = self.lock();
-        if let Some(watcher) = w.conns.remove(&conn) {
-            for key in watcher.paths {
+        if let Some(armed) = w.conns.remove(&conn).and_then(|watcher| watcher.armed) {
+            for key in armed.paths {
                 if let Some(set) = w.by_kind.get_mut(&key) {
                     set.remove(&conn);
                     if set.is_empty() {
@@ -163,7 +185,7 @@ impl WatchRegistry {
                     }
                 }
             }
-            for path in watcher.persistent {
+            for path in armed.persistent {
                 w.set_persistent(conn, &path, Modes::default());
             }
         }
@@ -174,7 +196,7 @@ impl WatchRegistry {
     pub fn register(&self, conn: ConnId, kind: WatchKind, path: &str) {
         let mut w = self.lock();
         let Some(watcher) = w.conns.get_mut(&conn) else { return };
-        watcher.paths.insert((kind, path.to_string()));
+        watcher.armed_mut().paths.insert((kind, path.to_string()));
         w.by_kind.entry((kind, path.to_string())).or_default().insert(conn);
     }
 
@@ -234,7 +256,7 @@ impl WatchRegistry {
         let Some(watcher) = w.conns.get(&conn) else { return Vec::new() };
         let mut armed: Vec<Armed> = [WatchKind::Data, WatchKind::Exists, WatchKind::Child]
             .into_iter()
-            .filter(|kind| watcher.paths.contains(&(*kind, path.to_string())))
+            .filter(|kind| watcher.has_one_shot(&(*kind, path.to_string())))
             .map(Armed::OneShot)
             .collect();
         let modes = w.persistent.get(path).and_then(|conns| conns.get(&conn)).copied().unwrap_or_default();
@@ -249,7 +271,7 @@ impl WatchRegistry {
         for kind in [WatchKind::Data, WatchKind::Exists, WatchKind::Child] {
             let key = (kind, path.to_string());
             let Some(watcher) = w.conns.get_mut(&conn) else { return false };
-            if which(Armed::OneShot(kind)) && watcher.paths.remove(&key) {
+            if which(Armed::OneShot(kind)) && watcher.armed.as_mut().is_some_and(|a| a.paths.remove(&key)) {
                 removed = true;
                 if let Some(set) = w.by_kind.get_mut(&key) {
                     set.remove(&conn);
@@ -272,7 +294,7 @@ impl WatchRegistry {
 
     /// Watches `conn` has armed, one-shot and persistent.
     pub fn count_of(&self, conn: ConnId) -> usize {
-        self.lock().conns.get(&conn).map_or(0, |w| w.paths.len() + w.persistent.len())
+        self.lock().conns.get(&conn).map_or(0, Watcher::count)
     }
 
     /// Number of armed watches (a connection watching one path twice counts once).
@@ -283,7 +305,7 @@ impl WatchRegistry {
     /// Connections with at least one watch, distinct watched paths, and watches.
     pub fn summary(&self) -> (usize, usize, usize) {
         let w = self.lock();
-        let conns = w.conns.values().filter(|c| !c.paths.is_empty() || !c.persistent.is_empty()).count();
+        let conns = w.conns.values().filter(|c| c.count() > 0).count();
         let paths: HashSet<&str> =
             w.by_kind.keys().map(|(_, p)| p.as_str()).chain(w.persistent.keys().map(String::as_str)).collect();
         (conns, paths.len(), w.count())
@@ -317,7 +339,9 @@ impl WatchRegistry {
                 let Some(conns) = w.by_kind.remove(&key) else { continue };
                 for conn in conns {
                     let Some(watcher) = w.conns.get_mut(&conn) else { continue };
-                    watcher.paths.remove(&key);
+                    if let Some(armed) = watcher.armed.as_mut() {
+                        armed.paths.remove(&key);
+                    }
                     if told.insert(conn) {
                         // A closed receiver means the connection is going away; its
                         // watches are dropped by `remove_conn`.
@@ -340,7 +364,7 @@ impl Watches {
 
     fn add_persistent(&mut self, conn: ConnId, path: &str, mode: WatchMode) {
         let Some(watcher) = self.conns.get_mut(&conn) else { return };
-        watcher.persistent.insert(path.to_string());
+        watcher.armed_mut().persistent.insert(path.to_string());
         *self.persistent.entry(path.to_string()).or_default().entry(conn).or_default().slot(mode) = true;
     }
 
@@ -356,8 +380,8 @@ impl Watches {
                 self.persistent.remove(path);
             }
         }
-        if let Some(watcher) = self.conns.get_mut(&conn) {
-            watcher.persistent.remove(path);
+        if let Some(armed) = self.conns.get_mut(&conn).and_then(|watcher| watcher.armed.as_mut()) {
+            armed.persistent.remove(path);
         }
     }
 

@@ -14,9 +14,10 @@ use crate::command::CommandOp;
 use crate::metrics::Stamp;
 use crate::net::counted::Counted;
 use crate::net::handshake::{self, Attached};
-use crate::net::order::SessionConn;
+use crate::net::order::{ReadSide, SessionConn};
+use crate::net::park::Idle;
 use crate::net::writer::{Item, ItemTx};
-use crate::outbox::{OutboundTx, Outbox};
+use crate::outbox::{OutboundTx, Outbox, OutboxRx};
 use crate::tls::stream::{Incoming, ReadHalf, WriteHalf};
 use crate::watch::ConnId;
 use crate::Server;
@@ -27,8 +28,10 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
+use tokio_util::either::Either;
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, Request, SessionId, SessionSecret};
 
@@ -44,11 +47,25 @@ pub fn serve(
     cancel: CancellationToken,
 ) -> impl Future<Output = ()> {
     let stats = shared.open(conn, peer);
-    // `map`, not an async fn: that would keep its arguments beside the future it awaits.
-    serve_conn(server, shared.clone(), stats, incoming, peer, conn, cancel).map(move |()| shared.close(conn))
+    // Combinators, not an async fn, which would keep its arguments beside the futures it
+    // awaits; the handshake is boxed, so that its state is not part of the connection's
+    // task for as long as the session stays connected.
+    let opened = Box::pin(open(server, shared.clone(), stats, incoming, peer, conn, cancel));
+    let served = opened.then(|opened| match opened {
+        Some((ctx, reader, writer, out_rx, wire, cancel)) => {
+            Either::Left(ctx.run(out_rx, wire, writer, cancel, reader))
+        }
+        None => Either::Right(std::future::ready(())),
+    });
+    served.map(move |()| shared.close(conn))
 }
 
-async fn serve_conn(
+/// What a connection is made of once its session is attached.
+type Opened = (SessionConn, ZkReader, Writer, OutboxRx, ZkWire, CancellationToken);
+
+/// Four-letter words (answered, then `None`), the TLS handshake if any, and the connect
+/// request, which share the handshake timeout.
+async fn open(
     server: Arc<Server>,
     shared: Arc<Shared>,
     stats: Arc<ConnStats>,
@@ -56,30 +73,30 @@ async fn serve_conn(
     peer: SocketAddr,
     conn: ConnId,
     cancel: CancellationToken,
-) {
+) -> Option<Opened> {
     // The TLS handshake (secure client port), the first bytes and the connect request share
     // the handshake timeout.
     let deadline = Instant::now() + server.config.handshake_timeout;
-    let Some(stream) = incoming.open(peer, deadline, &cancel).await else { return };
+    let stream = incoming.open(peer, deadline, &cancel).await?;
     let (r, w, cert_subject) = stream.into_parts();
     let (mut r, mut w) = (Counted::<_, ZkWire>::new(r), Counted::<_, ZkWire>::new(w));
     // ZooKeeper reads the first four bytes as a length, unless they spell a command.
     let mut head = [0u8; 4];
     let first = tokio::time::timeout_at(deadline, r.read_exact(&mut head));
     tokio::select! {
-        _ = cancel.cancelled() => return,
-        read = first => if !matches!(read, Ok(Ok(_))) { return },
+        _ = cancel.cancelled() => return None,
+        read = first => if !matches!(read, Ok(Ok(_))) { return None },
     }
     if let Some(word) = fourlw::Word::parse(&head) {
         let text = fourlw::answer(word, &server, &shared);
         let _ = w.write_all(text.as_bytes()).await;
         let _ = w.shutdown().await;
-        return;
+        return None;
     }
     // The length is judged now: the framed reader would first wait for more bytes.
     if u32::from_be_bytes(head) as usize > MAX_PACKET {
         tracing::warn!(%peer, len = u32::from_be_bytes(head), "closing ZooKeeper connection: packet too large");
-        return;
+        return None;
     }
     let codec = |max| LengthDelimitedCodec::builder().max_frame_length(max).new_codec();
     let mut reader = FramedRead::with_capacity(r, codec(MAX_PACKET), crate::net::connection::FIRST_BUFFER);
@@ -87,16 +104,14 @@ async fn serve_conn(
     let mut writer = FramedWrite::with_capacity(w, codec(MAX_REPLY), 0);
     writer.set_backpressure_boundary(crate::net::connection::FLUSH_AT);
     let (outbox, out_rx) = Outbox::bounded(server.config.max_outbound_bytes, cancel.clone());
-    // Boxed, as Ward's handshake is: its state would otherwise stay in the task for good.
-    let connect = Box::pin(connect(&server, &mut reader, &mut writer, peer, conn, &outbox));
+    let connect = connect(&server, &mut reader, &mut writer, peer, conn, &outbox);
     let attached = tokio::select! {
-        _ = cancel.cancelled() => return,
+        _ = cancel.cancelled() => return None,
         r = tokio::time::timeout_at(deadline, connect) => match r {
-            Ok(Some(attached)) => attached,
-            Ok(None) => return,
+            Ok(attached) => attached?,
             Err(_) => {
                 tracing::info!(%peer, "closing ZooKeeper connection: no connect request in time");
-                return;
+                return None;
             }
         },
     };
@@ -107,7 +122,29 @@ async fn serve_conn(
     let identity = Identity::for_connection(peer.ip(), cert_subject);
     let ctx = SessionConn::new(server, peer, conn, attached, outbox, identity);
     let wire = ZkWire { stats: stats.clone() };
-    ctx.run(out_rx, wire, writer, cancel, |queue, cancel| read_loop(&ctx, &stats, reader, queue, cancel)).await;
+    Some((ctx, ZkReader { reader, stats }, writer, out_rx, wire, cancel))
+}
+
+/// Reads ZooKeeper's frames.
+pub struct ZkReader {
+    reader: Reader,
+    stats: Arc<ConnStats>,
+}
+
+impl ReadSide<ZkWire> for ZkReader {
+    fn read_loop<'a>(
+        &'a mut self,
+        ctx: &'a SessionConn,
+        queue: ItemTx<ZkWire>,
+        cancel: &'a CancellationToken,
+        idle: &'a Idle,
+    ) -> impl Future<Output = ()> + Send + 'a {
+        read_loop(ctx, &self.stats, &mut self.reader, queue, cancel, idle)
+    }
+
+    fn socket(&self) -> Option<&TcpStream> {
+        crate::net::connection::plain_socket(&self.reader)
+    }
 }
 
 /// The connect handshake: a new session, or a resumed one shown with its password.
@@ -173,14 +210,15 @@ async fn connect(
 async fn read_loop(
     ctx: &SessionConn,
     stats: &ConnStats,
-    mut reader: Reader,
+    reader: &mut Reader,
     queue: ItemTx<ZkWire>,
-    cancel: CancellationToken,
+    cancel: &CancellationToken,
+    idle: &Idle,
 ) {
     loop {
         let frame = tokio::select! {
             _ = cancel.cancelled() => return,
-            frame = crate::net::connection::next_frame(&mut reader) => frame,
+            frame = crate::net::connection::next_frame(reader, idle) => frame,
         };
         crate::net::connection::shrink_if_idle(reader.read_buffer_mut());
         let frame = match frame {
@@ -218,7 +256,7 @@ async fn read_loop(
             }
             Action::Read(op) => {
                 // FIFO per session: the writes sent before this read are applied first.
-                if !ctx.caught_up(&cancel).await {
+                if !ctx.caught_up(cancel).await {
                     return;
                 }
                 let needs = match &op {
@@ -260,7 +298,7 @@ async fn read_loop(
             }
             Action::Fail(code) => {
                 // Answered as a read: after the session's earlier writes (G2, G6).
-                if !ctx.caught_up(&cancel).await {
+                if !ctx.caught_up(cancel).await {
                     return;
                 }
                 let (zxid, events_before, answer) = ctx.view(|_, _| ZkAnswer::fail(code));
@@ -270,7 +308,7 @@ async fn read_loop(
                 // ZooKeeper answers AUTHFAILED and then closes the connection, so that the
                 // client can try another server; its session lives on. Answered as a read:
                 // after the session's earlier writes.
-                if !ctx.caught_up(&cancel).await {
+                if !ctx.caught_up(cancel).await {
                     return;
                 }
                 let failed = ctx.add_auth(&scheme, &credentials.0).is_err();

@@ -6,6 +6,7 @@
 
 mod connections;
 mod in_flight;
+mod parked;
 mod slow_readers;
 
 use futures_util::{SinkExt, StreamExt};
