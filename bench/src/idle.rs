@@ -1,10 +1,10 @@
 //! `--idle-sessions N`: the server's memory per idle connected session on each protocol.
 //!
-//! Starts its own `ward-server` with the ZooKeeper listener on, then per protocol opens `N`
+//! Per protocol, starts a `ward-server` of its own with the ZooKeeper listener on, opens `N`
 //! sessions that send nothing after the handshake, reads the server's RSS before and after
-//! (VmRSS), closes them and waits until the server counts none. Ward's native sessions go
-//! first, then the ZooKeeper-protocol ones on the same server. The figure is RSS growth / N:
-//! it includes the kernel-independent part of each socket only (the socket buffers are the
+//! (VmRSS), closes them and waits until the server counts none. Each protocol has a fresh
+//! server, so neither reuses memory the other freed. The figure is RSS growth / N: it
+//! includes the kernel-independent part of each socket only (the socket buffers are the
 //! kernel's, not in RSS).
 
 use crate::procinfo::rss_bytes;
@@ -25,16 +25,22 @@ const SETTLE: Duration = Duration::from_secs(120);
 
 /// Runs the measurement and prints one line per protocol.
 pub async fn run(tmp: &Path, n: usize) -> Result<()> {
-    let owned = server::start_with(&tmp.join("ward-data"), &["--zk-listen", "127.0.0.1:0"])?;
-    let zk_addr = owned.zk_addr.clone().ok_or_else(|| Error("ward-server printed no ZooKeeper address".into()))?;
-    let ward = Ward { addr: owned.addr.clone(), pid: Some(owned.pid) };
-    let zk = ZooKeeper { addr: zk_addr, pid: Some(owned.pid), lock_events: Arc::new(AtomicU64::new(0)) };
-    eprintln!("ward-bench: ward-server pid {} (native {}, zookeeper {})", owned.pid, ward.addr, zk.addr);
-    let ctl = ward.connect().await?;
-    let per_ward = per_session(&ward, &ward, &ctl, owned.pid, n).await?;
-    println!("native protocol:    {n} idle sessions, {per_ward:.0} bytes per session");
-    let per_zk = per_session(&zk, &ward, &ctl, owned.pid, n).await?;
-    println!("zookeeper protocol: {n} idle sessions, {per_zk:.0} bytes per session");
+    for zookeeper in [false, true] {
+        let data = tmp.join(if zookeeper { "ward-data-zk" } else { "ward-data" });
+        let owned = server::start_with(&data, &["--zk-listen", "127.0.0.1:0"])?;
+        let zk_addr = owned.zk_addr.clone().ok_or_else(|| Error("ward-server printed no ZooKeeper address".into()))?;
+        let ward = Ward { addr: owned.addr.clone(), pid: Some(owned.pid) };
+        eprintln!("ward-bench: ward-server pid {} (native {}, zookeeper {zk_addr})", owned.pid, ward.addr);
+        let ctl = ward.connect().await?;
+        if zookeeper {
+            let zk = ZooKeeper { addr: zk_addr, pid: Some(owned.pid), lock_events: Arc::new(AtomicU64::new(0)) };
+            let per_zk = per_session(&zk, &ward, &ctl, owned.pid, n).await?;
+            println!("zookeeper protocol: {n} idle sessions, {per_zk:.0} bytes per session");
+        } else {
+            let per_ward = per_session(&ward, &ward, &ctl, owned.pid, n).await?;
+            println!("native protocol:    {n} idle sessions, {per_ward:.0} bytes per session");
+        }
+    }
     Ok(())
 }
 

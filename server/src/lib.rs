@@ -170,11 +170,14 @@ pub async fn serve_with(
         let admin_listener = admin.to_tokio()?;
         tasks.spawn(admin::serve(server.clone(), admin_listener, cancel.clone()));
     }
+    let local = server.local.clone();
     tokio::select! {
         _ = shutdown => tracing::info!("shutting down"),
         _ = net::listener::accept_loop(server, listener, tasks.clone(), cancel.clone()) => {}
     }
     cancel.cancel();
+    // Parked connections wait on their sockets and outboxes, not on their tokens.
+    local.watches.wake_parked();
     tasks.close();
     tasks.wait().await;
     Ok(())

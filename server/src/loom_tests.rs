@@ -466,3 +466,29 @@ fn a_read_waiting_for_its_writes_is_woken_by_their_apply_or_the_writers_end() {
         }
     });
 }
+
+/// A parked connection (`net/park.rs`) waits on its outbox's waker, not on a future of its
+/// own: it registers the waker, then looks for a message it may send or a cancelled token.
+/// Whatever order loom picks, a message queued or a token cancelled while it parks wakes it;
+/// it never sleeps through either (which would leave a lock waiter without its grant, or a
+/// shutdown waiting forever).
+#[test]
+fn a_parked_connection_is_woken_by_a_message_or_a_cancel_that_comes_while_it_parks() {
+    loom::model(|| {
+        for cancel in [false, true] {
+            let token = tokio_util::sync::CancellationToken::new();
+            let (outbox, rx) = Outbox::bounded(usize::MAX, token.clone());
+            let sender = thread::spawn(move || {
+                if cancel {
+                    token.cancel();
+                    outbox.wake_parked();
+                } else {
+                    let event = WatchEvent { kind: EventKind::NodeCreated, path: "/a".into(), zxid: 1 };
+                    assert!(outbox.send(Outbound::Event(event)));
+                }
+            });
+            block_on(std::future::poll_fn(|cx| rx.poll_wake(cx)));
+            sender.join().expect("sender");
+        }
+    });
+}

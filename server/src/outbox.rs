@@ -30,9 +30,8 @@
 //!   lives on, to be resumed on a new connection or to expire.
 
 use crate::net::ordering::{ConnOrder, Reads};
-use crate::sync::{AtomicBool, AtomicU64, Mutex, MutexGuard, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, AtomicWaker, Mutex, MutexGuard, Ordering};
 use crate::watch::Outbound;
-use futures_util::task::AtomicWaker;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -101,7 +100,7 @@ impl Outbox {
         let outbox = Arc::new(Outbox {
             order: Mutex::new(ConnOrder::default()),
             to_writer: Notify::new(),
-            parked: AtomicWaker::new(),
+            parked: AtomicWaker::default(),
             to_reader: Notify::new(),
             bytes: AtomicU64::new(0),
             limit: u64::try_from(limit).unwrap_or(u64::MAX),
@@ -152,6 +151,7 @@ impl Outbox {
             if let Some(outbox) = outbox.upgrade().filter(|o| !o.cancel.is_cancelled()) {
                 outbox.cut.store(true, Ordering::Release);
                 outbox.cancel.cancel();
+                outbox.wake_parked();
             }
         });
     }
@@ -170,8 +170,22 @@ impl Outbox {
         if !self.overflowed.swap(true, Ordering::AcqRel) {
             crate::metrics::count_outbound_overflow();
             self.cancel.cancel();
+            self.wake_parked();
         }
         false
+    }
+
+    /// The connection's own token.
+    pub fn token(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Wakes the connection if it is parked, to see that its token was cancelled: a parked
+    /// connection waits on its socket and its outbox, not on its token (`net/park.rs`).
+    /// Whoever cancels a connection's token calls this after; the server's shutdown calls
+    /// it on every connection (`WatchRegistry::wake_parked`).
+    pub fn wake_parked(&self) {
+        self.parked.wake();
     }
 
     /// Counts a read reply of `weight` bytes the reader has computed. Never refused: the
@@ -238,12 +252,14 @@ impl OutboxRx {
         }
     }
 
-    /// Ready once a message could be sent ([`has_sendable`](Self::has_sendable)): a parked
-    /// connection's wait (`net/park.rs`). Takes nothing.
-    pub fn poll_sendable(&self, cx: &mut Context<'_>) -> Poll<()> {
-        // Registered before the look: a message queued after it wakes this waker.
+    /// Ready once a message could be sent ([`has_sendable`](Self::has_sendable)) or the
+    /// connection's token is cancelled: a parked connection's wait (`net/park.rs`). Takes
+    /// nothing.
+    pub fn poll_wake(&self, cx: &mut Context<'_>) -> Poll<()> {
+        // Registered before the look: a message queued, or a cancel, after it wakes this
+        // waker (`Outbox::wake_parked`).
         self.0.parked.register(cx.waker());
-        if self.has_sendable() {
+        if self.0.cancel.is_cancelled() || self.has_sendable() {
             Poll::Ready(())
         } else {
             Poll::Pending

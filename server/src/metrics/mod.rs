@@ -68,7 +68,8 @@ impl OpenConnections {
     pub fn open(self: &std::sync::Arc<Self>, protocol: &'static str, conn: ConnId, peer: SocketAddr) -> OpenGuard {
         self.counter(protocol).fetch_add(1, Ordering::Relaxed);
         self.peers_lock().insert(conn, (peer, protocol));
-        OpenGuard { counts: self.clone(), protocol, conn }
+        let zookeeper = std::ptr::eq(self.counter(protocol), &self.zookeeper);
+        OpenGuard { counts: self.clone(), conn, zookeeper }
     }
 
     /// The client address and protocol of connection `conn`, while it is open.
@@ -92,13 +93,16 @@ impl OpenConnections {
 /// One open connection; dropped when its task ends.
 pub struct OpenGuard {
     counts: std::sync::Arc<OpenConnections>,
-    protocol: &'static str,
     conn: ConnId,
+    /// Which counter: a flag rather than the protocol's name, as it is kept in every
+    /// connection's task.
+    zookeeper: bool,
 }
 
 impl Drop for OpenGuard {
     fn drop(&mut self) {
-        self.counts.counter(self.protocol).fetch_sub(1, Ordering::Relaxed);
+        let counter = if self.zookeeper { &self.counts.zookeeper } else { &self.counts.ward };
+        counter.fetch_sub(1, Ordering::Relaxed);
         self.counts.peers_lock().remove(&self.conn);
     }
 }

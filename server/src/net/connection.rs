@@ -115,13 +115,13 @@ pub fn serve(
     cancel: CancellationToken,
 ) -> impl Future<Output = ()> {
     Box::pin(open(server, incoming, peer, conn, cancel)).then(|opened| match opened {
-        Some((ctx, reader, writer, out_rx, cancel)) => Either::Left(ctx.run(out_rx, WardWire, writer, cancel, reader)),
+        Some((ctx, reader, writer, out_rx)) => Either::Left(ctx.run(out_rx, WardWire, writer, reader)),
         None => Either::Right(std::future::ready(())),
     })
 }
 
 /// What a connection is made of once its session is attached.
-type Opened = (SessionConn, WardReader, Writer, OutboxRx, CancellationToken);
+type Opened = (SessionConn, WardReader, Writer, OutboxRx);
 
 /// The TLS handshake (if any) and the hello, which share the handshake timeout.
 async fn open(
@@ -156,7 +156,7 @@ async fn open(
     };
     let identity = Identity::for_connection(peer.ip(), cert_subject);
     let ctx = SessionConn::new(server, peer, conn, attached, outbox, identity);
-    Some((ctx, WardReader(reader), writer, out_rx, cancel))
+    Some((ctx, WardReader(reader), writer, out_rx))
 }
 
 /// Reads Ward's own frames.

@@ -208,14 +208,7 @@ impl SessionConn {
     /// Reader and writer run as one boxed future, given up whenever both wait with nothing
     /// to do and built again when the socket or the outbox has something (`net/park.rs`):
     /// an idle connection keeps only what is built here.
-    pub fn run<W, S, R>(
-        self,
-        out_rx: OutboxRx,
-        wire: W,
-        sink: S,
-        cancel: CancellationToken,
-        mut read_side: R,
-    ) -> impl Future<Output = ()>
+    pub fn run<W, S, R>(self, out_rx: OutboxRx, wire: W, sink: S, mut read_side: R) -> impl Future<Output = ()>
     where
         W: Wire,
         S: Sink<W::Msg> + Shrink + Unpin + Send,
@@ -229,8 +222,6 @@ impl SessionConn {
         };
         server.local.watches.add_conn(self.conn, self.outbox.clone(), delivery);
         let mut writer = WriterLoop { wire, writer: sink, out: out_rx };
-        // `cancel` is this connection's own token (a child of the listener's): the writer's
-        // end cancels the reader through it.
         async move {
             let ctx = &self;
             let server = &ctx.server;
@@ -238,15 +229,19 @@ impl SessionConn {
             loop {
                 // Made afresh: a connection parks only with its queue empty.
                 let (queue_tx, queue_rx) = queue::bounded(server.config.max_inflight_per_conn);
-                let reader = read_side.read_loop(ctx, queue_tx, &cancel, &idle);
-                let writes = writer.serve(ctx.who(), queue_rx, &cancel, &idle);
+                // The connection's own token (a child of the listener's), kept by its outbox
+                // and looked up here rather than held while parked: the writer's end
+                // cancels the reader through it.
+                let cancel = ctx.outbox.token();
+                let reader = read_side.read_loop(ctx, queue_tx, cancel, &idle);
+                let writes = writer.serve(ctx.who(), queue_rx, cancel, &idle);
                 let mut active = Box::pin(join(reader, writes));
                 let stopped = park::until_idle(active.as_mut(), &idle).await;
                 drop(active);
                 if stopped == Stopped::Ended {
                     break;
                 }
-                park::parked(read_side.socket(), &writer.out, &cancel).await;
+                park::parked(read_side.socket(), &writer.out).await;
             }
             writer.finish(ctx.who());
             server.local.watches.remove_conn(ctx.conn);

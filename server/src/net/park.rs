@@ -18,11 +18,10 @@
 
 use crate::outbox::OutboxRx;
 use std::future::{poll_fn, Future};
-use std::pin::{pin, Pin};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::Poll;
 use tokio::net::TcpStream;
-use tokio_util::sync::CancellationToken;
 
 /// Whether the reader and the writer of one connection wait with nothing to do. Both run in
 /// the connection's task, so when its active future returns `Pending` these say exactly where
@@ -108,21 +107,18 @@ impl Drop for Counted {
 }
 
 /// A parked connection's wait: until its socket is readable (a request, or the client's
-/// end), the writer has a message it may send (an event, a lock grant, a close), or the
-/// connection's token fires. `socket` is `None` only for a connection that cannot park
-/// (TLS), which returns at once. The socket and the outbox keep the wakers, so the wait
-/// itself is only the token's.
-pub async fn parked(socket: Option<&TcpStream>, out: &OutboxRx, cancel: &CancellationToken) {
+/// end), or its outbox wakes it: a message the writer may send (an event, a lock grant, a
+/// close), or the connection's token cancelled. `socket` is `None` only for a connection
+/// that cannot park (TLS), which returns at once. The socket and the outbox keep the
+/// wakers, so the wait itself holds nothing but its references: the token is not waited on
+/// directly (its wait is the largest of futures), which is why whoever cancels it wakes
+/// the outbox too (`Outbox::wake_parked`).
+pub async fn parked(socket: Option<&TcpStream>, out: &OutboxRx) {
     let Some(socket) = socket else { return };
     let _counted = Counted::enter();
-    let mut cancelled = pin!(cancel.cancelled());
     poll_fn(|cx| {
-        // Each registers its waker; an error on the socket shows on the read that follows.
-        let woken = [
-            cancelled.as_mut().poll(cx).is_ready(),
-            out.poll_sendable(cx).is_ready(),
-            socket.poll_read_ready(cx).is_ready(),
-        ];
+        // Both register their wakers; an error on the socket shows on the read that follows.
+        let woken = [out.poll_wake(cx).is_ready(), socket.poll_read_ready(cx).is_ready()];
         if woken.contains(&true) {
             Poll::Ready(())
         } else {

@@ -174,6 +174,14 @@ impl WatchRegistry {
         self.lock().conns.insert(conn, watcher);
     }
 
+    /// Wakes every parked connection, to see that its token was cancelled: the server is
+    /// shutting down (`net/park.rs`).
+    pub fn wake_parked(&self) {
+        for watcher in self.lock().conns.values() {
+            watcher.tx.wake_parked();
+        }
+    }
+
     pub fn remove_conn(&self, conn: ConnId) {
         let mut w = self.lock();
         if let Some(armed) = w.conns.remove(&conn).and_then(|watcher| watcher.armed) {

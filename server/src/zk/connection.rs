@@ -3,6 +3,7 @@
 //! session's requests are answered in the order sent, reads see the session's earlier
 //! writes, and a notification goes out before any reply that could show its change.
 
+use super::frames::Frames;
 use super::jute::In;
 use super::ops::{self, Action, ReadOp, Render};
 use super::records::{connect_response, err, ConnectRequest};
@@ -30,13 +31,13 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
-use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
+use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::either::Either;
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, Request, SessionId, SessionSecret};
 
-type Reader = FramedRead<Counted<ReadHalf, ZkWire>, LengthDelimitedCodec>;
-type Writer = FramedWrite<Counted<WriteHalf, ZkWire>, LengthDelimitedCodec>;
+type Reader = FramedRead<Counted<ReadHalf, ZkWire>, Frames>;
+type Writer = FramedWrite<Counted<WriteHalf, ZkWire>, Frames>;
 
 pub fn serve(
     server: Arc<Server>,
@@ -52,16 +53,14 @@ pub fn serve(
     // task for as long as the session stays connected.
     let opened = Box::pin(open(server, shared.clone(), stats, incoming, peer, conn, cancel));
     let served = opened.then(|opened| match opened {
-        Some((ctx, reader, writer, out_rx, wire, cancel)) => {
-            Either::Left(ctx.run(out_rx, wire, writer, cancel, reader))
-        }
+        Some((ctx, reader, writer, out_rx, wire)) => Either::Left(ctx.run(out_rx, wire, writer, reader)),
         None => Either::Right(std::future::ready(())),
     });
     served.map(move |()| shared.close(conn))
 }
 
 /// What a connection is made of once its session is attached.
-type Opened = (SessionConn, ZkReader, Writer, OutboxRx, ZkWire, CancellationToken);
+type Opened = (SessionConn, ZkReader, Writer, OutboxRx, ZkWire);
 
 /// Four-letter words (answered, then `None`), the TLS handshake if any, and the connect
 /// request, which share the handshake timeout.
@@ -98,10 +97,9 @@ async fn open(
         tracing::warn!(%peer, len = u32::from_be_bytes(head), "closing ZooKeeper connection: packet too large");
         return None;
     }
-    let codec = |max| LengthDelimitedCodec::builder().max_frame_length(max).new_codec();
-    let mut reader = FramedRead::with_capacity(r, codec(MAX_PACKET), crate::net::connection::FIRST_BUFFER);
+    let mut reader = FramedRead::with_capacity(r, Frames::new(MAX_PACKET), crate::net::connection::FIRST_BUFFER);
     reader.read_buffer_mut().extend_from_slice(&head);
-    let mut writer = FramedWrite::with_capacity(w, codec(MAX_REPLY), 0);
+    let mut writer = FramedWrite::with_capacity(w, Frames::new(MAX_REPLY), 0);
     writer.set_backpressure_boundary(crate::net::connection::FLUSH_AT);
     let (outbox, out_rx) = Outbox::bounded(server.config.max_outbound_bytes, cancel.clone());
     let connect = connect(&server, &mut reader, &mut writer, peer, conn, &outbox);
@@ -122,7 +120,7 @@ async fn open(
     let identity = Identity::for_connection(peer.ip(), cert_subject);
     let ctx = SessionConn::new(server, peer, conn, attached, outbox, identity);
     let wire = ZkWire { stats: stats.clone() };
-    Some((ctx, ZkReader { reader, stats }, writer, out_rx, wire, cancel))
+    Some((ctx, ZkReader { reader, stats }, writer, out_rx, wire))
 }
 
 /// Reads ZooKeeper's frames.

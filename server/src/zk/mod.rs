@@ -10,11 +10,13 @@
 //! * [`reply`]: replies and notifications on the wire.
 //! * [`connection`]: per connection: four-letter words, connect, the request loop.
 //! * [`fourlw`]: `ruok`, `srvr`, `stat`, `mntr`, `conf`, `cons`, `envi`, `wchs`.
+//! * [`frames`]: the length-prefixed frames requests and replies travel in.
 //!
 //! What differs from ZooKeeper is listed in docs/zookeeper-compat.md.
 
 pub mod connection;
 pub mod fourlw;
+pub mod frames;
 pub mod jute;
 pub mod ops;
 pub mod read;
