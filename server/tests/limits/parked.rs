@@ -1,8 +1,8 @@
 //! Idle connections park (docs/architecture.md "Idle connections park"): a connection with
 //! nothing in flight gives up its reader's and writer's state and keeps only its socket and
 //! its order. What it was promised still reaches it: its watch events (G6), its lock grant
-//! (G12), the replies to its next requests (G2), and the close when its session moves to
-//! another connection (G19), on both listeners.
+//! (G12), the replies to its next requests (G2), the close when its session moves to another
+//! connection (G19), on both listeners, and the server's shutdown.
 
 use super::metric;
 use tokio::net::TcpStream;
@@ -66,4 +66,11 @@ async fn a_parked_connection_wakes_for_its_events_its_grant_its_requests_and_its
     let (_moved, timeout) = Raw::connect(&server.zk_addr_str(), session, &passwd).await;
     assert!(timeout > 0, "the session resumed on a new connection");
     assert_eq!(within("the old connection's end", DEADLINE, zk.frame()).await, None, "the old connection is closed");
+
+    // Shutdown wakes parked connections too: the server exits on SIGTERM with idle clients.
+    wait_until("the connections park again", DEADLINE, || async move { parked().await >= 3 }).await;
+    let mut server = server;
+    let status = tokio::task::spawn_blocking(move || server.terminate()).await.expect("terminate");
+    assert!(status.success(), "ward-server exits cleanly on SIGTERM: {status}");
+    drop((holder, waiter));
 }
