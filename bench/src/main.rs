@@ -70,7 +70,7 @@ const USAGE: &str =
   --revive CMD      after each rival leader kill, run CMD (e.g. \"bench/peers.sh start\") to bring
                     the killed member back; needed for more than one kill
   --idle-sessions N  measure only the server's memory per idle session, N sessions on each
-                    protocol (native, then ZooKeeper) against a ward-server of its own
+                    protocol (native, then ZooKeeper), each against a ward-server of its own
   --tables          measure only the in-memory session table (std Mutex<HashMap> against DashMap)
   --snapshots       measure only what a snapshot of 100k and 1M znodes costs the writers, in process
   --scale           run the scale workloads (f, h, g1m, e1000: each prints its cost per item);
