@@ -327,12 +327,23 @@ impl OutboxRx {
     }
 }
 
-impl Drop for OutboxRx {
-    fn drop(&mut self) {
+impl OutboxRx {
+    /// The writer has ended (rule 7 of `net/ordering.rs`): later messages are refused, what
+    /// waited is dropped, and a reader waiting for writes is told. Also on drop.
+    pub fn end(&mut self) {
         let dropped = self.order().writer_gone();
         // Dropped outside the lock.
         drop(dropped);
         self.0.to_reader.notify_one();
+    }
+}
+
+impl Drop for OutboxRx {
+    fn drop(&mut self) {
+        self.end();
+        // The connection's task is gone, however it went (a panic included): whatever
+        // still waits on its token stops.
+        self.0.cancel.cancel();
     }
 }
 

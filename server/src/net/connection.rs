@@ -81,6 +81,7 @@ where
     W: Wire,
     D: Decoder,
 {
+    let plain = plain_socket(reader).is_some();
     if reader.read_buffer().is_empty() {
         *reader.read_buffer_mut() = BytesMut::new();
         if let Some(tcp) = plain_socket(reader) {
@@ -90,7 +91,27 @@ where
         }
         reader.read_buffer_mut().reserve(FIRST_BUFFER);
     }
-    reader.next().await
+    // Readiness can outlive the bytes that set it (tokio clears it only after a read that
+    // did not fill the buffer), so the read may find nothing: waiting then, with nothing
+    // buffered, the reader is just as idle (both codecs keep a frame's length in the buffer
+    // until the whole frame is in, so an empty buffer is between frames).
+    let mark = idle.reader();
+    std::future::poll_fn(|cx| {
+        mark.set_to(false);
+        let polled = reader.poll_next_unpin(cx);
+        mark.set_to(polled.is_pending() && plain && reader.read_buffer().is_empty());
+        polled
+    })
+    .await
+}
+
+/// Gives back a parked reader's empty read buffer (`next_frame` may have taken one for a
+/// read that found nothing), and the plain TCP socket to wait on, if it is not TLS.
+pub(crate) fn park<W: Wire, D>(reader: &mut FramedRead<Counted<ReadHalf, W>, D>) -> Option<&TcpStream> {
+    if reader.read_buffer().is_empty() {
+        *reader.read_buffer_mut() = BytesMut::new();
+    }
+    plain_socket(reader)
 }
 
 /// The plain TCP socket under `reader`, if it is not TLS.
@@ -173,8 +194,8 @@ impl ReadSide<WardWire> for WardReader {
         read_loop(ctx, &mut self.0, queue, cancel, idle)
     }
 
-    fn socket(&self) -> Option<&TcpStream> {
-        plain_socket(&self.0)
+    fn park(&mut self) -> Option<&TcpStream> {
+        park(&mut self.0)
     }
 }
 

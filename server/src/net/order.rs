@@ -241,7 +241,7 @@ impl SessionConn {
                 if stopped == Stopped::Ended {
                     break;
                 }
-                park::parked(read_side.socket(), &writer.out).await;
+                park::parked(read_side.park(), &writer.out).await;
             }
             writer.finish(ctx.who());
             server.local.watches.remove_conn(ctx.conn);
@@ -266,7 +266,8 @@ pub trait ReadSide<W: Wire>: Send {
         idle: &'a Idle,
     ) -> impl Future<Output = ()> + Send + 'a;
 
-    /// The plain TCP socket it reads, for a parked connection to wait on; `None` under TLS,
-    /// where the reader never marks itself idle.
-    fn socket(&self) -> Option<&TcpStream>;
+    /// The connection parks: gives back what the reader need not keep meanwhile (an empty
+    /// read buffer), and the plain TCP socket it reads, to wait on; `None` under TLS, where
+    /// the reader never marks itself idle.
+    fn park(&mut self) -> Option<&TcpStream>;
 }

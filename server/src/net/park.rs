@@ -57,6 +57,11 @@ impl<'a> Mark<'a> {
         flag.store(true, Ordering::Relaxed);
         Mark(flag)
     }
+
+    /// For a wait that is idle at some polls and not at others.
+    pub fn set_to(&self, idle: bool) {
+        self.0.store(idle, Ordering::Relaxed);
+    }
 }
 
 impl Drop for Mark<'_> {

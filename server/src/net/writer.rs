@@ -114,7 +114,9 @@ where
             _ = cancel.cancelled() => {}
             _ = phase.serve_and_flush(idle) => {}
         }
-        // Whatever ends the writer ends the reader too.
+        // Whatever ends the writer ends the reader too, and the connection's order: nothing
+        // more is queued for it.
+        self.out.end();
         cancel.cancel();
     }
 

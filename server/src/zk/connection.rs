@@ -140,8 +140,8 @@ impl ReadSide<ZkWire> for ZkReader {
         read_loop(ctx, &self.stats, &mut self.reader, queue, cancel, idle)
     }
 
-    fn socket(&self) -> Option<&TcpStream> {
-        crate::net::connection::plain_socket(&self.reader)
+    fn park(&mut self) -> Option<&TcpStream> {
+        crate::net::connection::park(&mut self.reader)
     }
 }
 

@@ -11,17 +11,17 @@ use tokio_util::codec::{Decoder, Encoder};
 /// The length prefix.
 const HEAD: usize = 4;
 
-/// Frames of at most `max` bytes (the prefix not counted).
+/// Frames of at most `max` bytes (the prefix not counted). The prefix stays in the buffer
+/// until the whole frame has arrived, so an empty buffer means "between frames", which is
+/// when a connection may park (`net/park.rs`).
 #[derive(Debug, Clone, Copy)]
 pub struct Frames {
     max: u32,
-    /// The length of a frame whose prefix is read and whose body is not yet whole.
-    pending: Option<u32>,
 }
 
 impl Frames {
     pub fn new(max: usize) -> Self {
-        Frames { max: u32::try_from(max).unwrap_or(u32::MAX), pending: None }
+        Frames { max: u32::try_from(max).unwrap_or(u32::MAX) }
     }
 
     fn too_large(&self, len: usize) -> io::Error {
@@ -34,27 +34,19 @@ impl Decoder for Frames {
     type Error = io::Error;
 
     fn decode(&mut self, src: &mut BytesMut) -> io::Result<Option<BytesMut>> {
-        let len = match self.pending {
-            Some(len) => len,
-            None => {
-                let Some(head) = src.get(..HEAD) else { return Ok(None) };
-                let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
-                if len > self.max {
-                    return Err(self.too_large(len as usize));
-                }
-                src.advance(HEAD);
-                self.pending = Some(len);
-                len
-            }
-        };
-        let len = len as usize;
-        if src.len() < len {
+        let Some(head) = src.get(..HEAD) else { return Ok(None) };
+        let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+        if len > self.max {
+            return Err(self.too_large(len as usize));
+        }
+        let whole = HEAD + len as usize;
+        if src.len() < whole {
             // Room for the rest of the frame at once, not by doublings.
-            src.reserve(len - src.len());
+            src.reserve(whole - src.len());
             return Ok(None);
         }
-        self.pending = None;
-        Ok(Some(src.split_to(len)))
+        src.advance(HEAD);
+        Ok(Some(src.split_to(len as usize)))
     }
 }
 

@@ -7,7 +7,7 @@
 use super::metric;
 use tokio::net::TcpStream;
 use ward_client::CreateMode;
-use ward_testkit::zk::raw::{op, path_watch, set_data, Raw};
+use ward_testkit::zk::raw::{op, path_watch, set_data, string, Raw};
 use ward_testkit::{connect, wait_until, within, ServerProcess, DEADLINE};
 
 /// A ZooKeeper notification's xid.
@@ -59,6 +59,18 @@ async fn a_parked_connection_wakes_for_its_events_its_grant_its_requests_and_its
     assert_eq!(data, b"1");
     zk.request(op::SET_DATA, &set_data("/x")).await;
     assert_eq!(zk.header().await.1, 0, "setData on the ZooKeeper connection");
+    // Larger requests too: a read that fills the read buffer exactly leaves the socket's
+    // readiness set, and the reader must still count as idle when the next read finds nothing.
+    for len in [300, 1000, 3000, 10_000, 100_000] {
+        let mut payload = Vec::new();
+        string(&mut payload, b"/x");
+        string(&mut payload, &vec![b'z'; len]);
+        payload.extend_from_slice(&(-1i32).to_be_bytes());
+        zk.request(op::SET_DATA, &payload).await;
+        assert_eq!(zk.header().await.1, 0, "setData of {len} bytes on the ZooKeeper connection");
+        waiter.set_data("/x", &vec![b'w'; len], None).await.expect("a native set_data");
+        wait_until("the connections park after a large request", DEADLINE, || async move { parked().await >= 3 }).await;
+    }
 
     // G19: the session moving to a new connection closes its parked old one.
     wait_until("the connections park again", DEADLINE, || async move { parked().await >= 3 }).await;
