@@ -31,6 +31,10 @@ pub struct Config {
     /// connection; an event or grant past it closes the connection (the session stays).
     /// docs/security.md "Limits".
     pub max_outbound_bytes: usize,
+    /// Bytes of recent changes kept for persistent watches armed again after a reconnect
+    /// (G23): a client that has seen less than this history holds is told it may have
+    /// missed events. docs/operations.md.
+    pub watch_history_bytes: usize,
     /// Client connections (both client listeners together) open at once; 0: no limit.
     pub max_connections: usize,
     /// Client connections from one IP address (both client listeners together) open at
@@ -76,6 +80,7 @@ impl Default for Config {
             expiry_tick: Duration::from_millis(100),
             max_inflight_per_conn: 1024,
             max_outbound_bytes: 16 << 20,
+            watch_history_bytes: crate::watch::history::HISTORY_BYTES,
             max_connections: 10_000,
             max_connections_per_ip: 60,
             zookeeper: None,

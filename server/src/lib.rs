@@ -122,6 +122,7 @@ pub async fn serve_with(
     log: Arc<dyn CommandLog>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
+    local.watches.set_history_limit(config.watch_history_bytes);
     config.validate()?;
     // Before any expiry can be applied: the metrics count only those stamped after this.
     metrics::locks::started_ms();
@@ -153,6 +154,7 @@ pub async fn serve_with(
             max_connections_per_ip = c.max_connections_per_ip,
             max_outbound_bytes = c.max_outbound_bytes,
             max_in_flight_per_connection = c.max_inflight_per_conn,
+            watch_history_bytes = c.watch_history_bytes,
             tls = c.tls.is_some(),
             "serving"
         );

@@ -13,8 +13,9 @@ use crate::command::Change;
 use std::collections::VecDeque;
 use ward_proto::{EventKind, Position, StreamEvent, WatchEvent, Zxid};
 
-/// What the history may hold, counting each change's path and a fixed overhead: about
-/// 100,000 changes of 40-byte paths, the last few seconds of a busy server.
+/// What the history may hold by default (`--watch-history-bytes`), counting each change's
+/// path and a fixed overhead: about 100,000 changes of 40-byte paths, the last few seconds
+/// of a busy server.
 pub const HISTORY_BYTES: usize = 8 << 20;
 
 /// What one entry costs besides its path.
@@ -78,6 +79,17 @@ impl History {
             self.bytes += path.len() + ENTRY_OVERHEAD;
             self.entries.push_back(Entry { position, kind, path: path.into() });
         }
+        self.trim();
+    }
+
+    /// Holds at most `limit` bytes from now on (`--watch-history-bytes`), dropping the
+    /// oldest changes past it.
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit;
+        self.trim();
+    }
+
+    fn trim(&mut self) {
         while self.bytes > self.limit {
             let Some(oldest) = self.entries.pop_front() else { break };
             self.bytes -= oldest.path.len() + ENTRY_OVERHEAD;
@@ -137,5 +149,25 @@ mod tests {
         history.reset(7);
         assert!(history.after(Position { zxid: 6, index: 0 }).is_none(), "before the installed state");
         assert_eq!(history.after(Position::after(7)).map(positions), Some(vec![]));
+    }
+
+    /// `--watch-history-bytes`: a smaller limit drops the oldest changes at once and moves
+    /// the horizon past them; 0 keeps nothing, so every re-armed watch is told it may have
+    /// missed events.
+    #[test]
+    fn a_new_limit_drops_the_oldest_changes_past_it() {
+        let mut history = History::default();
+        for zxid in 1..=4 {
+            history.record(zxid, &[Change::DataChanged("/a".into())]);
+        }
+        assert_eq!(history.after(Position::default()).map(positions), Some(vec![(1, 0), (2, 0), (3, 0), (4, 0)]));
+        history.set_limit(2 * (ENTRY_OVERHEAD + 2));
+        assert!(history.after(Position::default()).is_none(), "the two oldest are gone");
+        assert_eq!(history.after(Position { zxid: 2, index: 0 }).map(positions), Some(vec![(3, 0), (4, 0)]));
+        history.set_limit(0);
+        assert!(history.after(Position { zxid: 3, index: 0 }).is_none());
+        assert_eq!(history.after(Position { zxid: 4, index: 0 }).map(positions), Some(vec![]), "seen everything");
+        history.record(5, &[Change::Created("/b".into())]);
+        assert!(history.after(Position { zxid: 4, index: 0 }).is_none(), "nothing is kept");
     }
 }

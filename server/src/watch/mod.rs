@@ -253,6 +253,12 @@ impl WatchRegistry {
         (replay, missed)
     }
 
+    /// The history of changes replayed to re-armed persistent watches holds at most `bytes`
+    /// from now on (`--watch-history-bytes`).
+    pub fn set_history_limit(&self, bytes: usize) {
+        self.lock().history.set_limit(bytes);
+    }
+
     /// The state was replaced at `zxid` (a snapshot): the history starts again there.
     pub fn reset_history(&self, zxid: Zxid) {
         self.lock().history.reset(zxid);

@@ -33,6 +33,7 @@ election-timeout-ms = 120
 log-format = "json"
 metrics-max-locks = 1
 max-outbound-bytes = 3000000
+watch-history-bytes = 123456
 max-connections = 500
 max-connections-per-ip = 40
 max-in-flight-per-connection = 7
@@ -69,6 +70,7 @@ const ENV: &[(&str, &str)] = &[
     ("WARD_LOG_FORMAT", "json"),
     ("WARD_METRICS_MAX_LOCKS", "1"),
     ("WARD_MAX_OUTBOUND_BYTES", "3000000"),
+    ("WARD_WATCH_HISTORY_BYTES", "123456"),
     ("WARD_MAX_CONNECTIONS", "500"),
     ("WARD_MAX_CONNECTIONS_PER_IP", "40"),
     ("WARD_MAX_IN_FLIGHT_PER_CONNECTION", "7"),
@@ -216,6 +218,7 @@ async fn check_every_option(server: &ServerProcess) {
     assert!(conf.contains("maxClientCnxns=40\n"), "max-connections-per-ip: {conf}");
     let fields = [
         "\"max_outbound_bytes\":3000000",
+        "\"watch_history_bytes\":123456",
         "\"max_connections\":500",
         "\"max_connections_per_ip\":40",
         "\"max_in_flight_per_connection\":7",

@@ -141,6 +141,7 @@ fn passed_on(args: &Args) -> Vec<String> {
         ("log-format", s.log_format.map(|f| f.to_string())),
         ("metrics-max-locks", s.metrics_max_locks.map(|n| n.to_string())),
         ("max-outbound-bytes", s.max_outbound_bytes.map(|n| n.to_string())),
+        ("watch-history-bytes", s.watch_history_bytes.map(|n| n.to_string())),
         ("max-connections", s.max_connections.map(|n| n.to_string())),
         ("max-connections-per-ip", s.max_connections_per_ip.map(|n| n.to_string())),
         ("admin-token-file", s.admin_token_file.as_deref().map(absolute)),

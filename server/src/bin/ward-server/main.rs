@@ -53,6 +53,8 @@ async fn run(args: Args) -> Result<(), StartError> {
     let peer_tls = args.peer_tls.clone().map(|files| files.load().map(Arc::new)).transpose()?;
     reload::on_sighup(tls.clone(), peer_tls.clone());
     let (core, local) = Core::serving();
+    // Before the log is replayed: the replay fills the history.
+    local.watches.set_history_limit(args.config.watch_history_bytes);
     let mut peer_addr = None;
     let durable = match &args.data_dir {
         Some(dir) => {

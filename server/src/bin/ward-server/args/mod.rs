@@ -135,6 +135,9 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
     if let Some(bytes) = s.max_outbound_bytes {
         config.max_outbound_bytes = usize::try_from(bytes.0).unwrap_or(usize::MAX);
     }
+    if let Some(bytes) = s.watch_history_bytes {
+        config.watch_history_bytes = usize::try_from(bytes.0).unwrap_or(usize::MAX);
+    }
     if let Some(n) = s.max_in_flight_per_connection {
         config.max_inflight_per_conn = usize::try_from(n.0).unwrap_or(usize::MAX);
     }

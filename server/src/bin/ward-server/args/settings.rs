@@ -152,6 +152,11 @@ pub struct Settings {
     /// [default: 16777216, 16 MiB]
     #[arg(long, value_name = "BYTES", help_heading = "Limits")]
     pub max_outbound_bytes: Option<Bounded<{ MIN_OUTBOUND as u64 }, MAX>>,
+    /// Bytes of recent changes kept so that a persistent watch armed again after a reconnect
+    /// gets what it missed; a client that has seen less than this holds is told it may have
+    /// missed events. 0 keeps none [default: 8388608, 8 MiB]
+    #[arg(long, value_name = "BYTES", help_heading = "Limits")]
+    pub watch_history_bytes: Option<Bounded<0, MAX>>,
     /// Requests one connection may have read and not yet answered; at the limit the server
     /// stops reading that connection until a reply goes out [default: 1024]
     #[arg(long, value_name = "N", help_heading = "Limits")]
@@ -225,6 +230,7 @@ impl Settings {
             election_timeout_ms: self.election_timeout_ms.or(lower.election_timeout_ms),
             dev_ensemble: self.dev_ensemble.or(lower.dev_ensemble),
             max_outbound_bytes: self.max_outbound_bytes.or(lower.max_outbound_bytes),
+            watch_history_bytes: self.watch_history_bytes.or(lower.watch_history_bytes),
             max_in_flight_per_connection: self.max_in_flight_per_connection.or(lower.max_in_flight_per_connection),
             max_connections: self.max_connections.or(lower.max_connections),
             max_connections_per_ip: self.max_connections_per_ip.or(lower.max_connections_per_ip),
@@ -281,7 +287,7 @@ mod tests {
                 | "max-connections"
                 | "max-connections-per-ip"
                 | "max-in-flight-per-connection" => toml::Value::Integer(1),
-                "max-outbound-bytes" => toml::Value::Integer(1 << 20),
+                "max-outbound-bytes" | "watch-history-bytes" => toml::Value::Integer(1 << 20),
                 "heartbeat-ms" | "election-timeout-ms" => toml::Value::Integer(100),
                 "ensemble" | "peer-route" => toml::Value::String("1=a:1".into()),
                 "log-format" => toml::Value::String("json".into()),
@@ -294,7 +300,7 @@ mod tests {
             let parsed = parsed.unwrap_or_else(|e| panic!("key {key}: {e}"));
             assert_ne!(parsed, Settings::default(), "key {key} set nothing");
         }
-        assert_eq!(keys().len(), 38, "a new option: add it to docs/operations.md and here");
+        assert_eq!(keys().len(), 39, "a new option: add it to docs/operations.md and here");
     }
 
     #[test]
