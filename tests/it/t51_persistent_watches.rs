@@ -170,6 +170,36 @@ async fn every_change_of_a_subtree_arrives_once_in_order_across_a_cut_connection
     .await
 }
 
+// G23: a watcher away longer than the server's history of changes reaches back is told so:
+// its stream yields `EventsMissed`, where the gap is, and then goes on with the live changes.
+// The server keeps almost no history (`--watch-history-bytes 1`: a chunk of changes is over
+// it as soon as it is made), so any change while the watcher is off is past the horizon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_away_longer_than_the_history_reaches_is_told_it_missed_events() {
+    bounded(async {
+        let server = ServerProcess::start_with(&["--watch-history-bytes", "1"]);
+        let proxy = Proxy::start(server.addr()).await;
+        let writer = connect(&server.addr_str()).await;
+        subtree(&writer, "/gap").await;
+        let watcher = connect_with(&proxy.addr_str(), Duration::from_secs(20)).await;
+        let mut stream = watcher.watch("/gap", WatchMode::PersistentRecursive).await.expect("watch");
+        writer.set_data("/gap/n0", b"seen", None).await.expect("set");
+        let seen = next(&mut stream).await.expect("an event before the cut");
+        assert_eq!((seen.kind, seen.path.as_str()), (EventKind::NodeDataChanged, "/gap/n0"));
+        proxy.isolate();
+        for i in 0..5 {
+            writer.set_data("/gap/n1", i.to_string().as_bytes(), None).await.expect("a set while the watcher is off");
+        }
+        proxy.unblock();
+        assert_eq!(next(&mut stream).await.map(drop), Err(Error::EventsMissed), "the gap is reported");
+        // The gap was found when the watch was armed again: a set after it comes live.
+        writer.set_data("/gap/n2", b"live", None).await.expect("set");
+        let live = next(&mut stream).await.expect("the live event");
+        assert_eq!((live.kind, live.path.as_str()), (EventKind::NodeDataChanged, "/gap/n2"));
+    })
+    .await
+}
+
 // G23, G7, G11: the watcher's link goes silent while sets go on, then the server is killed
 // with kill -9 and restarted; the watcher resumes its session there, and its stream goes on
 // from the last change it had: the restarted server's history of changes comes from

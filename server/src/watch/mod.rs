@@ -9,6 +9,7 @@
 //! reply (guarantee G6). Arming a persistent watch with a replay happens under the read
 //! lock for the same reason: every change is either in the replay or fires the watch.
 
+mod chunk;
 pub mod history;
 
 use crate::command::Change;
@@ -227,7 +228,7 @@ impl WatchRegistry {
             w.add_persistent(conn, &watch.path, watch.mode);
             let Some(since) = watch.since else { continue };
             // Past the horizon the history has the rest: replay that, and say what is lost.
-            let since = if w.history.after(since).is_none() {
+            let since = if !w.history.reaches(since) {
                 missed.push(history::index(i));
                 w.history.horizon()
             } else {

@@ -152,9 +152,9 @@ pub struct Settings {
     /// [default: 16777216, 16 MiB]
     #[arg(long, value_name = "BYTES", help_heading = "Limits")]
     pub max_outbound_bytes: Option<Bounded<{ MIN_OUTBOUND as u64 }, MAX>>,
-    /// Bytes of recent changes kept so that a persistent watch armed again after a reconnect
-    /// gets what it missed; a client that has seen less than this holds is told it may have
-    /// missed events. 0 keeps none [default: 8388608, 8 MiB]
+    /// Memory for recent changes, kept so that a persistent watch armed again after a
+    /// reconnect gets what it missed; a client that has seen less than this holds is told it
+    /// may have missed events. 0 keeps none [default: 2097152, 2 MiB]
     #[arg(long, value_name = "BYTES", help_heading = "Limits")]
     pub watch_history_bytes: Option<Bounded<0, MAX>>,
     /// Requests one connection may have read and not yet answered; at the limit the server
