@@ -1,5 +1,5 @@
-//! g1m: a million znodes, in ten equal steps, so that flatness shows: the create rate of the
-//! first step (an empty tree to 100k) against the last (900k to 1M), and the memory per
+//! g1m: a million znodes, in ten equal steps, so that flatness shows: the create rate of each
+//! step, the last (900k to 1M) against the first (an empty tree to 100k), and the memory per
 //! znode at 100k and at 1M. The others of the scale set are f (10,000 sessions), h (100,000
 //! watches) and e1000 (1,000 lock waiters) in `workloads.rs`.
 
@@ -52,8 +52,9 @@ pub async fn million<Y: System>(sys: &Y, dir: &str, total: usize) -> Result<Figu
     let k = |n: usize| format!("{}k", (n as f64 / 1000.0).round());
     let mut f = Figures::default();
     f.rate("create/s", n, created);
-    f.add(format!("create/s, 0 to {} znodes", k(step)), first);
-    f.add(format!("create/s, {} to {} znodes", k(n - step), k(n)), last);
+    for (s, rate) in rates.iter().enumerate() {
+        f.add(format!("create/s, {} to {} znodes", k(s * step), k((s + 1) * step)), *rate);
+    }
     f.add("create rate, last step / first step", last / first);
     f.rate("delete/s", n, deleted);
     per_item(&mut f, &format!("znode at {}", k(step)), before, at_first_step, step);
