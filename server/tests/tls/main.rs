@@ -14,7 +14,7 @@ mod zookeeper;
 use std::time::Duration;
 use ward_client::{Client, CreateMode, Tls};
 use ward_testkit::tls::{self_signed, CertFiles, TestCa};
-use ward_testkit::{within, ServerProcess, TempDir, DEADLINE};
+use ward_testkit::{wait_until, within, ServerProcess, TempDir, DEADLINE};
 
 /// The certificates of a test: a CA and what it issued, another CA that nobody trusts, and
 /// certificates no server should accept.
@@ -95,4 +95,11 @@ pub async fn refused(addr: &str, tls: Option<Tls>, what: &str) {
 /// Lines of the server's log that say a TLS handshake failed.
 pub fn handshake_failures(server: &ServerProcess) -> usize {
     server.log_tail().lines().filter(|l| l.contains("TLS handshake failed")).count()
+}
+
+/// Waits until the server has logged `count` failed TLS handshakes in all. It logs one when it
+/// notices that the client gave up, which can come after the client has had its error.
+pub async fn await_handshake_failures(server: &ServerProcess, count: usize) {
+    let logged = || async { handshake_failures(server) >= count };
+    wait_until(&format!("{count} failed TLS handshakes in the server's log"), DEADLINE, logged).await;
 }
