@@ -26,7 +26,7 @@ pub struct Entry {
 
 pub struct Chunk {
     /// The position of the chunk's first change.
-    pub first: Position,
+    first: Position,
     /// The position of the chunk's last change.
     pub last: Position,
     /// The path the next change is packed against.

@@ -17,8 +17,9 @@ use std::collections::VecDeque;
 use ward_proto::{EventKind, Position, StreamEvent, WatchEvent, Zxid};
 
 /// What the history may hold by default (`--watch-history-bytes`), counted as the memory it
-/// takes: about 190,000 creates of nodes numbered in sequence (two changes each), or 60,000
-/// changes of unrelated 30-byte paths; the last seconds of a busy server.
+/// takes: about 180,000 creates of nodes numbered in sequence (two changes each), or 60,000
+/// changes of random 30-byte paths (both measured by the tests below); the last seconds of a
+/// busy server.
 pub const HISTORY_BYTES: usize = 2 << 20;
 
 /// The largest and smallest chunks: a limit is held in about 32 chunks, so dropping the
@@ -85,6 +86,15 @@ impl History {
         let room = path.len() + HEADER_BYTES;
         if self.chunks.back().is_none_or(|last| last.spare() < room) {
             let capacity = (self.limit / 32).clamp(*CHUNK_BYTES.start(), *CHUNK_BYTES.end()).max(room);
+            if capacity + std::mem::size_of::<Chunk>() > self.limit {
+                // No chunk fits the limit (`--watch-history-bytes` 0, say): `trim` would drop
+                // it, and every older one, at once. Keep nothing, allocate nothing, and let
+                // the horizon pass the change.
+                self.horizon = self.horizon.max(position);
+                self.chunks.clear();
+                self.bytes = 0;
+                return;
+            }
             let chunk = Chunk::new(capacity);
             self.bytes += chunk.size();
             self.chunks.push_back(chunk);
@@ -209,6 +219,8 @@ mod tests {
         assert_eq!(history.after(Position { zxid: 4, index: 0 }).map(positions), Some(vec![]), "seen everything");
         history.record(5, &[Change::Created("/b".into())]);
         assert!(history.after(Position { zxid: 4, index: 0 }).is_none(), "nothing is kept");
+        assert_eq!(history.after(Position { zxid: 5, index: 0 }).map(positions), Some(vec![]), "seen everything");
+        assert!(history.chunks.is_empty(), "no chunk is made that the limit cannot hold");
         assert_eq!(history.bytes(), 0);
     }
 
@@ -241,7 +253,8 @@ mod tests {
         assert!(paths[0].starts_with("/n/") && paths[1] == "/n", "{paths:?}");
     }
 
-    /// The default budget is memory, and at about 11 bytes a create it holds a long window.
+    /// The default budget is memory, and at about 11 bytes a create it holds a long window
+    /// (182,622 creates before the first chunk is dropped).
     #[test]
     fn the_default_budget_holds_150000_creates_of_numbered_nodes() {
         let mut history = History::default();
@@ -253,5 +266,23 @@ mod tests {
         assert!(history.bytes() <= HISTORY_BYTES);
         assert!(history.reaches(Position::default()), "nothing was dropped: {} bytes", history.bytes());
         assert_eq!(history.after(Position::default()).map(Iterator::count), Some(300_000));
+    }
+
+    /// Random 30-byte paths share nothing to pack against: about 35 bytes a change, so the
+    /// default holds about 60,000 of them (59,827 before the first chunk is dropped).
+    #[test]
+    fn the_default_budget_holds_55000_changes_of_unrelated_30_byte_paths() {
+        let mut history = History::default();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for zxid in 1..=55_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let path = format!("/{x:016x}{:013x}", x.rotate_left(23) & 0xf_ffff_ffff_ffff);
+            assert_eq!(path.len(), 30);
+            history.record(zxid, &[Change::DataChanged(path)]);
+        }
+        assert!(history.bytes() <= HISTORY_BYTES);
+        assert!(history.reaches(Position::default()), "nothing was dropped: {} bytes", history.bytes());
     }
 }
