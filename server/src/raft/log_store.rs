@@ -16,6 +16,7 @@ use super::activity::{Activity, Watch};
 use super::error::{FileError, OpenError};
 use super::fsutil::{magic, read_versioned, remove_stale_tmp, write_checked};
 use super::late::Late;
+use super::marks::Marks;
 use super::readback;
 use super::record::{Record, RecordRef};
 use super::snapshot_trigger::SnapshotTrigger;
@@ -42,6 +43,8 @@ struct Cache {
     /// The newest entry dropped from memory because it was applied; it and older entries
     /// since `last_purged` are on disk only.
     last_evicted: Option<LogId>,
+    /// Where reading those back may start (the I/O thread adds to them).
+    marks: Arc<Marks>,
 }
 
 /// The log store handed to openraft. Only openraft's core writes through it, one call at a
@@ -143,7 +146,7 @@ impl LogStore {
             "log opened"
         );
         let (oldest_segment, found_bytes) = (wal.oldest_segment(), wal.found_bytes());
-        let writer = Writer::start(wal, segment_max)?;
+        let writer = Writer::start(wal, segment_max, cache.marks.clone())?;
         let cache = Arc::new(RwLock::new(cache));
         let activity = Arc::default();
         Ok(LogStore {
@@ -230,10 +233,10 @@ impl LogStore {
 
     /// One record of `entries`, durable when this returns (the break's late writes only).
     async fn write_entries(&mut self, entries: &[Entry]) -> Result<(), FileError> {
-        let Some(last) = entries.last().map(|e| e.log_id.index) else { return Ok(()) };
+        let Some(indexes) = index_range(entries) else { return Ok(()) };
         let payload = encode_payload(&RecordRef::Entries(entries))?;
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.writer.write(payload, Some(last), Box::new(move |result| drop(tx.send(result))));
+        self.writer.write(payload, Some(indexes), Box::new(move |result| drop(tx.send(result))));
         rx.await.unwrap_or(Err(FileError::Failed))?;
         crate::metrics::log::appended(entries.len(), commands(entries));
         Ok(())
@@ -294,7 +297,8 @@ impl Cache {
         if let Some(evicted) = self.last_evicted.filter(|e| from.max(first) <= e.index && from < to) {
             let disk_from = from.max(first);
             let disk_to = to.min(evicted.index + 1);
-            out = readback::read_entries(log_dir, disk_from, disk_to)?;
+            let start = self.marks.start_for(disk_from);
+            out = readback::read_entries(log_dir, disk_from, disk_to, start)?;
             tracing::debug!(from, to = disk_to, found = out.len(), "applied log entries read back from disk");
         }
         if from < to {
@@ -375,7 +379,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: Send,
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
-        let Some(last) = entries.last().map(|e| e.log_id.index) else {
+        let Some(indexes) = index_range(&entries) else {
             callback.log_io_completed(Ok(()));
             return Ok(());
         };
@@ -405,7 +409,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let activity = self.activity.clone();
         self.writer.write(
             payload,
-            Some(last),
+            Some(indexes),
             Box::new(move |result| {
                 // The proposer first: its next batch is then in openraft's queue by the time
                 // openraft's core, woken next, has taken this flush in.
@@ -438,6 +442,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         self.writer.remove_purged(log_id.index);
         Ok(())
     }
+}
+
+/// The first and last indexes of `entries`, if any.
+fn index_range(entries: &[Entry]) -> Option<(u64, u64)> {
+    Some((entries.first()?.log_id.index, entries.last()?.log_id.index))
 }
 
 /// The commands in `entries` (a normal entry carries a batch of them).

@@ -18,7 +18,8 @@
 //!   [`writer`]: the thread that does the log's writes and fdatasyncs (group commit at the disk);
 //!   [`extent`]: how far the log had reached, so that lost segments are noticed.
 //! * [`log_store`]: openraft's `RaftLogStorage` over the WAL, and the vote; it keeps only
-//!   unapplied entries in memory, and `readback` reads applied ones from the segments.
+//!   unapplied entries in memory, and `readback` reads applied ones from the segments,
+//!   starting at the nearest of the places `marks` keeps.
 //! * [`state_machine`]: openraft's `RaftStateMachine` over [`Core`], and snapshots;
 //!   [`snapshot_trigger`]: when the next one is due (by log size).
 //! * [`proposer`]: group commit in front of openraft, paced by the disk ([`activity`]); on
@@ -27,7 +28,8 @@
 //! * [`route`]: a batch into Raft here, or to the leader; the read index for `sync`.
 //! * [`network`]: openraft's RPCs over the peer link ([`crate::peer`]).
 //! * [`service`]: what this member does with its peers' requests.
-//! * [`leadership`]: leader-only duties (session expiry).
+//! * [`leadership`]: leader-only duties (session expiry); `standing`: a follower whose log is
+//!   ahead of a candidate's stands at once.
 //! * [`contact`]: touch rounds with the leader; when a ping may be answered ([`rounds`]: the
 //!   bookkeeping, checked by loom).
 //! * [`membership`]: adding and removing members.
@@ -46,6 +48,7 @@ pub mod identity;
 mod late;
 pub mod leadership;
 pub mod log_store;
+mod marks;
 pub mod membership;
 pub mod network;
 pub mod proposer;
@@ -58,6 +61,7 @@ pub mod service;
 pub mod snapshot_file;
 mod snapshot_format;
 pub mod snapshot_trigger;
+mod standing;
 pub mod state_machine;
 pub mod timing;
 pub mod types;
@@ -404,6 +408,7 @@ pub async fn open_member(
                 local: local.clone(),
                 reports: reports.clone(),
                 chunks: proposer.chunks(),
+                standing: standing::Standing::new(timing::grace(raft.config())),
             });
             let identity = peers.identity().clone();
             let peer_tls = identity.tls.is_some();

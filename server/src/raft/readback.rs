@@ -1,14 +1,15 @@
 //! Reading entries back from the segment files, for the rare reader that wants an entry the
 //! log store no longer keeps in memory (it drops entries once applied).
 //!
-//! It is the slow path by design: a one-member group never takes it (startup reads the
-//! entries replayed into memory), and a follower far enough behind to need applied entries
-//! is better served by a snapshot. So it scans every segment rather than keeping an index.
-//! It reads a segment only as far as its records go: the active segment is mostly its
-//! zero-filled tail, and reading all of it (64 MiB by default) cost a new leader tens of
-//! milliseconds each time it probed where a follower's log ends.
+//! A one-member group never takes this path (startup reads the entries replayed into
+//! memory), but every new leader of an ensemble does: openraft finds where each follower's
+//! log ends by a binary search over the whole log, each probe carrying a few applied
+//! entries. So a read starts at the nearest mark before the entries it wants (`marks.rs`),
+//! or, with none (entries written before this start), at the oldest segment. It reads a
+//! segment only as far as its records go: the active segment is mostly its zero-filled tail.
 
 use super::error::FileError;
+use super::marks::Place;
 use super::record::{
     parse_segment_header, read_at, record_size, Record, Slot, MAX_PAYLOAD, RECORD_HEADER, SEGMENT_HEADER,
 };
@@ -16,36 +17,53 @@ use super::segment;
 use super::types::Entry;
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// The least read from a segment at a time.
 const CHUNK: usize = 1 << 20;
 
 /// The entries with indexes in `from..to` as the log in `dir` holds them now: later records
-/// win, and a truncation voids what it covers. The caller holds the log store's cache lock,
-/// so no purge runs meanwhile and every segment it finds stays; one already gone held only
-/// entries purged before the caller looked, below `from`. A damaged record in a full segment,
-/// or a gap in what is found, is an error: the entries were acknowledged, and a reader must
-/// not be handed a log with a hole in it.
-pub fn read_entries(dir: &Path, from: u64, to: u64) -> Result<Vec<Entry>, FileError> {
+/// win, and a truncation voids what it covers. `start`: a record at or before the first of
+/// them to begin at (see `marks.rs`), if one is known. The caller holds the log store's cache
+/// lock, so no purge runs meanwhile and every segment it finds stays; one already gone held
+/// only entries purged before the caller looked, below `from`. A damaged record in a full
+/// segment, or a gap in what is found, is an error: the entries were acknowledged, and a
+/// reader must not be handed a log with a hole in it.
+pub fn read_entries(dir: &Path, from: u64, to: u64, start: Option<Place>) -> Result<Vec<Entry>, FileError> {
     let (numbers, _) = segment::list(dir)?;
     let mut found = BTreeMap::new();
     let newest = numbers.last().copied();
+    let numbers = numbers.into_iter().filter(|n| start.is_none_or(|s| *n >= s.segment));
     for number in numbers {
         let path = dir.join(segment::file_name(number));
-        let mut image = match Prefix::open(&path) {
+        let at = start.filter(|s| s.segment == number);
+        let opened = match at {
+            Some(place) => Prefix::open_at(&path, place.offset),
+            None => Prefix::open_at(&path, 0),
+        };
+        let mut image = match opened {
             Ok(image) => image,
+            // The segment a mark points into was removed after the caller took the mark
+            // (it cannot be while the caller holds the cache lock): read it all, then.
+            Err(FileError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound && at.is_some() => {
+                return read_entries(dir, from, to, None);
+            }
             Err(FileError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
         };
-        image.cover(SEGMENT_HEADER)?;
-        // Opening the log checked the versions of the segments; a newer one now is damage.
-        let Ok(header) = parse_segment_header(&image.bytes) else {
-            return Err(FileError::Damaged { path, offset: 0, reason: "bad segment header".into() });
+        let (mut rsn, mut pos) = match at {
+            Some(place) => (place.rsn, 0),
+            None => {
+                image.cover(SEGMENT_HEADER)?;
+                // Opening the log checked the versions of the segments; a newer one now is damage.
+                let Ok(header) = parse_segment_header(&image.bytes) else {
+                    return Err(FileError::Damaged { path, offset: 0, reason: "bad segment header".into() });
+                };
+                (header.first_rsn, SEGMENT_HEADER)
+            }
         };
-        let mut rsn = header.first_rsn;
-        let mut pos = SEGMENT_HEADER;
+        let base = at.map_or(0, |place| place.offset);
         loop {
             image.cover_record(pos)?;
             let image = &image.bytes;
@@ -55,12 +73,12 @@ pub fn read_entries(dir: &Path, from: u64, to: u64) -> Result<Vec<Entry>, FileEr
                 // The active segment may end in a record being written right now.
                 Slot::Bad(_) if Some(number) == newest => break,
                 Slot::Bad(reason) => {
-                    return Err(FileError::Damaged { path, offset: pos as u64, reason: reason.to_string() })
+                    return Err(FileError::Damaged { path, offset: base + pos as u64, reason: reason.to_string() })
                 }
             };
             let record: Record = postcard::from_bytes(&image[payload]).map_err(|e| FileError::Damaged {
                 path: path.clone(),
-                offset: pos as u64,
+                offset: base + pos as u64,
                 reason: format!("record #{rsn} does not decode: {e}"),
             })?;
             match record {
@@ -85,7 +103,7 @@ pub fn read_entries(dir: &Path, from: u64, to: u64) -> Result<Vec<Entry>, FileEr
     Ok(found.into_values().collect())
 }
 
-/// The first bytes of a segment file, read as far as a reader asks.
+/// A segment file's bytes from an offset on, read as far as a reader asks.
 struct Prefix {
     path: PathBuf,
     file: File,
@@ -95,8 +113,9 @@ struct Prefix {
 }
 
 impl Prefix {
-    fn open(path: &Path) -> Result<Prefix, FileError> {
-        let file = File::open(path).map_err(FileError::io(path, "open"))?;
+    fn open_at(path: &Path, offset: u64) -> Result<Prefix, FileError> {
+        let mut file = File::open(path).map_err(FileError::io(path, "open"))?;
+        file.seek(SeekFrom::Start(offset)).map_err(FileError::io(path, "seek"))?;
         Ok(Prefix { path: path.into(), file, bytes: Vec::new(), whole: false })
     }
 
@@ -122,5 +141,83 @@ impl Prefix {
             self.cover(pos + record_size(len))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::raft::marks::Marks;
+    use crate::raft::record::RecordRef;
+    use crate::raft::wal::{encode_payload, Wal};
+    use ward_testkit::TempDir;
+
+    fn entry(index: u64, fill: u8) -> Entry {
+        let command = crate::command::Command {
+            time_ms: 0,
+            session: ward_proto::SessionId(1),
+            xid: index,
+            op: crate::command::CommandOp::Op(ward_proto::Op::SetData {
+                path: "/a".into(),
+                data: vec![fill; 100],
+                version: None,
+            }),
+        };
+        openraft::Entry {
+            log_id: openraft::LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
+            payload: openraft::EntryPayload::Normal(vec![command].into()),
+        }
+    }
+
+    /// Writes `record` as the I/O thread does, marking it.
+    fn write(wal: &mut Wal, marks: &Marks, record: &RecordRef<'_>) {
+        let payload = encode_payload(record).expect("encode");
+        let place = wal.write_payload(&payload).expect("write");
+        if let RecordRef::Entries(entries) = record {
+            marks.written(entries[0].log_id.index, place, payload.len() as u64);
+        }
+    }
+
+    /// From any mark, a read gives what a read of every segment gives, across segments and
+    /// past a truncation; and it does not read the segments before its mark (damage there,
+    /// which a full read reports, does not reach it).
+    #[test]
+    fn a_read_from_the_nearest_mark_gives_what_a_full_read_gives() {
+        let dir = TempDir::new("readback-marks");
+        let marks = Marks::default();
+        {
+            let (mut wal, _) = Wal::open(dir.path(), 16 << 10).expect("open");
+            for i in 1..=1500 {
+                write(&mut wal, &marks, &RecordRef::Entries(&[entry(i, 1)]));
+            }
+            // A follower's suffix replaced by a new leader's, in records of four entries.
+            write(&mut wal, &marks, &RecordRef::Truncate { since: 1201 });
+            for first in (1201..=1800).step_by(4) {
+                let batch: Vec<_> = (first..first + 4).map(|i| entry(i, 2)).collect();
+                write(&mut wal, &marks, &RecordRef::Entries(&batch));
+            }
+            wal.sync().expect("sync");
+        }
+        let (numbers, _) = segment::list(dir.path()).expect("list");
+        assert!(numbers.len() > 8, "the test needs many segments: {}", numbers.len());
+        let expected =
+            |from: u64, to: u64| -> Vec<Entry> { (from..to).map(|i| entry(i, 1 + u8::from(i > 1200))).collect() };
+        for from in (1..=1790).step_by(37).chain([1199, 1200, 1201, 1202, 1790]) {
+            let to = from + 11;
+            let start = marks.start_for(from);
+            assert!(start.is_some(), "every entry here was marked");
+            let marked = read_entries(dir.path(), from, to, start).expect("read from a mark");
+            assert!(marked == expected(from, to), "from {from} via {start:?}");
+            let full = read_entries(dir.path(), from, to, None).expect("read all");
+            assert!(marked == full, "from {from}");
+        }
+
+        let first = dir.path().join(segment::file_name(numbers[0]));
+        let mut image = std::fs::read(&first).expect("read segment");
+        image[SEGMENT_HEADER + RECORD_HEADER + 2] ^= 0xff;
+        std::fs::write(&first, &image).expect("damage");
+        assert!(read_entries(dir.path(), 1700, 1710, None).is_err(), "a full read meets the damage");
+        let start = marks.start_for(1700);
+        assert!(read_entries(dir.path(), 1700, 1710, start).is_ok_and(|e| e == expected(1700, 1710)));
     }
 }

@@ -5,11 +5,13 @@
 use super::membership;
 use super::proposer::Chunks;
 use super::route::read_index_here;
+use super::standing::Standing;
 use super::types::{NodeId, Raft};
 use crate::command::{Applied, Command};
 use crate::local::Local;
 use crate::log::Rejected;
 use crate::peer::{ForwardError, PeerRequest, PeerResponse, PeerService};
+use openraft::raft::AppendEntriesResponse;
 use std::sync::Arc;
 
 pub struct Member {
@@ -18,14 +20,35 @@ pub struct Member {
     pub reports: membership::AppliedReports,
     /// Forwarded batches join this member's own entries while it leads.
     pub chunks: Chunks,
+    pub standing: Standing,
 }
 
 impl PeerService for Member {
     async fn handle(&self, from: NodeId, request: PeerRequest) -> PeerResponse {
         match request {
-            PeerRequest::AppendEntries(rpc) => PeerResponse::AppendEntries(self.raft.append_entries(rpc).await),
-            PeerRequest::Vote(rpc) => PeerResponse::Vote(self.raft.vote(rpc).await),
-            PeerRequest::InstallSnapshot(rpc) => PeerResponse::InstallSnapshot(self.raft.install_snapshot(rpc).await),
+            PeerRequest::AppendEntries(rpc) => {
+                let answer = self.raft.append_entries(rpc).await;
+                if answer.as_ref().is_ok_and(|r| !matches!(r, AppendEntriesResponse::HigherVote(_))) {
+                    self.standing.heard_leader();
+                }
+                PeerResponse::AppendEntries(answer)
+            }
+            PeerRequest::Vote(rpc) => {
+                let answer = self.raft.vote(rpc.clone()).await;
+                if let Ok(response) = &answer {
+                    self.standing.after_vote(&self.raft, &rpc, response);
+                }
+                PeerResponse::Vote(answer)
+            }
+            PeerRequest::InstallSnapshot(rpc) => {
+                // openraft counts a snapshot chunk as word from the leader too.
+                let leader = rpc.vote;
+                let answer = self.raft.install_snapshot(rpc).await;
+                if answer.as_ref().is_ok_and(|r| r.vote == leader) {
+                    self.standing.heard_leader();
+                }
+                PeerResponse::InstallSnapshot(answer)
+            }
             PeerRequest::Forward(batch) => {
                 tracing::trace!(from, commands = batch.len(), "forwarded batch");
                 PeerResponse::Forward(self.forwarded(batch).await)

@@ -5,6 +5,7 @@
 use super::error::{FileError, OpenError};
 use super::extent::{self, Extent};
 use super::fsutil::sync_dir;
+use super::marks::Place;
 use super::record::{self, intact_record_after, parse_segment_header, read_at, BadHeader, Record, RecordRef};
 use super::record::{SegmentHeader, Slot, PAGE};
 use super::segment::{self, prepare_zeroed, Segment};
@@ -186,12 +187,13 @@ impl Wal {
     /// Writes one record, not yet durable ([`Wal::sync`]), and returns the segment that
     /// holds it.
     pub fn write(&mut self, record: &RecordRef<'_>) -> Result<u64, FileError> {
-        self.write_payload(&encode_payload(record)?)
+        self.write_payload(&encode_payload(record)?).map(|place| place.segment)
     }
 
     /// [`Wal::write`] of a record already encoded by [`encode_payload`]: the encoding can be
-    /// done by the caller, off the thread that does the log's I/O.
-    pub fn write_payload(&mut self, payload: &[u8]) -> Result<u64, FileError> {
+    /// done by the caller, off the thread that does the log's I/O. Returns where the record
+    /// was written.
+    pub fn write_payload(&mut self, payload: &[u8]) -> Result<Place, FileError> {
         if self.failed {
             return Err(FileError::Failed);
         }
@@ -203,12 +205,13 @@ impl Wal {
         if result.is_err() {
             self.failed = true;
         }
-        result?;
+        let offset = result?;
+        let place = Place { segment: self.active.number, offset, rsn: self.next_rsn };
         self.next_rsn += 1;
         if self.spare.is_none() && self.active.write_pos > self.active.size / 2 {
             self.start_spare();
         }
-        Ok(self.active.number)
+        Ok(place)
     }
 
     /// Makes every record written so far durable: one `fdatasync` of the segment being
@@ -221,11 +224,15 @@ impl Wal {
         self.active.sync().inspect_err(|_| self.failed = true)
     }
 
-    fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), FileError> {
+    /// Writes `bytes` to the active segment, rolling over first if they do not fit, and
+    /// returns where in it they went.
+    fn write_bytes(&mut self, bytes: &[u8]) -> Result<u64, FileError> {
         if !self.active.fits(bytes.len()) {
             self.roll(bytes.len())?;
         }
-        self.active.write(bytes)
+        let offset = self.active.write_pos;
+        self.active.write(bytes)?;
+        Ok(offset)
     }
 
     fn roll(&mut self, len: usize) -> Result<(), FileError> {

@@ -12,9 +12,11 @@
 //! writes without waiting.
 
 use super::error::FileError;
+use super::marks::Marks;
 use super::wal::Wal;
 use std::collections::BTreeMap;
 use std::sync::mpsc;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// Called once its record is durable, with the number of the `fdatasync` that made it so
@@ -28,8 +30,9 @@ const MAX_GROUP: usize = 256;
 enum Request {
     Record {
         payload: Vec<u8>,
-        /// For a record of entries, the last one's index (which segments a purge frees).
-        last_index: Option<u64>,
+        /// For a record of entries, the first and last ones' indexes (where readers may
+        /// start; which segments a purge frees).
+        indexes: Option<(u64, u64)>,
         done: Done,
     },
     RemovePurged {
@@ -46,10 +49,10 @@ pub struct Writer {
 
 impl Writer {
     /// Moves `wal` to a new I/O thread. `segment_max`: the highest entry index each segment
-    /// held when the log was opened.
-    pub fn start(wal: Wal, segment_max: BTreeMap<u64, u64>) -> Result<Writer, FileError> {
+    /// held when the log was opened; `marks`: where the records it writes from now on are.
+    pub fn start(wal: Wal, segment_max: BTreeMap<u64, u64>, marks: Arc<Marks>) -> Result<Writer, FileError> {
         let (requests, queue) = mpsc::channel();
-        let io = Io { wal, segment_max };
+        let io = Io { wal, segment_max, marks };
         let thread = std::thread::Builder::new()
             .name("ward-log-io".into())
             .spawn(move || io.run(queue))
@@ -59,8 +62,8 @@ impl Writer {
 
     /// Queues a record (a payload from [`super::wal::encode_payload`]); `done` runs once it
     /// is durable. Records reach the log in the order of these calls.
-    pub fn write(&self, payload: Vec<u8>, last_index: Option<u64>, done: Done) {
-        let request = Request::Record { payload, last_index, done };
+    pub fn write(&self, payload: Vec<u8>, indexes: Option<(u64, u64)>, done: Done) {
+        let request = Request::Record { payload, indexes, done };
         if let Err(mpsc::SendError(Request::Record { done, .. })) = self.send(request) {
             done(Err(FileError::Failed));
         }
@@ -97,6 +100,7 @@ impl Drop for Writer {
 struct Io {
     wal: Wal,
     segment_max: BTreeMap<u64, u64>,
+    marks: Arc<Marks>,
 }
 
 impl Io {
@@ -127,10 +131,11 @@ impl Io {
 
     fn handle(&mut self, request: Request, unsynced: &mut Unsynced<Done>) {
         match request {
-            Request::Record { payload, last_index, done } => match self.wal.write_payload(&payload) {
-                Ok(segment) => {
-                    if let Some(last) = last_index {
-                        self.segment_max.insert(segment, last);
+            Request::Record { payload, indexes, done } => match self.wal.write_payload(&payload) {
+                Ok(place) => {
+                    if let Some((first, last)) = indexes {
+                        self.segment_max.insert(place.segment, last);
+                        self.marks.written(first, place, payload.len() as u64);
                     }
                     unsynced.written(done);
                 }
@@ -161,6 +166,7 @@ impl Io {
         if let Some(last) = last {
             self.wal.remove_through(last)?;
             self.segment_max.retain(|n, _| *n > last);
+            self.marks.removed_through(last);
         }
         Ok(())
     }
@@ -254,7 +260,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("ward-writer-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let (wal, _) = Wal::open(&dir, 1 << 20).expect("open");
-        let writer = Writer::start(wal, BTreeMap::new()).expect("start");
+        let writer = Writer::start(wal, BTreeMap::new(), Arc::default()).expect("start");
         let done = Arc::new(Mutex::new(Vec::new()));
         let record = |i: u64| crate::raft::wal::encode_payload(&RecordRef::Entries(&[entry(i)])).expect("encode");
         // The first completion says it has started, then holds the thread until the rest
@@ -264,7 +270,7 @@ mod tests {
         let first = done.clone();
         writer.write(
             record(1),
-            Some(1),
+            Some((1, 1)),
             Box::new(move |r| {
                 let _ = started.send(());
                 let _ = wait.recv();
@@ -275,7 +281,7 @@ mod tests {
         let n = 100;
         for i in 2..=n {
             let done = done.clone();
-            writer.write(record(i), Some(i), Box::new(move |r| done.lock().expect("done").push((i, r.ok()))));
+            writer.write(record(i), Some((i, i)), Box::new(move |r| done.lock().expect("done").push((i, r.ok()))));
         }
         drop(queued);
         drop(writer);

@@ -1,0 +1,123 @@
+//! Standing for election at once when a candidate that cannot win asks for this member's
+//! vote.
+//!
+//! A leader killed while it replicates often leaves its followers' logs one entry apart. If
+//! the follower behind calls the election first, the one ahead refuses it (its log is
+//! longer), but the candidate's new term still stands in its way: openraft's next election
+//! here would be in that same term, which the candidate already voted itself, so this member
+//! waits a whole election timeout more (about a second by default) before a term above it.
+//! Members' logs measured in leader kills after writing showed exactly that.
+//!
+//! So a follower that refuses a vote because its own log is longer, and has not heard from a
+//! leader within openraft's leader lease, stands itself at once, and at a term above the
+//! candidate's. Safety is openraft's, unchanged: any member may stand at any time. What must
+//! not happen is a live leader deposed, and it is not: a follower still hearing from its
+//! leader (within the lease) never stands here, and a leader ignores the trigger.
+
+use super::types::{NodeId, Raft};
+use openraft::raft::{VoteRequest, VoteResponse};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Elections started at once at most, back to back, to reach a term above a candidate's: a
+/// candidate further ahead than that has been standing alone for a while and will give up.
+const MAX_TERMS_AHEAD: u64 = 3;
+
+pub struct Standing {
+    /// openraft's leader lease (`election_timeout_max`).
+    lease: Duration,
+    /// When this member last accepted entries or a heartbeat from a leader: no earlier than
+    /// openraft's own record of it, so a lease expired by this is expired for openraft too.
+    heard: Mutex<Option<Instant>>,
+}
+
+impl Standing {
+    pub fn new(lease: Duration) -> Standing {
+        Standing { lease, heard: Mutex::new(None) }
+    }
+
+    /// An append from the leader was accepted.
+    pub fn heard_leader(&self) {
+        *self.heard.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+    }
+
+    /// After answering `request` with `response`: stands if it should (see the module).
+    pub fn after_vote(&self, raft: &Raft, request: &VoteRequest<NodeId>, response: &VoteResponse<NodeId>) {
+        let heard = *self.heard.lock().unwrap_or_else(PoisonError::into_inner);
+        let lease_over = heard.is_none_or(|at| at.elapsed() > self.lease);
+        let elections = elections_to_stand(request, response, lease_over);
+        if elections == 0 {
+            return;
+        }
+        tracing::info!(
+            candidate = request.vote.leader_id().voted_for(),
+            candidate_last = %super::types::shown(request.last_log_id),
+            mine = %super::types::shown(response.last_log_id),
+            elections,
+            "refused a candidate whose log is behind this member's: standing at once"
+        );
+        let raft = raft.clone();
+        tokio::spawn(async move {
+            for _ in 0..elections {
+                // Each raises this member's term by one; only the last can win.
+                if raft.trigger().elect().await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// How many elections, back to back, put this member in a term above the candidate of
+/// `request` that it refused with `response`; 0: it should not stand.
+pub fn elections_to_stand(request: &VoteRequest<NodeId>, response: &VoteResponse<NodeId>, lease_over: bool) -> u64 {
+    let refused_for_its_log = !response.vote_granted && response.last_log_id > request.last_log_id;
+    if !refused_for_its_log || !lease_over {
+        return 0;
+    }
+    let candidate = request.vote.leader_id().get_term();
+    let mine = response.vote.leader_id().get_term();
+    // Our next election is in `mine + 1`; at the candidate's term it loses to the candidate's
+    // own vote, so one more.
+    let elections = candidate.saturating_sub(mine) + 1;
+    if elections > MAX_TERMS_AHEAD {
+        0
+    } else {
+        elections
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::{CommittedLeaderId, LogId, Vote};
+
+    fn log(term: u64, index: u64) -> Option<LogId<NodeId>> {
+        Some(LogId::new(CommittedLeaderId::new(term, 1), index))
+    }
+
+    fn request(term: u64, candidate: NodeId, last: u64) -> VoteRequest<NodeId> {
+        VoteRequest::new(Vote::new(term, candidate), log(2, last))
+    }
+
+    fn refusal(term: u64, leader: NodeId, last: u64) -> VoteResponse<NodeId> {
+        VoteResponse::new(Vote::new_committed(term, leader), log(2, last), false)
+    }
+
+    /// As in a kill measured: the follower one entry behind stands in term 3; the one ahead
+    /// (still in term 2) needs terms 3 and 4 to be elected.
+    #[test]
+    fn a_member_ahead_of_the_candidate_stands_above_its_term_once_the_lease_is_over() {
+        assert_eq!(elections_to_stand(&request(3, 3, 25828), &refusal(2, 1, 25829), true), 2);
+        assert_eq!(elections_to_stand(&request(3, 3, 25828), &refusal(3, 2, 25829), true), 1);
+    }
+
+    #[test]
+    fn it_does_not_stand_while_it_hears_its_leader_or_when_the_candidate_could_win() {
+        assert_eq!(elections_to_stand(&request(3, 3, 25828), &refusal(2, 1, 25829), false), 0, "within the lease");
+        assert_eq!(elections_to_stand(&request(3, 3, 25829), &refusal(2, 1, 25829), true), 0, "logs equal");
+        let granted = VoteResponse::new(Vote::new(3, 3), log(2, 25829), true);
+        assert_eq!(elections_to_stand(&request(3, 3, 25830), &granted, true), 0, "granted");
+        assert_eq!(elections_to_stand(&request(9, 3, 25828), &refusal(2, 1, 25829), true), 0, "too far ahead");
+    }
+}
