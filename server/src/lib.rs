@@ -156,6 +156,7 @@ pub async fn serve_with(
             max_in_flight_per_connection = c.max_inflight_per_conn,
             watch_history_bytes = c.watch_history_bytes,
             tls = c.tls.is_some(),
+            worker_threads = tokio::runtime::Handle::current().metrics().num_workers(),
             "serving"
         );
     }

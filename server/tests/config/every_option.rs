@@ -37,6 +37,7 @@ watch-history-bytes = 123456
 max-connections = 500
 max-connections-per-ip = 40
 max-in-flight-per-connection = 7
+worker-threads = 3
 container-check-interval-ms = 100
 container-max-never-used-ms = 1
 super-digest = "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
@@ -74,6 +75,7 @@ const ENV: &[(&str, &str)] = &[
     ("WARD_MAX_CONNECTIONS", "500"),
     ("WARD_MAX_CONNECTIONS_PER_IP", "40"),
     ("WARD_MAX_IN_FLIGHT_PER_CONNECTION", "7"),
+    ("WARD_WORKER_THREADS", "3"),
     ("WARD_CONTAINER_CHECK_INTERVAL_MS", "100"),
     ("WARD_CONTAINER_MAX_NEVER_USED_MS", "1"),
     ("WARD_SUPER_DIGEST", "super:D/InIHSb7yEEbrWz8b9l71RjZJU="),
@@ -212,8 +214,8 @@ async fn check_every_option(server: &ServerProcess) {
         let line = line.split_once("] ").map_or(line, |(_, l)| l);
         assert!(line.starts_with("{\"timestamp\":") && line.ends_with('}'), "not a JSON line: {line}");
     }
-    // The limits: the per-address one as ZooKeeper's `conf` shows it, all four as the
-    // server says it serves with them.
+    // The limits: the per-address one as ZooKeeper's `conf` shows it, all of them (and the
+    // runtime's worker threads) as the server says it serves with them.
     let conf = zk_conf(server.zk_addr());
     assert!(conf.contains("maxClientCnxns=40\n"), "max-connections-per-ip: {conf}");
     let fields = [
@@ -222,6 +224,7 @@ async fn check_every_option(server: &ServerProcess) {
         "\"max_connections\":500",
         "\"max_connections_per_ip\":40",
         "\"max_in_flight_per_connection\":7",
+        "\"worker_threads\":3",
     ];
     for field in fields {
         assert!(log.lines().any(|l| l.contains("\"serving\"") && l.contains(field)), "no {field} in:\n{log}");

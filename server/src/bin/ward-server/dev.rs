@@ -144,6 +144,7 @@ fn passed_on(args: &Args) -> Vec<String> {
         ("watch-history-bytes", s.watch_history_bytes.map(|n| n.to_string())),
         ("max-connections", s.max_connections.map(|n| n.to_string())),
         ("max-connections-per-ip", s.max_connections_per_ip.map(|n| n.to_string())),
+        ("worker-threads", s.worker_threads.map(|n| n.to_string())),
         ("admin-token-file", s.admin_token_file.as_deref().map(absolute)),
         ("max-in-flight-per-connection", s.max_in_flight_per_connection.map(|n| n.to_string())),
         ("tls-cert", s.tls_cert.as_deref().map(absolute)),

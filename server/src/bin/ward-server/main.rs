@@ -29,11 +29,12 @@ fn main() -> ExitCode {
         }
     };
     logging::init(args.log_format);
-    let outcome = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(StartError::Runtime)
-        .and_then(|runtime| runtime.block_on(run(args)));
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = worker_threads(args.worker_threads) {
+        runtime.worker_threads(n);
+    }
+    let outcome =
+        runtime.enable_all().build().map_err(StartError::Runtime).and_then(|runtime| runtime.block_on(run(args)));
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -41,6 +42,23 @@ fn main() -> ExitCode {
             ExitCode::from(error.exit_code())
         }
     }
+}
+
+/// How many workers the runtime gets; `None`: tokio's own choice (TOKIO_WORKER_THREADS).
+///
+/// Unless told, one per core but one: the log's I/O thread, which does every write and
+/// fdatasync, needs a core under write load, and on a machine with few cores a second
+/// worker mostly steals tasks woken on the first, a wake-up each time (docs/benchmarks.md,
+/// "Worker threads": on 2 cores one worker was faster on every workload measured).
+fn worker_threads(given: Option<usize>) -> Option<usize> {
+    if given.is_some() {
+        return given;
+    }
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_some_and(|v| !v.is_empty()) {
+        return None;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Some(cores.saturating_sub(1).max(1))
 }
 
 async fn run(args: Args) -> Result<(), StartError> {

@@ -46,6 +46,8 @@ pub struct Args {
     /// `--dev-ensemble N`: run N local members as child processes.
     pub dev_ensemble: Option<u16>,
     pub log_format: LogFormat,
+    /// `--worker-threads`; `None`: not given (see `main::worker_threads`).
+    pub worker_threads: Option<usize>,
     /// The options as given (all sources merged), for the members `--dev-ensemble` starts.
     pub settings: Settings,
     /// A promise broken on purpose (tests only; see `ward_server::unsafe_break`).
@@ -199,6 +201,7 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
         ensemble,
         dev_ensemble,
         log_format: s.log_format.unwrap_or_default(),
+        worker_threads: s.worker_threads.map(|n| usize::try_from(n.0).unwrap_or(usize::MAX)),
         settings,
         unsafe_break: None,
     })

@@ -161,6 +161,11 @@ pub struct Settings {
     /// stops reading that connection until a reply goes out [default: 1024]
     #[arg(long, value_name = "N", help_heading = "Limits")]
     pub max_in_flight_per_connection: Option<Bounded<1, { 1 << 20 }>>,
+    /// Threads that run connections, the state machine and Raft (tokio's workers); the log
+    /// has an I/O thread of its own besides. Unset: TOKIO_WORKER_THREADS if set, else one
+    /// per core but one (at least 1) [default: cores - 1]
+    #[arg(long, value_name = "N", help_heading = "Limits")]
+    pub worker_threads: Option<Bounded<1, 1024>>,
     /// Client connections open at once, both client listeners together; 0: no limit
     /// [default: 10000]
     #[arg(long, value_name = "N", help_heading = "Limits")]
@@ -234,6 +239,7 @@ impl Settings {
             max_in_flight_per_connection: self.max_in_flight_per_connection.or(lower.max_in_flight_per_connection),
             max_connections: self.max_connections.or(lower.max_connections),
             max_connections_per_ip: self.max_connections_per_ip.or(lower.max_connections_per_ip),
+            worker_threads: self.worker_threads.or(lower.worker_threads),
             super_digest: self.super_digest.or(lower.super_digest),
             log_format: self.log_format.or(lower.log_format),
             metrics_max_locks: self.metrics_max_locks.or(lower.metrics_max_locks),
@@ -286,7 +292,8 @@ mod tests {
                 | "metrics-max-locks"
                 | "max-connections"
                 | "max-connections-per-ip"
-                | "max-in-flight-per-connection" => toml::Value::Integer(1),
+                | "max-in-flight-per-connection"
+                | "worker-threads" => toml::Value::Integer(1),
                 "max-outbound-bytes" | "watch-history-bytes" => toml::Value::Integer(1 << 20),
                 "heartbeat-ms" | "election-timeout-ms" => toml::Value::Integer(100),
                 "ensemble" | "peer-route" => toml::Value::String("1=a:1".into()),
@@ -300,7 +307,7 @@ mod tests {
             let parsed = parsed.unwrap_or_else(|e| panic!("key {key}: {e}"));
             assert_ne!(parsed, Settings::default(), "key {key} set nothing");
         }
-        assert_eq!(keys().len(), 39, "a new option: add it to docs/operations.md and here");
+        assert_eq!(keys().len(), 40, "a new option: add it to docs/operations.md and here");
     }
 
     #[test]
