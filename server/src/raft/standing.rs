@@ -77,9 +77,15 @@ pub fn elections_to_stand(request: &VoteRequest<NodeId>, response: &VoteResponse
     }
     let candidate = request.vote.leader_id().get_term();
     let mine = response.vote.leader_id().get_term();
+    if mine > candidate {
+        // A stale request: this member's own next election is above it already, so the
+        // candidate stands in nobody's way (and standing again would restart an election
+        // this member may be about to win).
+        return 0;
+    }
     // Our next election is in `mine + 1`; at the candidate's term it loses to the candidate's
     // own vote, so one more.
-    let elections = candidate.saturating_sub(mine) + 1;
+    let elections = candidate - mine + 1;
     if elections > MAX_TERMS_AHEAD {
         0
     } else {
@@ -119,5 +125,6 @@ mod tests {
         let granted = VoteResponse::new(Vote::new(3, 3), log(2, 25829), true);
         assert_eq!(elections_to_stand(&request(3, 3, 25830), &granted, true), 0, "granted");
         assert_eq!(elections_to_stand(&request(9, 3, 25828), &refusal(2, 1, 25829), true), 0, "too far ahead");
+        assert_eq!(elections_to_stand(&request(3, 3, 25828), &refusal(4, 2, 25829), true), 0, "a stale request");
     }
 }
