@@ -44,8 +44,9 @@ pub fn read_entries(dir: &Path, from: u64, to: u64, start: Option<Place>) -> Res
         };
         let mut image = match opened {
             Ok(image) => image,
-            // The segment a mark points into was removed after the caller took the mark
-            // (it cannot be while the caller holds the cache lock): read it all, then.
+            // The segment a mark points into was removed after the caller took the mark (the
+            // I/O thread removes purged segments without the cache lock): it held only
+            // entries below `from`, so read what is left from the start.
             Err(FileError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound && at.is_some() => {
                 return read_entries(dir, from, to, None);
             }

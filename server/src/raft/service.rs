@@ -41,7 +41,8 @@ impl PeerService for Member {
                 PeerResponse::Vote(answer)
             }
             PeerRequest::InstallSnapshot(rpc) => {
-                // openraft counts a snapshot chunk as word from the leader too.
+                // openraft renews its lease on a snapshot's last chunk; counting every accepted chunk
+                // keeps this member's record no earlier than openraft's.
                 let leader = rpc.vote;
                 let answer = self.raft.install_snapshot(rpc).await;
                 if answer.as_ref().is_ok_and(|r| r.vote == leader) {

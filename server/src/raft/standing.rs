@@ -12,11 +12,18 @@
 //! leader within openraft's leader lease, stands itself at once, and at a term above the
 //! candidate's. Safety is openraft's, unchanged: any member may stand at any time. What must
 //! not happen is a live leader deposed, and it is not: a follower still hearing from its
-//! leader (within the lease) never stands here, and a leader ignores the trigger.
+//! leader (within the lease) never stands here, a leader ignores the trigger (openraft
+//! 0.9.25), and it stands only in a group of at most three voters, where the refused
+//! candidate cannot have won without this member's vote (with the old leader gone). In a
+//! larger group the candidate may win with the others' votes, and a member standing above it
+//! before its first append arrives would depose it; there openraft's own timer decides, as
+//! without this module. Only a candidate whose term is above this member's stands in its way:
+//! at this member's own term or below, its next election is above the candidate already.
 
 use super::types::{NodeId, Raft};
 use openraft::raft::{VoteRequest, VoteResponse};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Elections started at once at most, back to back, to reach a term above a candidate's: a
@@ -29,11 +36,14 @@ pub struct Standing {
     /// When this member last accepted entries or a heartbeat from a leader: no earlier than
     /// openraft's own record of it, so a lease expired by this is expired for openraft too.
     heard: Mutex<Option<Instant>>,
+    /// Elections triggered here and not yet all started: two candidates refused at once
+    /// start one series, not two.
+    running: Arc<AtomicBool>,
 }
 
 impl Standing {
     pub fn new(lease: Duration) -> Standing {
-        Standing { lease, heard: Mutex::new(None) }
+        Standing { lease, heard: Mutex::new(None), running: Arc::default() }
     }
 
     /// An append from the leader was accepted.
@@ -45,8 +55,9 @@ impl Standing {
     pub fn after_vote(&self, raft: &Raft, request: &VoteRequest<NodeId>, response: &VoteResponse<NodeId>) {
         let heard = *self.heard.lock().unwrap_or_else(PoisonError::into_inner);
         let lease_over = heard.is_none_or(|at| at.elapsed() > self.lease);
-        let elections = elections_to_stand(request, response, lease_over);
-        if elections == 0 {
+        let voters = raft.metrics().borrow().membership_config.membership().voter_ids().count();
+        let elections = if voters <= 3 { elections_to_stand(request, response, lease_over) } else { 0 };
+        if elections == 0 || self.running.swap(true, Ordering::AcqRel) {
             return;
         }
         tracing::info!(
@@ -56,14 +67,15 @@ impl Standing {
             elections,
             "refused a candidate whose log is behind this member's: standing at once"
         );
-        let raft = raft.clone();
+        let (raft, running) = (raft.clone(), self.running.clone());
         tokio::spawn(async move {
             for _ in 0..elections {
                 // Each raises this member's term by one; only the last can win.
                 if raft.trigger().elect().await.is_err() {
-                    return;
+                    break;
                 }
             }
+            running.store(false, Ordering::Release);
         });
     }
 }
@@ -77,10 +89,10 @@ pub fn elections_to_stand(request: &VoteRequest<NodeId>, response: &VoteResponse
     }
     let candidate = request.vote.leader_id().get_term();
     let mine = response.vote.leader_id().get_term();
-    if mine > candidate {
-        // A stale request: this member's own next election is above it already, so the
-        // candidate stands in nobody's way (and standing again would restart an election
-        // this member may be about to win).
+    if mine >= candidate {
+        // This member's own next election is above the candidate's term already (it may be
+        // a candidate itself in that term, or have voted in it): standing now would only
+        // restart an election it may be about to win, or depose the one it voted for.
         return 0;
     }
     // Our next election is in `mine + 1`; at the candidate's term it loses to the candidate's
@@ -111,11 +123,12 @@ mod tests {
     }
 
     /// As in a kill measured: the follower one entry behind stands in term 3; the one ahead
-    /// (still in term 2) needs terms 3 and 4 to be elected.
+    /// (still in term 2) needs terms 3 and 4 to be elected, and three elections from term 2
+    /// to pass a candidate in term 4.
     #[test]
     fn a_member_ahead_of_the_candidate_stands_above_its_term_once_the_lease_is_over() {
         assert_eq!(elections_to_stand(&request(3, 3, 25828), &refusal(2, 1, 25829), true), 2);
-        assert_eq!(elections_to_stand(&request(3, 3, 25828), &refusal(3, 2, 25829), true), 1);
+        assert_eq!(elections_to_stand(&request(4, 3, 25828), &refusal(2, 1, 25829), true), 3);
     }
 
     #[test]
@@ -126,5 +139,6 @@ mod tests {
         assert_eq!(elections_to_stand(&request(3, 3, 25830), &granted, true), 0, "granted");
         assert_eq!(elections_to_stand(&request(9, 3, 25828), &refusal(2, 1, 25829), true), 0, "too far ahead");
         assert_eq!(elections_to_stand(&request(3, 3, 25828), &refusal(4, 2, 25829), true), 0, "a stale request");
+        assert_eq!(elections_to_stand(&request(3, 3, 25828), &refusal(3, 2, 25829), true), 0, "already in its term");
     }
 }
