@@ -17,8 +17,9 @@
 //! candidate cannot have won without this member's vote (with the old leader gone). In a
 //! larger group the candidate may win with the others' votes, and a member standing above it
 //! before its first append arrives would depose it; there openraft's own timer decides, as
-//! without this module. Only a candidate whose term is above this member's stands in its way:
-//! at this member's own term or below, its next election is above the candidate already.
+//! without this module. A candidate in this member's own term stands in its way only as a tie
+//! (both candidates, neither able to win); one that voted for another member in that term, or
+//! knows its leader, leaves it alone, and a request below its term is stale.
 
 use super::types::{NodeId, Raft};
 use openraft::raft::{VoteRequest, VoteResponse};
@@ -55,8 +56,12 @@ impl Standing {
     pub fn after_vote(&self, raft: &Raft, request: &VoteRequest<NodeId>, response: &VoteResponse<NodeId>) {
         let heard = *self.heard.lock().unwrap_or_else(PoisonError::into_inner);
         let lease_over = heard.is_none_or(|at| at.elapsed() > self.lease);
-        let voters = raft.metrics().borrow().membership_config.membership().voter_ids().count();
-        let elections = if voters <= 3 { elections_to_stand(request, response, lease_over) } else { 0 };
+        let (me, voters) = {
+            let metrics = raft.metrics();
+            let metrics = metrics.borrow();
+            (metrics.id, metrics.membership_config.membership().voter_ids().count())
+        };
+        let elections = if voters <= 3 { elections_to_stand(me, request, response, lease_over) } else { 0 };
         if elections == 0 || self.running.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -82,18 +87,29 @@ impl Standing {
 
 /// How many elections, back to back, put this member in a term above the candidate of
 /// `request` that it refused with `response`; 0: it should not stand.
-pub fn elections_to_stand(request: &VoteRequest<NodeId>, response: &VoteResponse<NodeId>, lease_over: bool) -> u64 {
+pub fn elections_to_stand(
+    me: NodeId,
+    request: &VoteRequest<NodeId>,
+    response: &VoteResponse<NodeId>,
+    lease_over: bool,
+) -> u64 {
     let refused_for_its_log = !response.vote_granted && response.last_log_id > request.last_log_id;
     if !refused_for_its_log || !lease_over {
         return 0;
     }
     let candidate = request.vote.leader_id().get_term();
     let mine = response.vote.leader_id().get_term();
-    if mine >= candidate {
-        // This member's own next election is above the candidate's term already (it may be
-        // a candidate itself in that term, or have voted in it): standing now would only
-        // restart an election it may be about to win, or depose the one it voted for.
+    if mine > candidate {
+        // A stale request: this member's own next election is above it already.
         return 0;
+    }
+    if mine == candidate {
+        // Both stand in that term, each with its own vote: neither can win it (the third
+        // voter is the leader that died), and each would wait a whole election timeout for
+        // the next. One election more ends the tie at once. Having voted for another member
+        // in that term, or knowing its leader, this member leaves it alone.
+        let own_candidacy = !response.vote.is_committed() && response.vote.leader_id().voted_for() == Some(me);
+        return u64::from(own_candidacy);
     }
     // Our next election is in `mine + 1`; at the candidate's term it loses to the candidate's
     // own vote, so one more.
@@ -127,18 +143,21 @@ mod tests {
     /// to pass a candidate in term 4.
     #[test]
     fn a_member_ahead_of_the_candidate_stands_above_its_term_once_the_lease_is_over() {
-        assert_eq!(elections_to_stand(&request(3, 3, 25828), &refusal(2, 1, 25829), true), 2);
-        assert_eq!(elections_to_stand(&request(4, 3, 25828), &refusal(2, 1, 25829), true), 3);
+        assert_eq!(elections_to_stand(2, &request(3, 3, 25828), &refusal(2, 1, 25829), true), 2);
+        assert_eq!(elections_to_stand(2, &request(4, 3, 25828), &refusal(2, 1, 25829), true), 3);
     }
 
     #[test]
     fn it_does_not_stand_while_it_hears_its_leader_or_when_the_candidate_could_win() {
-        assert_eq!(elections_to_stand(&request(3, 3, 25828), &refusal(2, 1, 25829), false), 0, "within the lease");
-        assert_eq!(elections_to_stand(&request(3, 3, 25829), &refusal(2, 1, 25829), true), 0, "logs equal");
+        assert_eq!(elections_to_stand(2, &request(3, 3, 25828), &refusal(2, 1, 25829), false), 0, "within the lease");
+        assert_eq!(elections_to_stand(2, &request(3, 3, 25829), &refusal(2, 1, 25829), true), 0, "logs equal");
         let granted = VoteResponse::new(Vote::new(3, 3), log(2, 25829), true);
-        assert_eq!(elections_to_stand(&request(3, 3, 25830), &granted, true), 0, "granted");
-        assert_eq!(elections_to_stand(&request(9, 3, 25828), &refusal(2, 1, 25829), true), 0, "too far ahead");
-        assert_eq!(elections_to_stand(&request(3, 3, 25828), &refusal(4, 2, 25829), true), 0, "a stale request");
-        assert_eq!(elections_to_stand(&request(3, 3, 25828), &refusal(3, 2, 25829), true), 0, "already in its term");
+        assert_eq!(elections_to_stand(2, &request(3, 3, 25830), &granted, true), 0, "granted");
+        assert_eq!(elections_to_stand(2, &request(9, 3, 25828), &refusal(2, 1, 25829), true), 0, "too far ahead");
+        assert_eq!(elections_to_stand(2, &request(3, 3, 25828), &refusal(4, 2, 25829), true), 0, "a stale request");
+        assert_eq!(elections_to_stand(2, &request(3, 3, 25828), &refusal(3, 2, 25829), true), 0, "knows its leader");
+        let voted_for = |id| VoteResponse::new(Vote::new(3, id), log(2, 25829), false);
+        assert_eq!(elections_to_stand(2, &request(3, 3, 25828), &voted_for(1), true), 0, "voted for another");
+        assert_eq!(elections_to_stand(2, &request(3, 3, 25828), &voted_for(2), true), 1, "a tie of two candidates");
     }
 }
