@@ -26,10 +26,11 @@ const CHUNK: usize = 1 << 20;
 /// The entries with indexes in `from..to` as the log in `dir` holds them now: later records
 /// win, and a truncation voids what it covers. `start`: a record at or before the first of
 /// them to begin at (see `marks.rs`), if one is known. The caller holds the log store's cache
-/// lock, so no purge runs meanwhile and every segment it finds stays; one already gone held
-/// only entries purged before the caller looked, below `from`. A damaged record in a full
-/// segment, or a gap in what is found, is an error: the entries were acknowledged, and a
-/// reader must not be handed a log with a hole in it.
+/// lock, so no new purge starts meanwhile; a segment removed while this reads (the I/O thread
+/// removes purged segments without that lock) held only entries purged before the caller
+/// looked, below `from`. A damaged record in a full segment, or a gap in what is found, is an
+/// error: the entries were acknowledged, and a reader must not be handed a log with a hole in
+/// it.
 pub fn read_entries(dir: &Path, from: u64, to: u64, start: Option<Place>) -> Result<Vec<Entry>, FileError> {
     let (numbers, _) = segment::list(dir)?;
     let mut found = BTreeMap::new();
@@ -38,11 +39,8 @@ pub fn read_entries(dir: &Path, from: u64, to: u64, start: Option<Place>) -> Res
     for number in numbers {
         let path = dir.join(segment::file_name(number));
         let at = start.filter(|s| s.segment == number);
-        let opened = match at {
-            Some(place) => Prefix::open_at(&path, place.offset),
-            None => Prefix::open_at(&path, 0),
-        };
-        let mut image = match opened {
+        let base = at.map_or(0, |place| place.offset);
+        let mut image = match Prefix::open_at(&path, base) {
             Ok(image) => image,
             // The segment a mark points into was removed after the caller took the mark (the
             // I/O thread removes purged segments without the cache lock): it held only
@@ -64,7 +62,6 @@ pub fn read_entries(dir: &Path, from: u64, to: u64, start: Option<Place>) -> Res
                 (header.first_rsn, SEGMENT_HEADER)
             }
         };
-        let base = at.map_or(0, |place| place.offset);
         loop {
             image.cover_record(pos)?;
             let image = &image.bytes;
