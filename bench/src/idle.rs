@@ -6,10 +6,14 @@
 //! server, so neither reuses memory the other freed. The figure is RSS growth / N: it
 //! includes the kernel-independent part of each socket only (the socket buffers are the
 //! kernel's, not in RSS).
+//!
+//! With `--zk ADDR`, Apache ZooKeeper at ADDR too: the growth of its live heap (after full
+//! collections, as workload f reads it) per idle session, the figure the memory target is
+//! set against.
 
 use crate::procinfo::rss_bytes;
 use crate::server;
-use crate::sys::{Error, Result, System, Ward, ZooKeeper};
+use crate::sys::{Error, Result, Session, System, Ward, ZooKeeper};
 use crate::workloads::close_all;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::path::Path;
@@ -23,8 +27,8 @@ const CONNECTING: usize = 64;
 /// Bound on the wait for the server to count its sessions as expected.
 const SETTLE: Duration = Duration::from_secs(120);
 
-/// Runs the measurement and prints one line per protocol.
-pub async fn run(tmp: &Path, n: usize) -> Result<()> {
+/// Runs the measurement and prints one line per protocol, then one for `zk` if given.
+pub async fn run(tmp: &Path, n: usize, zk: Option<ZooKeeper>) -> Result<()> {
     for zookeeper in [false, true] {
         let data = tmp.join(if zookeeper { "ward-data-zk" } else { "ward-data" });
         let owned = server::start_with(&data, &["--zk-listen", "127.0.0.1:0"])?;
@@ -41,7 +45,36 @@ pub async fn run(tmp: &Path, n: usize) -> Result<()> {
             println!("native protocol:    {n} idle sessions, {per_ward:.0} bytes per session");
         }
     }
+    if let Some(zk) = zk {
+        let heap = zookeeper_heap(&zk, n).await?;
+        println!("apache zookeeper:   {n} idle sessions, {heap:.0} bytes of live heap per session");
+    }
     Ok(())
+}
+
+/// Apache ZooKeeper's live heap growth per idle session.
+async fn zookeeper_heap(zk: &ZooKeeper, n: usize) -> Result<f64> {
+    let ctl = zk.connect().await?;
+    let pid = zk.server_pid();
+    let heap = || async move {
+        tokio::task::spawn_blocking(move || pid.and_then(crate::procinfo::jvm_live_heap))
+            .await
+            .ok()
+            .flatten()
+            .ok_or_else(|| Error("no live heap from jcmd (is ZooKeeper's pid known? --zk-pid)".into()))
+    };
+    let baseline = zk.live_sessions(&ctl).await.unwrap_or(0);
+    let warm = open(zk, n / 10).await?;
+    close_all(warm).await;
+    settle(zk, &ctl, baseline).await?;
+    let before = heap().await?;
+    let open = open(zk, n).await?;
+    settle(zk, &ctl, baseline + n as u64).await?;
+    let after = heap().await?;
+    close_all(open).await;
+    settle(zk, &ctl, baseline).await?;
+    ctl.close().await;
+    Ok(after.saturating_sub(before) as f64 / n as f64)
 }
 
 /// Opens `n` sessions on `sys`, returns the server's RSS growth per session; `ctl` is a
@@ -79,10 +112,10 @@ async fn open<Y: System>(sys: &Y, n: usize) -> Result<Vec<Y::S>> {
 }
 
 /// Waits until the server counts `want` sessions (closing is asynchronous on both sides).
-async fn settle(ward: &Ward, ctl: &ward_client::Client, want: u64) -> Result<()> {
+async fn settle<Y: System>(sys: &Y, ctl: &Y::S, want: u64) -> Result<()> {
     let start = Instant::now();
     loop {
-        let live = ward.live_sessions(ctl).await;
+        let live = sys.live_sessions(ctl).await;
         if live == Some(want) {
             // The RSS read right after: let the server's tasks finish their last polls.
             tokio::time::sleep(Duration::from_millis(500)).await;

@@ -70,7 +70,8 @@ const USAGE: &str =
   --revive CMD      after each rival leader kill, run CMD (e.g. \"bench/peers.sh start\") to bring
                     the killed member back; needed for more than one kill
   --idle-sessions N  measure only the server's memory per idle session, N sessions on each
-                    protocol (native, then ZooKeeper), each against a ward-server of its own
+                    protocol (native, then ZooKeeper), each against a ward-server of its own;
+                    with --zk, also Apache ZooKeeper's live heap per idle session
   --tables          measure only the in-memory session table (std Mutex<HashMap> against DashMap)
   --snapshots       measure only what a snapshot of 100k and 1M znodes costs the writers, in process
   --scale           run the scale workloads (f, h, g1m, e1000: each prints its cost per item);
@@ -239,7 +240,7 @@ fn main() -> ExitCode {
     let tmp = std::env::temp_dir().join(format!("ward-bench-{}", std::process::id()));
     let outcome = match std::fs::create_dir_all(&tmp) {
         Ok(()) => match args.idle_sessions {
-            Some(n) => runtime.block_on(idle::run(&tmp, n)).map(|()| true),
+            Some(n) => runtime.block_on(idle::run(&tmp, n, zookeeper(&args))).map(|()| true),
             None => runtime.block_on(run(&args, &tmp)),
         },
         Err(e) => Err(Error(format!("{}: {e}", tmp.display()))),
@@ -257,6 +258,15 @@ fn main() -> ExitCode {
 }
 
 /// Runs everything; `Ok(false)` if a workload failed or a lock was violated.
+/// The ZooKeeper named by `--zk`, its pid from `--zk-pid` or the process listening there.
+fn zookeeper(args: &Args) -> Option<sys::ZooKeeper> {
+    args.zk.as_ref().map(|addr| sys::ZooKeeper {
+        addr: addr.clone(),
+        pid: args.zk_pid.or_else(|| procinfo::pid_listening_on(addr)),
+        lock_events: Arc::new(AtomicU64::new(0)),
+    })
+}
+
 async fn run(args: &Args, tmp: &std::path::Path) -> Result<bool, Error> {
     if let Some(members) = args.ensemble {
         return run_ensemble(args, tmp, members).await;
@@ -272,11 +282,7 @@ async fn run(args: &Args, tmp: &std::path::Path) -> Result<bool, Error> {
             ward
         }
     };
-    let zk = args.zk.as_ref().map(|addr| sys::ZooKeeper {
-        addr: addr.clone(),
-        pid: args.zk_pid.or_else(|| procinfo::pid_listening_on(addr)),
-        lock_events: Arc::new(AtomicU64::new(0)),
-    });
+    let zk = zookeeper(args);
     eprintln!(
         "ward-bench: Ward at {} (pid {}){}; {} mode, {} run(s) per workload",
         ward.addr,
