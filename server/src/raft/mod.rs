@@ -29,7 +29,8 @@
 //! * [`network`]: openraft's RPCs over the peer link ([`crate::peer`]).
 //! * [`service`]: what this member does with its peers' requests.
 //! * [`leadership`]: leader-only duties (session expiry); `standing`: a follower whose log is
-//!   ahead of a candidate's stands at once.
+//!   ahead of a candidate's stands at once; `silence`: a follower stands once its leader has
+//!   been silent for openraft's lease, without the random timeout after it.
 //! * [`contact`]: touch rounds with the leader; when a ping may be answered ([`rounds`]: the
 //!   bookkeeping, checked by loom).
 //! * [`membership`]: adding and removing members.
@@ -58,6 +59,7 @@ pub mod rounds;
 pub mod route;
 pub mod segment;
 pub mod service;
+mod silence;
 pub mod snapshot_file;
 mod snapshot_format;
 pub mod snapshot_trigger;
@@ -412,6 +414,9 @@ pub async fn open_member(
             });
             let identity = peers.identity().clone();
             let peer_tls = identity.tls.is_some();
+            let waits = (timing::grace(raft.config()), options.timing.heartbeat, options.timing.election / 2);
+            let (heard, running) = (member.standing.heard(), member.standing.running());
+            tasks.spawn(silence::watch(raft.clone(), heard, running, waits, cancel.clone()));
             tasks.spawn(crate::peer::listener::serve(e.peer_listener, identity, member, cancel.clone(), tasks.clone()));
             let members: Vec<String> = e.members.iter().map(|(id, addr)| format!("{id}={addr}")).collect();
             tracing::info!(

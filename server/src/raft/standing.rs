@@ -27,6 +27,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+/// When this member last accepted entries or a heartbeat from a leader (see [`Standing`]).
+pub type Heard = Arc<Mutex<Option<Instant>>>;
+
 /// Elections started at once at most, back to back, to reach a term above a candidate's: a
 /// candidate further ahead than that has been standing alone for a while and will give up.
 const MAX_TERMS_AHEAD: u64 = 3;
@@ -36,7 +39,7 @@ pub struct Standing {
     lease: Duration,
     /// When this member last accepted entries or a heartbeat from a leader: no earlier than
     /// openraft's own record of it, so a lease expired by this is expired for openraft too.
-    heard: Mutex<Option<Instant>>,
+    heard: Heard,
     /// Elections triggered here and not yet all started: two candidates refused at once
     /// start one series, not two.
     running: Arc<AtomicBool>,
@@ -44,12 +47,22 @@ pub struct Standing {
 
 impl Standing {
     pub fn new(lease: Duration) -> Standing {
-        Standing { lease, heard: Mutex::new(None), running: Arc::default() }
+        Standing { lease, heard: Heard::default(), running: Arc::default() }
     }
 
     /// An append from the leader was accepted.
     pub fn heard_leader(&self) {
         *self.heard.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+    }
+
+    /// When this member last heard from a leader, for [`super::silence`].
+    pub fn heard(&self) -> Heard {
+        self.heard.clone()
+    }
+
+    /// Elections this member runs now, so that a watcher does not start a second series.
+    pub fn running(&self) -> Arc<AtomicBool> {
+        self.running.clone()
     }
 
     /// After answering `request` with `response`: stands if it should (see the module).

@@ -1,0 +1,114 @@
+//! Standing for election once the leader has been silent for openraft's lease.
+//!
+//! openraft 0.9 lets a follower of a known leader call an election only once the leader has
+//! been silent for its lease (`election_timeout_max`) and then for a random election timeout
+//! more (`handle_tick_election`). The lease is what keeps a new leader from being elected
+//! while the old one may still acknowledge touches (G16); the timeout after it only spreads
+//! the followers' candidacies apart, and costs every failover one to two election timeouts.
+//!
+//! So this member, a follower of a known leader, stands itself once that leader has been
+//! silent for the lease, a heartbeat interval more (the other voters heard the leader at most
+//! an interval later, and refuse every vote until their own lease is over), and a jitter of up
+//! to half an election timeout, different on every member, so that two followers rarely stand
+//! at once. If they do, both lose that term and openraft's own timer, unchanged, decides the
+//! next. Safety stays openraft's: any member may stand at any time, and every voter still
+//! refuses votes for its lease; this member only stands at a moment openraft's timer could
+//! have chosen as well had its random timeout been shorter. It stands once per silence: the
+//! next chance comes after it hears a leader again.
+
+use super::standing::Heard;
+use super::types::Raft;
+use openraft::ServerState;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// How long after the leader's last word this member stands: openraft's lease, one heartbeat
+/// interval, and a jitter below `spread` drawn from `seed` (this member's id and the silence).
+pub fn wait_after(lease: Duration, heartbeat: Duration, spread: Duration, seed: u64) -> Duration {
+    let spread_us = u64::try_from(spread.as_micros()).unwrap_or(u64::MAX).max(1);
+    // A multiplicative hash: members and silences that differ by little land far apart.
+    let jitter = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20;
+    lease + heartbeat + Duration::from_micros(jitter % spread_us)
+}
+
+/// Whether to stand now, the wait over: still silent since `heard`, a voter following a leader.
+pub fn stands(silent: bool, state: ServerState, following: bool, voter: bool) -> bool {
+    silent && state == ServerState::Follower && following && voter
+}
+
+/// Watches for the leader's silence until `cancel`; see the module.
+pub async fn watch(
+    raft: Raft,
+    heard: Heard,
+    running: Arc<AtomicBool>,
+    (lease, heartbeat, spread): (Duration, Duration, Duration),
+    cancel: CancellationToken,
+) {
+    let me = raft.metrics().borrow().id;
+    let mut stood_for = None;
+    loop {
+        let last = *heard.lock().unwrap_or_else(PoisonError::into_inner);
+        let due = match last {
+            Some(at) if stood_for != Some(at) => {
+                let seed = me ^ u64::from(at.elapsed().subsec_nanos()) << 32;
+                Some(at + wait_after(lease, heartbeat, spread, seed))
+            }
+            // Nothing heard yet (openraft's own first election decides), or stood already.
+            _ => None,
+        };
+        let wake = due.unwrap_or_else(|| Instant::now() + heartbeat.max(Duration::from_millis(10)));
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            () = tokio::time::sleep_until(wake.into()) => {}
+        }
+        let (Some(at), Some(due)) = (last, due) else { continue };
+        let silent = *heard.lock().unwrap_or_else(PoisonError::into_inner) == Some(at);
+        if !silent || Instant::now() < due {
+            continue;
+        }
+        stood_for = Some(at);
+        let (state, following, voter) = {
+            let metrics = raft.metrics();
+            let metrics = metrics.borrow();
+            let voter = metrics.membership_config.membership().voter_ids().any(|id| id == me);
+            (metrics.state, metrics.vote.is_committed(), voter)
+        };
+        if !stands(true, state, following, voter) || running.swap(true, Ordering::AcqRel) {
+            continue;
+        }
+        tracing::info!(silent_ms = at.elapsed().as_millis(), "no word from the leader for its lease: standing");
+        if let Err(error) = raft.trigger().elect().await {
+            tracing::warn!(%error, "standing after the leader's silence");
+        }
+        running.store(false, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wait_is_the_lease_a_heartbeat_and_a_jitter_below_the_spread() {
+        let (lease, beat, spread) =
+            (Duration::from_millis(1000), Duration::from_millis(250), Duration::from_millis(250));
+        let waits: Vec<Duration> = (0..1000u64).map(|seed| wait_after(lease, beat, spread, seed)).collect();
+        assert!(waits.iter().all(|w| *w >= lease + beat && *w < lease + beat + spread));
+        // Spread out: seeds a member apart land in many different tenths of the spread.
+        let tenths: std::collections::BTreeSet<u128> =
+            waits.iter().map(|w| (*w - lease - beat).as_micros() * 10 / spread.as_micros()).collect();
+        assert_eq!(tenths.len(), 10);
+    }
+
+    #[test]
+    fn only_a_silent_follower_of_a_known_leader_that_votes_stands() {
+        assert!(stands(true, ServerState::Follower, true, true));
+        assert!(!stands(false, ServerState::Follower, true, true), "heard its leader since");
+        assert!(!stands(true, ServerState::Candidate, true, true), "an election is on");
+        assert!(!stands(true, ServerState::Leader, true, true), "it leads");
+        assert!(!stands(true, ServerState::Follower, false, true), "voted, no leader known: openraft's timer");
+        assert!(!stands(true, ServerState::Learner, true, false), "a learner");
+    }
+}
