@@ -41,8 +41,9 @@ impl PeerService for Member {
                 PeerResponse::Vote(answer)
             }
             PeerRequest::InstallSnapshot(rpc) => {
-                // openraft renews its lease on a snapshot's last chunk; counting every accepted chunk
-                // keeps this member's record no earlier than openraft's.
+                // openraft renews its lease on a snapshot's chunks; counting every accepted chunk
+                // keeps this member's record close to openraft's (a decision to stand still
+                // checks openraft's own, see `standing` and `silence`).
                 let leader = rpc.vote;
                 let answer = self.raft.install_snapshot(rpc).await;
                 if answer.as_ref().is_ok_and(|r| r.vote == leader) {

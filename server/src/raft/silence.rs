@@ -12,12 +12,16 @@
 //! to half an election timeout, different on every member, so that two followers rarely stand
 //! at once. If they do, both lose that term and openraft's own timer, unchanged, decides the
 //! next. Safety stays openraft's: any member may stand at any time, and every voter still
-//! refuses votes for its lease; this member only stands at a moment openraft's timer could
-//! have chosen as well had its random timeout been shorter. It stands once per silence: the
-//! next chance comes after it hears a leader again.
+//! refuses votes for its lease. This member stands sooner than openraft's timer would (which
+//! adds at least `election_timeout_min` to the lease), but never within its own lease: the
+//! decision is taken inside openraft's core, from openraft's own record of when it last heard
+//! the leader, after every message that arrived before it (this member's `heard`, set when an
+//! append is answered, can lag that record, e.g. while a snapshot is installed, and only
+//! schedules the check). It stands once per silence: the next chance comes after it hears a
+//! leader again.
 
 use super::standing::Heard;
-use super::types::Raft;
+use super::types::{NodeId, Raft};
 use openraft::ServerState;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
@@ -64,18 +68,11 @@ pub async fn watch(
             () = tokio::time::sleep_until(wake.into()) => {}
         }
         let (Some(at), Some(due)) = (last, due) else { continue };
-        let silent = *heard.lock().unwrap_or_else(PoisonError::into_inner) == Some(at);
-        if !silent || Instant::now() < due {
+        if *heard.lock().unwrap_or_else(PoisonError::into_inner) != Some(at) {
             continue;
         }
         stood_for = Some(at);
-        let (state, following, voter) = {
-            let metrics = raft.metrics();
-            let metrics = metrics.borrow();
-            let voter = metrics.membership_config.membership().voter_ids().any(|id| id == me);
-            (metrics.state, metrics.vote.is_committed(), voter)
-        };
-        if !stands(true, state, following, voter) || running.swap(true, Ordering::AcqRel) {
+        if !silent_in_core(&raft, me, due - at).await || running.swap(true, Ordering::AcqRel) {
             continue;
         }
         tracing::info!(silent_ms = at.elapsed().as_millis(), "no word from the leader for its lease: standing");
@@ -84,6 +81,19 @@ pub async fn watch(
         }
         running.store(false, Ordering::Release);
     }
+}
+
+/// Whether openraft's own record says this member should stand: a voter following a leader
+/// it has not heard from for `wait`. Asked inside openraft's core, so after every message
+/// that reached it first.
+pub async fn silent_in_core(raft: &Raft, me: NodeId, wait: Duration) -> bool {
+    raft.with_raft_state(move |state| {
+        let silent = state.vote_last_modified().is_some_and(|at| at.elapsed() >= wait);
+        let voter = state.membership_state.effective().voter_ids().any(|id| id == me);
+        stands(silent, state.server_state, state.vote_ref().is_committed(), voter)
+    })
+    .await
+    .unwrap_or(false)
 }
 
 #[cfg(test)]

@@ -37,8 +37,9 @@ const MAX_TERMS_AHEAD: u64 = 3;
 pub struct Standing {
     /// openraft's leader lease (`election_timeout_max`).
     lease: Duration,
-    /// When this member last accepted entries or a heartbeat from a leader: no earlier than
-    /// openraft's own record of it, so a lease expired by this is expired for openraft too.
+    /// When this member last accepted entries or a heartbeat from a leader, set once the
+    /// append is answered: it can lag openraft's own record (an answer held back while a
+    /// snapshot is installed), so a decision to stand checks that record too.
     heard: Heard,
     /// Elections triggered here and not yet all started: two candidates refused at once
     /// start one series, not two.
@@ -85,8 +86,16 @@ impl Standing {
             elections,
             "refused a candidate whose log is behind this member's: standing at once"
         );
-        let (raft, running) = (raft.clone(), self.running.clone());
+        let (raft, running, lease) = (raft.clone(), self.running.clone(), self.lease);
         tokio::spawn(async move {
+            // `heard` may lag openraft's own record (an answer held back while a snapshot is
+            // installed); the lease must be over by that record too, read in the core's order.
+            let over =
+                raft.with_raft_state(move |state| state.vote_last_modified().is_none_or(|at| at.elapsed() > lease));
+            if !over.await.unwrap_or(false) {
+                running.store(false, Ordering::Release);
+                return;
+            }
             for _ in 0..elections {
                 // Each raises this member's term by one; only the last can win.
                 if raft.trigger().elect().await.is_err() {
