@@ -3,7 +3,7 @@
 //! openraft 0.9 gives a voter that has heard from its leader a lease of
 //! `election_timeout_max`: it refuses every vote until the lease has passed in silence, and
 //! only then, after a random `election_timeout_min..max` more, calls an election itself
-//! ([`super::silence`] stands sooner: after the lease, a heartbeat interval and a jitter). So
+//! (`silence` stands sooner: after the lease, a heartbeat interval and a jitter). So
 //! a leader kill costs at least the lease; nothing the other members see (a closed connection
 //! included) can cut the lease short. Ward's own lease for touches
 //! (G16: a leader acknowledges a session's touch round only if a quorum answered it within
