@@ -16,6 +16,7 @@ use crate::server;
 use crate::sys::{Error, Result, Session, System, Ward, ZooKeeper};
 use crate::workloads::close_all;
 use futures_util::stream::{FuturesUnordered, StreamExt};
+use std::future::Future;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -38,10 +39,10 @@ pub async fn run(tmp: &Path, n: usize, zk: Option<ZooKeeper>) -> Result<()> {
         let ctl = ward.connect().await?;
         if zookeeper {
             let zk = ZooKeeper { addr: zk_addr, pid: Some(owned.pid), lock_events: Arc::new(AtomicU64::new(0)) };
-            let per_zk = per_session(&zk, &ward, &ctl, owned.pid, n).await?;
+            let per_zk = per_session(&zk, &ward, &ctl, n, || async { rss(owned.pid) }).await?;
             println!("zookeeper protocol: {n} idle sessions, {per_zk:.0} bytes per session");
         } else {
-            let per_ward = per_session(&ward, &ward, &ctl, owned.pid, n).await?;
+            let per_ward = per_session(&ward, &ward, &ctl, n, || async { rss(owned.pid) }).await?;
             println!("native protocol:    {n} idle sessions, {per_ward:.0} bytes per session");
         }
     }
@@ -63,34 +64,31 @@ async fn zookeeper_heap(zk: &ZooKeeper, n: usize) -> Result<f64> {
             .flatten()
             .ok_or_else(|| Error("no live heap from jcmd (is ZooKeeper's pid known? --zk-pid)".into()))
     };
-    let baseline = zk.live_sessions(&ctl).await.unwrap_or(0);
-    let warm = open(zk, n / 10).await?;
-    close_all(warm).await;
-    settle(zk, &ctl, baseline).await?;
-    let before = heap().await?;
-    let open = open(zk, n).await?;
-    settle(zk, &ctl, baseline + n as u64).await?;
-    let after = heap().await?;
-    close_all(open).await;
-    settle(zk, &ctl, baseline).await?;
+    let per = per_session(zk, zk, &ctl, n, heap).await;
     ctl.close().await;
-    Ok(after.saturating_sub(before) as f64 / n as f64)
+    per
 }
 
-/// Opens `n` sessions on `sys`, returns the server's RSS growth per session; `ctl` is a
-/// native session that counts the server's sessions.
-async fn per_session<Y: System>(sys: &Y, ward: &Ward, ctl: &ward_client::Client, pid: u32, n: usize) -> Result<f64> {
-    let baseline = ward.live_sessions(ctl).await.unwrap_or(0);
+/// Opens `n` sessions on `sys` and returns the growth of `measure` per session; `counter`
+/// and its session `ctl` count the server's sessions.
+async fn per_session<Y, C, F, Fut>(sys: &Y, counter: &C, ctl: &C::S, n: usize, measure: F) -> Result<f64>
+where
+    Y: System,
+    C: System,
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<u64>>,
+{
+    let baseline = counter.live_sessions(ctl).await.unwrap_or(0);
     // Warm up: the first sessions grow the allocator's arenas and the session table once.
     let warm = open(sys, n / 10).await?;
     close_all(warm).await;
-    settle(ward, ctl, baseline).await?;
-    let before = rss(pid)?;
+    settle(counter, ctl, baseline).await?;
+    let before = measure().await?;
     let open = open(sys, n).await?;
-    settle(ward, ctl, baseline + n as u64).await?;
-    let after = rss(pid)?;
+    settle(counter, ctl, baseline + n as u64).await?;
+    let after = measure().await?;
     close_all(open).await;
-    settle(ward, ctl, baseline).await?;
+    settle(counter, ctl, baseline).await?;
     Ok(after.saturating_sub(before) as f64 / n as f64)
 }
 

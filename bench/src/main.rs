@@ -257,7 +257,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs everything; `Ok(false)` if a workload failed or a lock was violated.
 /// The ZooKeeper named by `--zk`, its pid from `--zk-pid` or the process listening there.
 fn zookeeper(args: &Args) -> Option<sys::ZooKeeper> {
     args.zk.as_ref().map(|addr| sys::ZooKeeper {
@@ -267,6 +266,7 @@ fn zookeeper(args: &Args) -> Option<sys::ZooKeeper> {
     })
 }
 
+/// Runs everything; `Ok(false)` if a workload failed or a lock was violated.
 async fn run(args: &Args, tmp: &std::path::Path) -> Result<bool, Error> {
     if let Some(members) = args.ensemble {
         return run_ensemble(args, tmp, members).await;
