@@ -339,13 +339,11 @@ pub async fn open_member(
             // openraft times an append out after one heartbeat interval: it must cover a
             // follower's fsync on a loaded machine.
             heartbeat_interval: millis(options.timing.heartbeat),
-            // A follower that has heard from its leader calls an election only once
-            // openraft's leader lease (`election_timeout_max`) and then a random timeout
-            // between these have passed in silence: by default 1.5–2 s (plus up to one tick,
-            // 1.5 heartbeats), six heartbeats at least. This is most of what a leader kill
-            // costs.
+            // openraft's leader lease (`election_timeout_max`): no voter grants a vote until
+            // its leader has been silent this long, so it is most of what a leader kill
+            // costs; `silence` stands soon after it.
             election_timeout_min: millis(options.timing.election),
-            election_timeout_max: 2 * millis(options.timing.election),
+            election_timeout_max: millis(timing::lease(&options.timing)),
             install_snapshot_timeout: 10_000,
             snapshot_max_chunk_size: 1 << 20,
             // Each entry is a batch of up to ~1 MiB.

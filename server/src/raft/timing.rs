@@ -7,7 +7,10 @@
 //! a leader kill costs at least the lease; nothing the other members see (a closed connection
 //! included) can cut the lease short. Ward's own lease for touches
 //! (G16: a leader acknowledges a session's touch round only if a quorum answered it within
-//! this) must not exceed openraft's, which it does not: it is the shorter timeout.
+//! this) must not exceed openraft's. So openraft's lease is the election timeout and one
+//! heartbeat interval more, the least that keeps it above the touch lease by a margin (a
+//! voter hears the leader's heartbeat after the leader sent it): G16's argument needs no
+//! more, and every millisecond of it is a millisecond of every failover.
 
 use std::time::Duration;
 
@@ -17,8 +20,14 @@ pub struct Timing {
     /// How often the leader sends heartbeats; openraft also times each append out after one
     /// interval, so it must cover a follower's fsync.
     pub heartbeat: Duration,
-    /// `election_timeout_min`; `election_timeout_max`, openraft's leader lease, is twice it.
+    /// `election_timeout_min`; `election_timeout_max`, openraft's leader lease, is [`lease`].
     pub election: Duration,
+}
+
+/// openraft's leader lease (`election_timeout_max`) for `timing`: the election timeout (Ward's
+/// touch lease) and one heartbeat interval more.
+pub fn lease(timing: &Timing) -> Duration {
+    timing.election + timing.heartbeat
 }
 
 impl Default for Timing {
@@ -53,15 +62,17 @@ mod tests {
     #[test]
     fn the_touch_lease_fits_inside_openrafts_lease_for_any_timing() {
         for (heartbeat, election) in [(250, 500), (10, 20), (50, 150), (1000, 600_000)] {
+            let timing =
+                Timing { heartbeat: Duration::from_millis(heartbeat), election: Duration::from_millis(election) };
             let config = openraft::Config {
                 heartbeat_interval: heartbeat,
                 election_timeout_min: election,
-                election_timeout_max: 2 * election,
+                election_timeout_max: millis(lease(&timing)),
                 ..Default::default()
             }
             .validate()
             .expect("valid");
-            assert!(touch_lease(&config) <= Duration::from_millis(config.election_timeout_max));
+            assert!(touch_lease(&config) < Duration::from_millis(config.election_timeout_max));
             assert!(grace(&config) >= Duration::from_millis(config.election_timeout_max));
         }
     }

@@ -135,8 +135,9 @@ pub struct Settings {
     /// member to answer an append (which includes the member's fsync) [default: 250]
     #[arg(long, value_name = "N", help_heading = "Ensemble")]
     pub heartbeat_ms: Option<Bounded<10, 60_000>>,
-    /// A member that hears nothing from its leader for this long (up to twice it, at random)
-    /// after the leader's lease (twice it) calls an election; at least twice --heartbeat-ms.
+    /// The leader's lease is this and --heartbeat-ms more: a member that hears nothing from its
+    /// leader for the lease, a heartbeat interval and up to half this calls an election; at
+    /// least twice --heartbeat-ms.
     /// Shorter means faster failover and more needless elections on a loaded machine
     /// [default: 500]
     #[arg(long, value_name = "N", help_heading = "Ensemble")]
