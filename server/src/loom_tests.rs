@@ -492,3 +492,49 @@ fn a_parked_connection_is_woken_by_a_message_or_a_cancel_that_comes_while_it_par
         }
     });
 }
+
+/// G16: a leader counts a quorum as fresh only while the appends it accepted were sent less
+/// than the touch lease before the check. The replication task sends an append, the peer
+/// takes it (its lease starts), and the acceptance is recorded; the process may be paused for
+/// longer than the lease at any point (a thread moving the clock), and the touch round may
+/// check at any point. Judging the age when the acceptance is recorded rather than at the
+/// check (as openraft's published `millis_since_quorum_ack` is), or not at all, breaks it:
+/// loom finds a check after the pause passing on an acceptance from before it.
+#[test]
+fn a_leader_counts_a_quorum_fresh_only_within_the_lease_at_the_check() {
+    use crate::raft::quorum::QuorumClock;
+    use loom::sync::atomic::{AtomicU64, Ordering};
+    use std::collections::BTreeSet;
+    use std::time::{Duration, Instant};
+    const LEASE_MS: u64 = 70;
+    loom::model(|| {
+        let base = Instant::now();
+        let at = move |ms: u64| base + Duration::from_millis(ms);
+        // Milliseconds since `base`.
+        let clock = Arc::new(AtomicU64::new(0));
+        let quorum = Arc::new(QuorumClock::default());
+        let replication = {
+            let (clock, quorum) = (clock.clone(), quorum.clone());
+            thread::spawn(move || {
+                let sent = clock.load(Ordering::SeqCst);
+                let peer_took_it = clock.load(Ordering::SeqCst);
+                quorum.accepted(2, at(sent));
+                peer_took_it
+            })
+        };
+        let pause = {
+            let clock = clock.clone();
+            thread::spawn(move || clock.fetch_add(10 * LEASE_MS, Ordering::SeqCst))
+        };
+        let now = clock.load(Ordering::SeqCst);
+        let voters = [BTreeSet::from([1, 2, 3])];
+        let fresh = quorum.fresh(1, &voters, at(now), Duration::from_millis(LEASE_MS));
+        let peer_took_it = replication.join().expect("replication");
+        pause.join().expect("pause");
+        if fresh {
+            // Peer 2 refuses other leaders for openraft's lease (longer) from when it took
+            // the append: no leader can have been elected by `now`.
+            assert!(now < peer_took_it + LEASE_MS, "fresh at {now} on an append the peer took at {peer_took_it}");
+        }
+    });
+}

@@ -13,6 +13,7 @@
 //! its client connections and refuses handshakes until a round succeeds again (R6), so its
 //! clients move to a member that can keep their sessions alive.
 
+use super::quorum::QuorumClock;
 use super::rounds::Rounds;
 use super::types::Raft;
 use crate::local::Local;
@@ -36,7 +37,7 @@ pub const ROUND_EVERY: Duration = Duration::from_millis(300);
 /// leader was ready).
 const RETRY_WAITED: Duration = Duration::from_millis(20);
 /// With no round acknowledged for this long a member gives its clients up. Longer than an
-/// ordinary election (up to 2 s, plus the new leader getting ready), so that a leader change
+/// ordinary election (about 1.5 s at most by default, plus the new leader getting ready), so that a leader change
 /// does not cost every follower's client its connection; clients whose pings go unconfirmed
 /// move on by themselves anyway (at 4/5 of their timeout, or 2/3 for ZooKeeper's clients).
 pub const OUT_OF_CONTACT: Duration = Duration::from_secs(5);
@@ -86,7 +87,13 @@ impl Contact {
 }
 
 /// Runs rounds until `cancel`.
-pub async fn run(contact: Arc<Contact>, raft: Raft, local: Arc<Local>, peers: Arc<Peers>, cancel: CancellationToken) {
+pub async fn run(
+    contact: Arc<Contact>,
+    raft: Raft,
+    quorum: Arc<QuorumClock>,
+    (local, peers): (Arc<Local>, Arc<Peers>),
+    cancel: CancellationToken,
+) {
     let mut last_ack = Instant::now();
     // Touches of a round that did not reach the leader go with the next one.
     let mut carried: Vec<SessionId> = Vec::new();
@@ -104,7 +111,7 @@ pub async fn run(contact: Arc<Contact>, raft: Raft, local: Arc<Local>, peers: Ar
         let mut touched = local.sessions.take_touched();
         touched.append(&mut carried);
         let acknowledged = match leader_of(&raft) {
-            Leader::Me { single } => single || (local.sessions.is_sweeping() && lease_fresh(&raft)),
+            Leader::Me { single } => single || (local.sessions.is_sweeping() && lease_fresh(&raft, &quorum)),
             Leader::Other(leader, addr) => {
                 let applied = raft.metrics().borrow().last_applied.map(|id| id.index);
                 let request = PeerRequest::Touch { sessions: touched.clone(), applied };
@@ -164,12 +171,15 @@ fn leader_of(raft: &Raft) -> Leader {
 
 /// Whether this leader heard from a quorum within its lease for touches
 /// ([`super::timing::touch_lease`]): no other leader can have been elected meanwhile without
-/// this one's acknowledgements being covered by the new leader's grace.
-pub fn lease_fresh(raft: &Raft) -> bool {
+/// this one's acknowledgements being covered by the new leader's grace. Judged now, from when
+/// the accepted appends were sent ([`QuorumClock`]), and also by openraft's own figure.
+pub fn lease_fresh(raft: &Raft, quorum: &QuorumClock) -> bool {
     let m = raft.metrics().borrow().clone();
-    if m.membership_config.membership().voter_ids().eq([m.id]) {
+    let membership = m.membership_config.membership();
+    if membership.voter_ids().eq([m.id]) {
         return true;
     }
     let lease = super::timing::touch_lease(raft.config());
     m.millis_since_quorum_ack.is_some_and(|ms| Duration::from_millis(ms) < lease)
+        && quorum.fresh(m.id, membership.get_joint_config(), std::time::Instant::now(), lease)
 }

@@ -32,7 +32,8 @@
 //!   ahead of a candidate's stands at once; `silence`: a follower stands once its leader has
 //!   been silent for openraft's lease, without the random timeout after it.
 //! * [`contact`]: touch rounds with the leader; when a ping may be answered ([`rounds`]: the
-//!   bookkeeping, checked by loom).
+//!   bookkeeping, checked by loom); [`quorum`]: when a quorum last accepted this leader's
+//!   appends, by which the leader's touch lease is judged.
 //! * [`membership`]: adding and removing members.
 //! * [`identity`]: which member a data directory belongs to.
 
@@ -53,6 +54,7 @@ mod marks;
 pub mod membership;
 pub mod network;
 pub mod proposer;
+pub mod quorum;
 mod readback;
 pub mod record;
 pub mod rounds;
@@ -372,7 +374,8 @@ pub async fn open_member(
     let routes = ensemble.as_ref().map(|e| e.routes.clone()).unwrap_or_default();
     let peer_tls = ensemble.as_ref().and_then(|e| e.peer_tls.clone());
     let peers = Arc::new(Peers::new(Identity { ensemble: name.into(), me: id, tls: peer_tls }, routes));
-    let network = PeerNetworkFactory { peers: peers.clone() };
+    let quorum = Arc::new(quorum::QuorumClock::default());
+    let network = PeerNetworkFactory { peers: peers.clone(), quorum: quorum.clone() };
     let disk = store.activity();
     let raft =
         Raft::new(id, Arc::new(config), network, store, sm).await.map_err(|e| OpenError::raft("starting")(e.into()))?;
@@ -409,6 +412,7 @@ pub async fn open_member(
                 reports: reports.clone(),
                 chunks: proposer.chunks(),
                 standing: standing::Standing::new(timing::grace(raft.config())),
+                quorum: quorum.clone(),
             });
             let identity = peers.identity().clone();
             let peer_tls = identity.tls.is_some();
@@ -432,7 +436,7 @@ pub async fn open_member(
     tasks.spawn(snapshot_trigger::run(raft.clone(), trigger, cancel.clone()));
     tasks.spawn(leadership::run_duties(raft.clone(), local.clone(), grace, cancel.clone()));
     let contact = contact::Contact::new(!replicated);
-    tasks.spawn(contact::run(contact.clone(), raft.clone(), local.clone(), peers.clone(), cancel.clone()));
+    tasks.spawn(contact::run(contact.clone(), raft.clone(), quorum, (local.clone(), peers.clone()), cancel.clone()));
     Ok(RaftLog {
         raft,
         proposer,

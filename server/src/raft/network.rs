@@ -5,7 +5,11 @@
 //! A snapshot is sent by openraft's default `full_snapshot`: it reads the leader's snapshot
 //! file a chunk (`snapshot_max_chunk_size`) at a time and calls [`PeerNetwork::install_snapshot`]
 //! once per chunk (see [`super::snapshot_file`]).
+//!
+//! Each append a peer accepts is recorded, with when it was sent, in the [`QuorumClock`]
+//! that the touch lease is judged by.
 
+use super::quorum::QuorumClock;
 use super::types::{NodeId, TypeConfig};
 use crate::peer::{Channel, PeerError, PeerRequest, PeerResponse, Peers};
 use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable};
@@ -16,15 +20,18 @@ use openraft::raft::{
 };
 use openraft::{BasicNode, RaftNetwork, RaftNetworkFactory};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Makes a [`PeerNetwork`] per target; they share [`Peers`]' pooled connections.
 #[derive(Clone)]
 pub struct PeerNetworkFactory {
     pub peers: Arc<Peers>,
+    pub quorum: Arc<QuorumClock>,
 }
 
 pub struct PeerNetwork {
     peers: Arc<Peers>,
+    quorum: Arc<QuorumClock>,
     target: NodeId,
     addr: String,
 }
@@ -33,7 +40,7 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetworkFactory {
     type Network = PeerNetwork;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerNetwork {
-        PeerNetwork { peers: self.peers.clone(), target, addr: node.addr.clone() }
+        PeerNetwork { peers: self.peers.clone(), quorum: self.quorum.clone(), target, addr: node.addr.clone() }
     }
 }
 
@@ -68,10 +75,19 @@ impl RaftNetwork<TypeConfig> for PeerNetwork {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RpcError> {
-        match self.call(Channel::Raft, PeerRequest::AppendEntries(rpc), &option).await.map_err(transport)? {
-            PeerResponse::AppendEntries(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
-            _ => Err(wrong_reply("append_entries")),
+        // Read before the request leaves: the peer's lease starts no earlier.
+        let sent = Instant::now();
+        let answer =
+            match self.call(Channel::Raft, PeerRequest::AppendEntries(rpc), &option).await.map_err(transport)? {
+                PeerResponse::AppendEntries(r) => {
+                    r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))?
+                }
+                _ => return Err(wrong_reply("append_entries")),
+            };
+        if !matches!(answer, AppendEntriesResponse::HigherVote(_)) {
+            self.quorum.accepted(self.target, sent);
         }
+        Ok(answer)
     }
 
     async fn install_snapshot(

@@ -4,6 +4,7 @@
 
 use super::membership;
 use super::proposer::Chunks;
+use super::quorum::QuorumClock;
 use super::route::read_index_here;
 use super::standing::Standing;
 use super::types::{NodeId, Raft};
@@ -21,6 +22,8 @@ pub struct Member {
     /// Forwarded batches join this member's own entries while it leads.
     pub chunks: Chunks,
     pub standing: Standing,
+    /// When a quorum last accepted this member's appends: the touch lease.
+    pub quorum: Arc<QuorumClock>,
 }
 
 impl PeerService for Member {
@@ -94,7 +97,7 @@ impl Member {
         if !self.raft.metrics().borrow().state.is_leader() {
             return Err(ForwardError::NotLeader(self.raft.metrics().borrow().current_leader));
         }
-        if !self.local.sessions.is_sweeping() || !super::contact::lease_fresh(&self.raft) {
+        if !self.local.sessions.is_sweeping() || !super::contact::lease_fresh(&self.raft, &self.quorum) {
             return Err(ForwardError::NotLeader(None));
         }
         Ok(sessions.into_iter().filter(|s| !self.local.sessions.touch(*s)).collect())

@@ -5,12 +5,13 @@
 //! only then, after a random `election_timeout_min..max` more, calls an election itself
 //! (`silence` stands sooner: after the lease, a heartbeat interval and a jitter). So
 //! a leader kill costs at least the lease; nothing the other members see (a closed connection
-//! included) can cut the lease short. Ward's own lease for touches
-//! (G16: a leader acknowledges a session's touch round only if a quorum answered it within
-//! this) must not exceed openraft's. So openraft's lease is the election timeout and one
-//! heartbeat interval more, the least that keeps it above the touch lease by a margin (a
-//! voter hears the leader's heartbeat after the leader sent it): G16's argument needs no
-//! more, and every millisecond of it is a millisecond of every failover.
+//! included) can cut the lease short. Ward's own lease for touches (G16: a leader
+//! acknowledges a session's touch round only if a quorum accepted appends it sent within
+//! this, `quorum`) is the election timeout. G16 needs a new leader's election plus the grace
+//! it gives every session to come after the last touch an old leader could acknowledge,
+//! which holds as long as openraft's lease and the grace together exceed the touch lease.
+//! Ward keeps the lease alone above it, by one heartbeat interval, and the grace equal to
+//! it; no more, because every millisecond of the lease is a millisecond of every failover.
 
 use std::time::Duration;
 
