@@ -110,6 +110,13 @@ pub(crate) async fn resume(
             ErrorCode::Unavailable,
             format!("session {session} is newer than this member's state (zxid {last_zxid}); try another"),
         )),
+        // Known and live in the state, but this member proposed its expiry: only the expiry
+        // applied decides it, and a member of an ensemble may have proposed it while it
+        // led and then lost the lead (or been cut off), while the leader keeps the session.
+        Some((true, _)) if server.log.replicated() => Err((
+            ErrorCode::Unavailable,
+            format!("session {session} may be expiring; this member cannot tell yet: try another"),
+        )),
         // A wrong secret gets the same answer as an unknown session: no probing for ids.
         _ => Err((ErrorCode::SessionExpired, format!("session {session} has expired or is unknown"))),
     }

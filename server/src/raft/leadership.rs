@@ -24,9 +24,11 @@ pub async fn run_duties(raft: Raft, local: Arc<Local>, grace: Duration, cancel: 
             let m = metrics.borrow_and_update();
             (m.state == ServerState::Leader, m.current_term)
         };
-        if !leading && led_term.take().is_some() {
+        // Also when it leads again in a later term without this task having seen it follow
+        // in between: deadlines from the earlier term must not be swept meanwhile.
+        if (!leading || led_term != Some(term)) && led_term.take().is_some() {
             local.sessions.set_sweeping(false);
-            tracing::info!(term, "no longer the leader: session expiry off");
+            tracing::info!(term, "no longer the leader of the term it got ready in: session expiry off");
         }
         if leading && led_term != Some(term) {
             // Every entry of earlier terms is applied once a read index of this term is.

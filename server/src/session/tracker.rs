@@ -101,9 +101,16 @@ impl SessionTracker {
         }
     }
 
-    /// Turns the expiry sweep on or off (see the `sweeping` field).
+    /// Turns the expiry sweep on or off (see the `sweeping` field). Off also forgets every
+    /// expiry this server proposed and has not applied: a member that stopped leading decides
+    /// no expiry, and must not turn its sessions' resumes and touches away as if it had.
     pub fn set_sweeping(&self, on: bool) {
         self.sweeping.store(u64::from(on), Ordering::SeqCst);
+        if !on {
+            for t in self.lock().values_mut() {
+                t.expiring = false;
+            }
+        }
     }
 
     /// Gives every tracked session `timeout + grace` from now, and forgets pending expiry
@@ -145,7 +152,7 @@ impl SessionTracker {
         if t.expiring {
             return false;
         }
-        t.deadline = Instant::now() + t.timeout;
+        t.deadline = t.deadline.max(Instant::now() + t.timeout);
         self.mark_touched(session, t);
         if let Some((_, old)) = t.conn.replace((conn, tx)) {
             let _ = old.send(Outbound::Close(CloseReason::SessionMoved));
@@ -158,7 +165,9 @@ impl SessionTracker {
     pub fn touch(&self, session: SessionId) -> bool {
         match self.lock().get_mut(&session) {
             Some(t) if !t.expiring => {
-                t.deadline = Instant::now() + t.timeout;
+                // Never shorter: a new leader's grace (`restart_deadlines`) covers touches a
+                // deposed leader may still acknowledge after this one.
+                t.deadline = t.deadline.max(Instant::now() + t.timeout);
                 self.mark_touched(session, t);
                 true
             }
@@ -246,5 +255,44 @@ impl SessionTracker {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(all(test, not(ward_loom)))]
+mod tests {
+    use super::*;
+
+    const TIMEOUT: Duration = Duration::from_secs(4);
+
+    fn heard(tracker: &SessionTracker, id: SessionId) -> Instant {
+        tracker.liveness().into_iter().find(|(s, _)| *s == id).map(|(_, l)| l.heard).expect("tracked")
+    }
+
+    /// G16: a touch never shortens the timeout and grace a new leader gave a session: a
+    /// deposed leader may still acknowledge a later heartbeat of it.
+    #[test]
+    fn a_touch_never_shortens_a_new_leaders_grace() {
+        let tracker = SessionTracker::default();
+        let id = SessionId(7);
+        tracker.register(id, TIMEOUT);
+        tracker.restart_deadlines(Duration::from_secs(60));
+        let given = heard(&tracker, id);
+        assert!(tracker.touch(id));
+        assert_eq!(heard(&tracker, id), given, "the touch moved the deadline back");
+    }
+
+    /// G15: a member that stops sweeping (it no longer leads) forgets the expiries it
+    /// proposed and has not applied: the session's touches count again.
+    #[test]
+    fn expiries_proposed_before_the_sweep_stopped_are_forgotten() {
+        let tracker = SessionTracker::default();
+        let id = SessionId(7);
+        tracker.register(id, TIMEOUT);
+        tracker.set_sweeping(true);
+        assert_eq!(tracker.take_due(Instant::now() + 2 * TIMEOUT), vec![id]);
+        assert!(!tracker.touch(id), "expiring");
+        tracker.set_sweeping(false);
+        assert!(tracker.touch(id), "still expiring after the lead was lost");
+        assert!(tracker.take_due(Instant::now() + 4 * TIMEOUT).is_empty(), "swept while off");
     }
 }
