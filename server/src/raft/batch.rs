@@ -15,6 +15,7 @@
 use crate::command::{Command, CommandOp};
 use crate::log::Committed;
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::oneshot;
 use ward_proto::Op;
@@ -33,19 +34,31 @@ pub struct Batch {
 pub type Sender = Option<oneshot::Sender<Committed>>;
 
 /// The reply senders of a proposed batch, one per command, taken once: by the state machine
-/// when it applies the batch, or by the proposer when the batch fails.
+/// when it applies the batch, or by the proposer when the batch fails. And whether the
+/// batch's entry reached this member's log: openraft answers "forward to the leader" both
+/// for a write it refused before logging it (certainly not applied) and for one a new
+/// leader's log removed from this member's after it was logged, which another member's copy
+/// may still commit. Only the first may be told "not applied".
 #[derive(Default)]
-pub struct Replies(Mutex<Option<Vec<Sender>>>);
+pub struct Replies {
+    senders: Mutex<Option<Vec<Sender>>>,
+    logged: AtomicBool,
+}
 
 impl Replies {
     /// One sender per command of a batch, in order.
     pub fn new(senders: Vec<Sender>) -> Arc<Replies> {
-        Arc::new(Replies(Mutex::new(Some(senders))))
+        Arc::new(Replies { senders: Mutex::new(Some(senders)), logged: AtomicBool::new(false) })
     }
 
     /// The senders, unless someone took them already.
     pub fn take(&self) -> Option<Vec<Sender>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+        self.senders.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+
+    /// Whether the log store was ever given the batch's entry.
+    pub fn logged(&self) -> bool {
+        self.logged.load(Ordering::Acquire)
     }
 }
 
@@ -59,6 +72,13 @@ impl Batch {
     /// The reply senders, if this is the batch as proposed here and nobody took them yet.
     pub fn take_replies(&self) -> Option<Vec<Sender>> {
         self.replies.as_ref().and_then(|r| r.take())
+    }
+
+    /// Called by the log store when it is given this entry: see [`Replies::logged`].
+    pub fn mark_logged(&self) {
+        if let Some(replies) = &self.replies {
+            replies.logged.store(true, Ordering::Release);
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -150,5 +170,21 @@ mod tests {
         assert!(back.take_replies().is_none());
         assert_eq!(batch.take_replies().map(|r| r.len()), Some(2));
         assert!(batch.clone().take_replies().is_none(), "taken once, also through a clone");
+    }
+
+    /// G14: whether a batch reached the log is seen through every copy of the entry, and a
+    /// batch read back or received from a leader carries no such mark.
+    #[test]
+    fn a_batch_logged_through_any_copy_is_marked_logged() {
+        let replies = Replies::new(vec![None]);
+        let batch = Batch::answered(
+            vec![Command { time_ms: 1, session: SessionId(1), xid: 1, op: CommandOp::CloseSession }],
+            &replies,
+        );
+        assert!(!replies.logged());
+        let copy = batch.clone();
+        copy.mark_logged();
+        assert!(replies.logged());
+        Batch::from(batch.commands.clone()).mark_logged();
     }
 }

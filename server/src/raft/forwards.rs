@@ -11,16 +11,19 @@
 
 use super::answers::{Answers, Assembled, Outcome, Proposal};
 use super::route::Route;
+use super::unsettled::fence;
 use futures_util::future::BoxFuture;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use futures_util::FutureExt;
 use std::collections::{HashSet, VecDeque};
-use ward_proto::SessionId;
+use ward_proto::{SessionId, Zxid};
 
 /// Batches a follower may have at the leader at once.
 pub const MAX_FORWARDS: usize = 4;
 
-type Done = (Outcome, Answers, Vec<SessionId>);
+/// A batch's outcome, who waits for it, its sessions, and its connections' fences
+/// ([`super::unsettled::fence`]).
+type Done = (Outcome, Answers, Vec<SessionId>, Vec<(SessionId, Zxid)>);
 
 /// See the module's doc.
 #[derive(Default)]
@@ -75,6 +78,7 @@ impl Forwards {
         sessions.sort_unstable();
         sessions.dedup();
         self.busy.extend(sessions.iter().copied());
+        let fences = commands.iter().filter_map(fence).collect();
         let route = route.clone();
         let n = commands.len();
         self.running.push(
@@ -85,22 +89,22 @@ impl Forwards {
                     }
                     (0, applied)
                 });
-                (outcome, answers, sessions)
+                (outcome, answers, sessions, fences)
             }
             .boxed(),
         );
     }
 
-    /// The next batch to be answered, its sessions free again. Never resolves while none
-    /// runs.
-    pub async fn next(&mut self) -> (Outcome, Answers) {
-        let Some((outcome, answers, sessions)) = self.running.next().await else {
+    /// The next batch to be answered, its sessions free again, and the fences of its
+    /// connections' writes. Never resolves while none runs.
+    pub async fn next(&mut self) -> (Outcome, Answers, Vec<(SessionId, Zxid)>) {
+        let Some((outcome, answers, sessions, fences)) = self.running.next().await else {
             return std::future::pending().await;
         };
         for session in sessions {
             self.busy.remove(&session);
         }
-        (outcome, answers)
+        (outcome, answers, fences)
     }
 }
 

@@ -379,6 +379,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: Send,
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
+        for entry in &entries {
+            if let openraft::EntryPayload::Normal(batch) = &entry.payload {
+                batch.mark_logged();
+            }
+        }
         let Some(indexes) = index_range(&entries) else {
             callback.log_io_completed(Ok(()));
             return Ok(());

@@ -24,7 +24,8 @@
 //!   [`snapshot_trigger`]: when the next one is due (by log size).
 //! * [`proposer`]: group commit in front of openraft, paced by the disk ([`activity`]); on
 //!   the leader it folds followers' batches into its own entries (`answers`); on a follower
-//!   it keeps several batches on their way to the leader (`forwards`).
+//!   it keeps several batches on their way to the leader (`forwards`), and refuses the
+//!   later writes of a connection whose forwarded write has an unknown outcome (`unsettled`).
 //! * [`route`]: a batch into Raft here, or to the leader; the read index for `sync`.
 //! * [`network`]: openraft's RPCs over the peer link ([`crate::peer`]).
 //! * [`service`]: what this member does with its peers' requests.
@@ -69,6 +70,7 @@ mod standing;
 pub mod state_machine;
 pub mod timing;
 pub mod types;
+mod unsettled;
 pub mod wal;
 pub mod writer;
 

@@ -30,8 +30,9 @@ use super::activity::Watch;
 use super::answers::{Answers, Assembled, ChunkResult, Outcome, Proposal};
 use super::batch::Batch;
 use super::forwards::Forwards;
-use super::route::{Route, COMMIT_TIMEOUT};
+use super::route::{removed, Route, COMMIT_TIMEOUT};
 use super::types::TypeConfig;
+use super::unsettled::Unsettled;
 use crate::command::Command;
 use crate::log::{CommandLog, Pending, Rejected};
 use openraft::error::ClientWriteError;
@@ -96,6 +97,7 @@ impl Proposer {
             disk,
             in_flight: VecDeque::new(),
             forwards: Forwards::default(),
+            unsettled: Unsettled::default(),
             sent_at: 0,
         };
         (Proposer { queue }, tokio::spawn(task.run()))
@@ -110,7 +112,7 @@ impl Proposer {
 impl CommandLog for Proposer {
     fn submit(&self, cmd: Command) -> Pending {
         let (reply, pending) = Pending::channel();
-        // If the task is gone the reply sender is dropped here: the caller sees Unavailable.
+        // If the task is gone the reply sender is dropped here: the caller sees `Rejected::Stopped`.
         let _ = self.queue.send(Proposal::One(cmd, reply));
         pending
     }
@@ -135,6 +137,8 @@ struct Task {
     in_flight: VecDeque<InFlight>,
     /// Batches sent to the leader, while this member follows.
     forwards: Forwards,
+    /// Connections with a forwarded write of unknown outcome.
+    unsettled: Unsettled,
     /// The disk's start count when the last batch went to openraft: a later start is that
     /// batch (or one after it) reaching the disk.
     sent_at: u64,
@@ -156,9 +160,16 @@ impl Task {
             tokio::select! {
                 biased;
                 (outcome, answers) = front(&mut self.in_flight) => answers.finish(outcome),
-                (outcome, answers) = self.forwards.next() => answers.finish(outcome),
+                (outcome, answers, fences) = self.forwards.next() => {
+                    if matches!(outcome, Err(Rejected::Unknown(_))) && !fences.is_empty() {
+                        self.unsettled.record(&fences, std::time::Instant::now());
+                        let held = std::mem::take(&mut self.held);
+                        held.into_iter().for_each(|proposal| self.hold(proposal));
+                    }
+                    answers.finish(outcome)
+                }
                 proposal = self.queue.recv() => match proposal {
-                    Some(proposal) => self.held.push_back(proposal),
+                    Some(proposal) => self.hold(proposal),
                     None => break,
                 },
                 // Only waited on while a batch is ready here and the disk is not.
@@ -168,8 +179,20 @@ impl Task {
         // The proposer was dropped: answer what is still in flight.
         self.drain().await;
         while !self.forwards.is_empty() {
-            let (outcome, answers) = self.forwards.next().await;
+            let (outcome, answers, _) = self.forwards.next().await;
             answers.finish(outcome);
+        }
+    }
+
+    /// Holds `proposal` for the next batch, unless it is a write of a connection whose
+    /// forwarded write has an unknown outcome ([`Unsettled`]): that one is refused.
+    fn hold(&mut self, proposal: Proposal) {
+        match proposal {
+            Proposal::One(cmd, reply) if !self.unsettled.is_empty() && !self.unsettled.admits(&cmd) => {
+                let why = "an earlier write of this connection has an unknown outcome";
+                let _ = reply.send(Err(Rejected::NotApplied(why.into())));
+            }
+            proposal => self.held.push_back(proposal),
         }
     }
 
@@ -200,7 +223,12 @@ impl Task {
         let BatchLimits { max_commands, max_bytes } = self.limits;
         let mut batch = Assembled::default();
         while !batch.is_full(max_commands, max_bytes) {
-            let Some(next) = self.held.pop_front().or_else(|| self.queue.try_recv().ok()) else { break };
+            if self.held.is_empty() {
+                let Ok(next) = self.queue.try_recv() else { break };
+                self.hold(next);
+                continue;
+            }
+            let Some(next) = self.held.pop_front() else { break };
             batch.add(next);
         }
         let (commands, answers) = batch.split();
@@ -225,7 +253,7 @@ impl Task {
         }
         self.drain().await;
         while let Ok(next) = self.queue.try_recv() {
-            self.held.push_back(next);
+            self.hold(next);
         }
         let BatchLimits { max_commands, max_bytes } = self.limits;
         let mut batch = self.forwards.assemble(&mut self.held, |b| b.is_full(max_commands, max_bytes));
@@ -245,6 +273,7 @@ async fn front(in_flight: &mut VecDeque<InFlight>) -> (Outcome, Answers) {
     let Some(oldest) = in_flight.front_mut() else { return std::future::pending().await };
     let outcome = match tokio::time::timeout_at(oldest.deadline, &mut oldest.response).await {
         Ok(Ok(Ok(response))) => Ok((response.log_id.index, response.data)),
+        Ok(Ok(Err(ClientWriteError::ForwardToLeader(_)))) if oldest.answers.replies.logged() => Err(removed()),
         Ok(Ok(Err(ClientWriteError::ForwardToLeader(_)))) => Err(Rejected::NotApplied("leadership moved".into())),
         Ok(Ok(Err(e))) => Err(Rejected::Unknown(e.to_string())),
         Ok(Err(_)) => Err(Rejected::Unknown("raft stopped before answering".into())),
@@ -254,5 +283,42 @@ async fn front(in_flight: &mut VecDeque<InFlight>) -> (Outcome, Answers) {
     match in_flight.pop_front() {
         Some(oldest) => (outcome, oldest.answers),
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::CommandOp;
+    use openraft::error::ForwardToLeader;
+    use std::time::Duration;
+    use ward_proto::SessionId;
+
+    /// G14: openraft's "forward to the leader" is "not applied" (safe to send again) only for
+    /// a batch that never reached this member's log; once logged, a new leader may remove it
+    /// here while another member's copy still commits, so its outcome is unknown.
+    #[tokio::test]
+    async fn a_write_removed_after_it_was_logged_is_unknown_not_unapplied() {
+        for logged in [false, true] {
+            let cmd = Command { time_ms: 1, session: SessionId(1), xid: 1, op: CommandOp::CloseSession };
+            let (reply, answer) = oneshot::channel();
+            let mut batch = Assembled::default();
+            batch.add(Proposal::One(cmd, reply));
+            let (commands, answers) = batch.split();
+            if logged {
+                Batch::answered(commands, &answers.replies).mark_logged();
+            }
+            let (tx, response) = oneshot::channel();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let mut in_flight = VecDeque::from([InFlight { response, answers, deadline }]);
+            let _ = tx.send(Err(ClientWriteError::ForwardToLeader(ForwardToLeader::empty())));
+            let (outcome, answers) = front(&mut in_flight).await;
+            answers.finish(outcome);
+            match answer.await.expect("answered") {
+                Err(Rejected::Unknown(_)) => assert!(logged, "not logged, yet unknown"),
+                Err(Rejected::NotApplied(_)) => assert!(!logged, "logged, yet told not applied"),
+                other => panic!("unexpected answer {other:?}"),
+            }
+        }
     }
 }
