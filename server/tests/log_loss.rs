@@ -123,6 +123,19 @@ fn a_missing_extent_file_is_refused() {
     assert!(extent.exists(), "written again");
 }
 
+/// A new directory's first start writes its first segment, then the extent file: a start
+/// killed between the two leaves an empty segment and no extent, which opens (nothing was
+/// ever written), where a missing extent beside records is refused (above).
+#[test]
+fn a_first_start_killed_before_its_extent_was_written_opens() {
+    let dir = TempDir::new("first-start");
+    drop(Wal::open(dir.path(), 4096).expect("a new log"));
+    std::fs::remove_file(dir.path().join("extent")).expect("rm");
+    let (_, replayed) = Wal::open(dir.path(), 4096).expect("opens");
+    assert!(replayed.is_empty());
+    assert!(dir.path().join("extent").exists(), "written this time");
+}
+
 /// The golden directory's log (format 1, no extent file, its zero tail cut off) opens as it
 /// was written, and gets an extent file.
 #[test]

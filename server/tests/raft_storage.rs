@@ -191,6 +191,50 @@ fn applied_entries_are_read_back_from_disk_after_leaving_memory() {
     assert!(damaged.is_err(), "a damaged record must not be skipped: {damaged:?}");
 }
 
+/// G11: a follower's openraft purges behind a snapshot received from the leader while the
+/// state machine may still be writing it. On disk the log is purged only as far as the
+/// snapshot file in place covers, so a crash in between leaves a log that still reaches the
+/// older snapshot, and the next start serves; in memory the purge is whole.
+#[test]
+fn a_purge_reaches_the_disk_only_as_far_as_the_snapshot_in_place() {
+    use openraft::storage::{RaftLogReader, RaftLogStorage};
+    use ward_server::raft::snapshot_file::InPlace;
+    let at = |index| LogId::new(openraft::CommittedLeaderId::new(1, 1), index);
+    let dir = TempDir::new("purge-behind");
+    let log_dir = dir.path().join("log");
+    {
+        let (mut wal, _) = Wal::open(&log_dir, 4096).expect("open");
+        for i in 1..=300 {
+            wal.append(&RecordRef::Entries(&[entry(i, 1)])).expect("append");
+        }
+    }
+    let segments_before = segments(&log_dir).len();
+    let rt = runtime();
+    {
+        let mut store = LogStore::open(dir.path(), 4096).expect("open store");
+        let in_place = InPlace::new(Some(at(100)));
+        store.purge_behind(in_place);
+        rt.block_on(store.purge(at(250))).expect("purge");
+        let state = rt.block_on(store.get_log_state()).expect("state");
+        assert_eq!(state.last_purged_log_id.map(|id| id.index), Some(250), "purged whole in memory");
+    }
+    // The process dies before the received snapshot is in place: the log on disk still
+    // holds everything after the older snapshot.
+    let mut store = LogStore::open(dir.path(), 4096).expect("reopen store");
+    let state = rt.block_on(store.get_log_state()).expect("state");
+    assert_eq!(state.last_purged_log_id.map(|id| id.index), Some(100), "purged on disk only to the snapshot");
+    let kept = rt.block_on(store.try_get_log_entries(101..=300)).expect("read");
+    assert_eq!(kept.len(), 200);
+    assert!(segments(&log_dir).len() < segments_before, "segments behind the snapshot are removed");
+    // Once the snapshot is in place, the purge reaches the disk.
+    store.purge_behind(InPlace::new(Some(at(250))));
+    rt.block_on(store.purge(at(250))).expect("purge");
+    drop(store);
+    let mut store = LogStore::open(dir.path(), 4096).expect("reopen store");
+    let state = rt.block_on(store.get_log_state()).expect("state");
+    assert_eq!(state.last_purged_log_id.map(|id| id.index), Some(250));
+}
+
 #[test]
 fn a_segment_cut_inside_its_last_two_records_is_refused_and_accepted_keeps_exactly_the_complete_prefix() {
     let original = TempDir::new("cut-orig");

@@ -99,6 +99,9 @@ pub fn missing(log_dir: &Path, recorded: Option<Extent>, found: &Found) -> Optio
             );
             loss(log_dir.join(file_name(n)), reason)
         }
+        // A new directory's first segment is installed just before the extent is first
+        // recorded: a start killed between the two left an empty segment 1, and no data.
+        (None, Some(1)) if found.next_rsn == 1 => None,
         (None, Some(_)) if found.keeps_extent => loss(
             log_dir.join(FILE),
             "missing, but the segments were written by a version that keeps it: whether the log is complete \

@@ -19,6 +19,7 @@ use super::late::Late;
 use super::marks::Marks;
 use super::readback;
 use super::record::{Record, RecordRef};
+use super::snapshot_file::InPlace;
 use super::snapshot_trigger::SnapshotTrigger;
 use super::types::{Entry, LogId, LogState, NodeId, StorageError, TypeConfig, Vote};
 use super::wal::{encode_payload, OnLoss, Replayed, Wal};
@@ -65,6 +66,9 @@ pub struct LogStore {
     /// Appends acknowledged before they are written: only under `--unsafe-break
     /// ack-before-fsync` (`raft/late.rs`); `None` always otherwise.
     late: Option<Late>,
+    /// The snapshot file in place, once the state machine is open: no purge reaches the
+    /// disk beyond what it covers (see `purge`).
+    snapshot: Option<InPlace>,
 }
 
 /// A reader of the log for openraft's apply and replication tasks: unapplied entries from
@@ -160,6 +164,7 @@ impl LogStore {
             activity,
             trigger: None,
             late: None,
+            snapshot: None,
         })
     }
 
@@ -203,6 +208,11 @@ impl LogStore {
     /// The bytes of the records found when the log was opened.
     pub fn found_bytes(&self) -> u64 {
         self.found_bytes
+    }
+
+    /// From now on, no purge goes further on disk than the snapshot file `in_place` covers.
+    pub fn purge_behind(&mut self, in_place: InPlace) {
+        self.snapshot = Some(in_place);
     }
 
     /// From now on, the bytes of every append count towards the next snapshot.
@@ -440,11 +450,24 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
         self.write_late().await.map_err(|e| write_failed(&e))?;
-        self.write_durably(&RecordRef::Purge { upto: log_id }).await.map_err(|e| write_failed(&e))?;
+        // On disk, only as far as the snapshot file in place covers: a follower's openraft
+        // purges behind a snapshot received from the leader as soon as it hands it to the
+        // state machine, which may still be writing it, and a crash then would leave a log
+        // purged past the only snapshot on disk (unservable). The rest goes at a later
+        // purge, or at the next start, where openraft purges behind the snapshot it loads.
+        let durable = match &self.snapshot {
+            None => Some(log_id),
+            Some(in_place) => in_place.covers().map(|covers| if covers.index < log_id.index { covers } else { log_id }),
+        };
+        if let Some(upto) = durable {
+            self.write_durably(&RecordRef::Purge { upto }).await.map_err(|e| write_failed(&e))?;
+        }
         write(&self.cache).purge(log_id);
         // Only now: a reader holding the cache's lock reads no segment this removes, and a
         // later reader asks for no entry the purge covers.
-        self.writer.remove_purged(log_id.index);
+        if let Some(upto) = durable {
+            self.writer.remove_purged(upto.index);
+        }
         Ok(())
     }
 }

@@ -93,6 +93,10 @@ impl Segment {
     /// Opens the last segment for appending at `write_pos` (the end of its intact records).
     /// Whatever follows — a torn record, a file cut short — is zeroed up to `min_size` and
     /// fsynced first, so that later a bad record can only be the torn tail of a new write.
+    /// The segment is fsynced in any case before its records are used: a process killed
+    /// between a record's write and its fdatasync leaves the record whole in the page cache,
+    /// where this start reads it, but not yet on the disk, and a power loss would then take
+    /// away an entry this start counted (and applied, and recorded in the extent) as durable.
     pub fn reopen(path: &Path, number: u64, image: &[u8], write_pos: u64, min_size: u64) -> Result<Segment, FileError> {
         let file = OpenOptions::new().read(true).write(true).open(path).map_err(FileError::io(path, "open"))?;
         let len = image.len() as u64;
@@ -108,8 +112,8 @@ impl Segment {
                 file.write_all_at(&zeros[..n], at).map_err(FileError::io(path, "write"))?;
                 at += n as u64;
             }
-            file.sync_data().map_err(FileError::io(path, "fsync"))?;
         }
+        file.sync_data().map_err(FileError::io(path, "fsync"))?;
         Ok(Segment { number, path: path.to_path_buf(), file, size, write_pos, synced_pos: write_pos })
     }
 

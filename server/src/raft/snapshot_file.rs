@@ -116,6 +116,11 @@ impl InPlace {
         InPlace(Arc::new(Mutex::new(covers)))
     }
 
+    /// How far the file in place covers the log.
+    pub fn covers(&self) -> Option<LogId> {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Puts the durable snapshot file `from`, which covers the log up to `covers`, in place
     /// as `to`, unless the one there covers more: then `from` is removed. Whether it was put.
     pub fn put(&self, from: &Path, to: &Path, covers: Option<LogId>) -> Result<bool, FileError> {

@@ -4,7 +4,9 @@
 //! The tree itself is not persisted on every apply; a snapshot is. Startup is the newest
 //! snapshot plus a replay of the log after it. A snapshot is `postcard((meta, state))` in a
 //! checksummed file (see [`super::fsutil`]), written to a temporary file, fsynced, renamed
-//! and the directory fsynced — openraft purges the log behind it only after that. That file
+//! and the directory fsynced — the log is purged behind it on disk only after that (a
+//! follower's openraft purges sooner behind a received snapshot: the log store holds the disk
+//! back to the snapshot in place, [`InPlace`]). That file
 //! is what a leader sends a follower, and what the follower installs once it has checked it
 //! ([`super::snapshot_file`]): neither holds a snapshot's bytes in memory whole.
 
@@ -93,6 +95,11 @@ impl StateMachineStore {
     /// The size of the snapshot loaded at opening (0 if none).
     pub fn loaded_bytes(&self) -> u64 {
         self.loaded_bytes
+    }
+
+    /// How far the snapshot file in place covers the log (the log store purges no further).
+    pub fn in_place(&self) -> InPlace {
+        self.in_place.clone()
     }
 
     /// From now on, `trigger` hears of every snapshot begun, written and installed.
