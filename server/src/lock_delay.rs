@@ -5,8 +5,10 @@
 //!
 //! The delay runs from the session's end, the `mtime` the expiry command stamped, and the
 //! log decides: apply deletes the node only if the deleting command's own time is past
-//! `mtime + delay`. Both clocks are leaders' (the expiry, too, is proposed by the leader),
-//! but possibly of two leaders, whose wall clocks may disagree. So the leader also keeps a
+//! `mtime + delay`. The two times may come from different clocks: the deletion's from a
+//! leader, the session's end from the leader that expired it, or from whichever member took
+//! the command that ended it (a named owner's new session, an expiry from the console), and
+//! an expiry may wait in a queue before it is stamped into the log. So the leader also keeps a
 //! clock of its own: it proposes a node's deletion only once the whole delay has passed,
 //! on its monotonic clock, since it first saw the node while leading. A leader that takes
 //! over a running delay thus waits it out again in full (later, never sooner: a lower

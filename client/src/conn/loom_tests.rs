@@ -237,3 +237,20 @@ fn watch_fires_once_and_before_the_following_reply() {
         assert!(task.watches.batches(usize::MAX).is_empty(), "nothing left armed");
     });
 }
+
+/// G12: a release the server refuses as not applied (its member stopped leading before
+/// logging it) while keeping the connection open is not left pending on that connection for
+/// good: the task gives the connection up, and the release stays pending, to be sent again
+/// on the next one. Answering it as before (keep waiting) would leave the lock held by nobody
+/// who uses it.
+#[test]
+fn a_release_refused_on_a_connection_that_stays_open_is_sent_on_the_next() {
+    loom::model(|| {
+        let (mut task, _tx) = task();
+        task.locks.release(7, vec!["/l".into()], None);
+        task.pending.insert(5, Waiter::LockRelease { tag: 7 });
+        let end = task.on_message(reply(5, 0, Err(ward_proto::ErrorCode::Unavailable)));
+        assert!(matches!(end, Some(End::Lost(_))), "the connection is kept");
+        assert_eq!(task.locks.pending_releases(), vec![(7, vec!["/l".to_string()])]);
+    });
+}

@@ -109,7 +109,7 @@ impl Task {
                 return End::Lost(e.to_string());
             }
         }
-        if let Err(e) = self.rearm_locks(&mut writer).await {
+        if let Err(e) = self.rearm_waits(&mut writer).await {
             return End::Lost(e.to_string());
         }
         // Writes whose replies the last connection lost go first, in their order, under their
@@ -120,6 +120,10 @@ impl Task {
             if let Err(e) = writer.feed(message).await {
                 return End::Lost(e.to_string());
             }
+        }
+        // Then the releases: a write sent while the lock was held must not land after it.
+        if let Err(e) = self.rearm_releases(&mut writer).await {
+            return End::Lost(e.to_string());
         }
         if let Err(e) = writer.flush().await {
             return End::Lost(e.to_string());
@@ -273,10 +277,13 @@ impl Task {
                     Waiter::LockRelease { tag } => {
                         let result = match result {
                             Ok(_) | Err(ErrorCode::SessionExpired) => Ok(()),
-                            // Not applied, and the server is closing this connection (the
-                            // session moved, or the member lost its leader): the release
-                            // stays pending and goes again on the next connection.
-                            Err(ErrorCode::Unavailable) => return None,
+                            // Not applied (the session moved, the member lost its leader,
+                            // or it stopped leading before logging it): the release stays
+                            // pending and goes again on the next connection, which this
+                            // one must give way to, as the server may keep it open.
+                            Err(ErrorCode::Unavailable) => {
+                                return Some(End::Lost("a lock release was not applied; sending it again".into()))
+                            }
                             Err(code) => Err(code.into()),
                         };
                         self.locks.released(tag, result);
@@ -392,12 +399,16 @@ impl Task {
         self.state.send_replace(state);
     }
 
-    /// After a reconnect: ask again about lock attempts whose grant may have been missed,
-    /// and re-send releases the server has not acknowledged.
-    async fn rearm_locks(&mut self, writer: &mut Writer) -> Result<(), CodecError> {
+    /// After a reconnect: ask again about lock attempts whose grant may have been missed.
+    async fn rearm_waits(&mut self, writer: &mut Writer) -> Result<(), CodecError> {
         for (tag, path) in self.locks.waiting_paths() {
             self.feed(writer, Request::LockWait { path }, Waiter::LockWait { tag }).await?;
         }
+        Ok(())
+    }
+
+    /// Re-sends the releases the server has not acknowledged.
+    async fn rearm_releases(&mut self, writer: &mut Writer) -> Result<(), CodecError> {
         for (tag, dirs) in self.locks.pending_releases() {
             self.feed(writer, Request::LockRelease { dirs, tag }, Waiter::LockRelease { tag }).await?;
         }

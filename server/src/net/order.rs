@@ -144,15 +144,17 @@ impl SessionConn {
     }
 
     /// What a read needs beyond the session's own writes, before it looks at the state: a
-    /// `sync` waits for this server to have applied every write committed anywhere before
-    /// it (a linearizable read follows); a ping waits for its heartbeat to be known to count
+    /// `sync` or a fence check waits for this server to have applied every write committed
+    /// anywhere before it (a linearizable read follows); a ping waits for its heartbeat to be known to count
     /// at the leader (R3: a pong promises the session outlives the ping's send time by a
     /// timeout). Membership requests are answered here, from the log, not from the state.
     /// `None`: go on and read; `Some`: this is the answer.
     pub async fn prepare(&self, request: &Request) -> Option<Result<Response, ErrorCode>> {
         let log = &self.server.log;
         let waited = match request {
-            Request::Sync { .. } => log.barrier().await,
+            // A fence check answers for the lock as it stands now, not as this member last
+            // applied it (a follower may lag, or be cut off, behind a newer holder).
+            Request::Sync { .. } | Request::CheckFence { .. } => log.barrier().await,
             Request::Ping => log.confirm_contact().await,
             Request::Members => return Some(log.members().await.map(Response::Members).map_err(|r| self.refused(r))),
             Request::AddMember { id, addr } => {
