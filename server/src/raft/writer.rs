@@ -10,6 +10,12 @@
 //! from openraft there is one append here at a time; the queue matters for the requests that
 //! follow one another without waiting (a purge's segment removal) and for any caller that
 //! writes without waiting.
+//!
+//! Recovery relies on that pacing: a start treats an intact record after a bad one as damage
+//! at rest, not a torn tail, which holds only while at most one record of the log's entries
+//! is unsynced at a time (several records in one sync could lose an earlier one's sectors
+//! and keep a later one's). A log store that sends appends without awaiting each must revisit
+//! that rule (`wal.rs`, `record.rs`).
 
 use super::error::FileError;
 use super::marks::Marks;
