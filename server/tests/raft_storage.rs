@@ -192,12 +192,12 @@ fn applied_entries_are_read_back_from_disk_after_leaving_memory() {
 }
 
 /// G11: a follower's openraft purges behind a snapshot received from the leader while the
-/// state machine may still be writing it. On disk the log is purged only as far as the
-/// snapshot file in place covers, so a crash in between leaves a log that still reaches the
-/// older snapshot, and the next start serves; in memory the purge is whole.
+/// state machine may still be writing it. The purge waits for that snapshot to be in place
+/// before it reaches the disk: a crash meanwhile leaves the older snapshot and the whole log
+/// after it, and once it is done the log on disk is purged as far as openraft asked.
 #[test]
-fn a_purge_reaches_the_disk_only_as_far_as_the_snapshot_in_place() {
-    use openraft::storage::{RaftLogReader, RaftLogStorage};
+fn a_purge_reaches_the_disk_only_once_the_snapshot_it_follows_is_in_place() {
+    use openraft::storage::RaftLogStorage;
     use ward_server::raft::snapshot_file::InPlace;
     let at = |index| LogId::new(openraft::CommittedLeaderId::new(1, 1), index);
     let dir = TempDir::new("purge-behind");
@@ -213,26 +213,26 @@ fn a_purge_reaches_the_disk_only_as_far_as_the_snapshot_in_place() {
     {
         let mut store = LogStore::open(dir.path(), 4096).expect("open store");
         let in_place = InPlace::new(Some(at(100)));
-        store.purge_behind(in_place);
-        rt.block_on(store.purge(at(250))).expect("purge");
+        store.purge_behind(in_place.clone());
+        rt.block_on(async {
+            let purge = store.purge(at(250));
+            tokio::pin!(purge);
+            let early = tokio::time::timeout(Duration::from_millis(200), &mut purge).await;
+            assert!(early.is_err(), "the purge went ahead of the snapshot it follows");
+            assert_eq!(segments(&log_dir).len(), segments_before, "nothing removed meanwhile");
+            let (from, to) = (dir.path().join("received.tmp"), dir.path().join("received"));
+            std::fs::write(&from, b"a snapshot").expect("write");
+            assert!(in_place.put(&from, &to, Some(at(250))).expect("put"));
+            purge.await.expect("purge");
+        });
         let state = rt.block_on(store.get_log_state()).expect("state");
-        assert_eq!(state.last_purged_log_id.map(|id| id.index), Some(250), "purged whole in memory");
+        assert_eq!(state.last_purged_log_id.map(|id| id.index), Some(250));
     }
-    // The process dies before the received snapshot is in place: the log on disk still
-    // holds everything after the older snapshot.
-    let mut store = LogStore::open(dir.path(), 4096).expect("reopen store");
-    let state = rt.block_on(store.get_log_state()).expect("state");
-    assert_eq!(state.last_purged_log_id.map(|id| id.index), Some(100), "purged on disk only to the snapshot");
-    let kept = rt.block_on(store.try_get_log_entries(101..=300)).expect("read");
-    assert_eq!(kept.len(), 200);
     assert!(segments(&log_dir).len() < segments_before, "segments behind the snapshot are removed");
-    // Once the snapshot is in place, the purge reaches the disk.
-    store.purge_behind(InPlace::new(Some(at(250))));
-    rt.block_on(store.purge(at(250))).expect("purge");
-    drop(store);
     let mut store = LogStore::open(dir.path(), 4096).expect("reopen store");
     let state = rt.block_on(store.get_log_state()).expect("state");
-    assert_eq!(state.last_purged_log_id.map(|id| id.index), Some(250));
+    assert_eq!(state.last_purged_log_id.map(|id| id.index), Some(250), "purged on disk");
+    assert_eq!(state.last_log_id.map(|id| id.index), Some(300));
 }
 
 #[test]

@@ -250,7 +250,7 @@ fn a_release_refused_on_a_connection_that_stays_open_is_sent_on_the_next() {
         task.locks.release(7, vec!["/l".into()], None);
         task.pending.insert(5, Waiter::LockRelease { tag: 7 });
         let end = task.on_message(reply(5, 0, Err(ward_proto::ErrorCode::Unavailable)));
-        assert!(matches!(end, Some(End::Lost(_))), "the connection is kept");
+        assert!(matches!(end, Some(End::Lost(_))), "the connection must end");
         assert_eq!(task.locks.pending_releases(), vec![(7, vec!["/l".to_string()])]);
     });
 }

@@ -71,9 +71,11 @@ pub async fn accept_each<F, Fut>(
         let admitted = match server.limits.admit(peer.ip()) {
             Ok(admitted) => admitted,
             Err(why) => {
-                // Closed before anything is read from it; other clients are not touched.
+                // Counted first, so that whoever sees the refusal finds it counted; closed
+                // before anything is read from it; other clients are not touched.
+                server.limits.refused(peer, protocol, why);
                 drop(stream);
-                return server.limits.refused(peer, protocol, why);
+                return;
             }
         };
         let conn = server.next_conn.fetch_add(1, Ordering::Relaxed);

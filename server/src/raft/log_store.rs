@@ -31,6 +31,7 @@ use std::fmt::Debug;
 use std::ops::{Bound, Range, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
 
 /// The vote file's magic is `WARDVOT` and its format version.
 const VOTE_KIND: &[u8; 7] = b"WARDVOT";
@@ -450,14 +451,25 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
         self.write_late().await.map_err(|e| write_failed(&e))?;
-        // On disk, only as far as the snapshot file in place covers: a follower's openraft
-        // purges behind a snapshot received from the leader as soon as it hands it to the
-        // state machine, which may still be writing it, and a crash then would leave a log
-        // purged past the only snapshot on disk (unservable). The rest goes at a later
-        // purge, or at the next start, where openraft purges behind the snapshot it loads.
+        // Not past the snapshot file in place: a follower's openraft purges behind a snapshot
+        // received from the leader as soon as it hands it to the state machine, which may
+        // still be writing it, and a log purged on disk past the only snapshot there is
+        // unservable after a crash. So wait for that snapshot to be in place (openraft's core
+        // waits here; the state machine's worker does not need it). Only if it never comes
+        // is the purge cut short on disk.
         let durable = match &self.snapshot {
             None => Some(log_id),
-            Some(in_place) => in_place.covers().map(|covers| if covers.index < log_id.index { covers } else { log_id }),
+            Some(in_place) => {
+                let covers = in_place.wait_for(log_id, PURGE_WAIT).await;
+                if covers.is_none_or(|c| c.index < log_id.index) {
+                    tracing::warn!(
+                        purge = %log_id,
+                        snapshot = %super::types::shown(covers),
+                        "no snapshot in place covers the purge: the log is purged on disk only as far as the one there"
+                    );
+                }
+                covers.map(|covers| if covers.index < log_id.index { covers } else { log_id })
+            }
         };
         if let Some(upto) = durable {
             self.write_durably(&RecordRef::Purge { upto }).await.map_err(|e| write_failed(&e))?;
@@ -471,6 +483,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         Ok(())
     }
 }
+
+/// How long a purge waits for the snapshot it follows to be in place (a large received one
+/// takes seconds to check and load).
+const PURGE_WAIT: Duration = Duration::from_secs(60);
 
 /// The first and last indexes of `entries`, if any.
 fn index_range(entries: &[Entry]) -> Option<(u64, u64)> {

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncSeek, AsyncWrite, ReadBuf};
 
 /// The prefix of a file being received, after `snapshot`'s own name.
@@ -119,6 +120,19 @@ impl InPlace {
     /// How far the file in place covers the log.
     pub fn covers(&self) -> Option<LogId> {
         *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How far the file in place covers the log, once it covers `upto` or `limit` has passed.
+    pub async fn wait_for(&self, upto: LogId, limit: Duration) -> Option<LogId> {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let covers = self.covers();
+            if covers.is_some_and(|c| c.index >= upto.index) || tokio::time::Instant::now() >= deadline {
+                return covers;
+            }
+            // Rare (a follower installing a received snapshot): polling is simplest.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// Puts the durable snapshot file `from`, which covers the log up to `covers`, in place

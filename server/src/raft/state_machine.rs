@@ -5,8 +5,8 @@
 //! snapshot plus a replay of the log after it. A snapshot is `postcard((meta, state))` in a
 //! checksummed file (see [`super::fsutil`]), written to a temporary file, fsynced, renamed
 //! and the directory fsynced — the log is purged behind it on disk only after that (a
-//! follower's openraft purges sooner behind a received snapshot: the log store holds the disk
-//! back to the snapshot in place, [`InPlace`]). That file
+//! follower's openraft asks sooner behind a received snapshot: the log store's purge waits
+//! for it to be in place, [`InPlace`]). That file
 //! is what a leader sends a follower, and what the follower installs once it has checked it
 //! ([`super::snapshot_file`]): neither holds a snapshot's bytes in memory whole.
 
