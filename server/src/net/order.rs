@@ -145,8 +145,8 @@ impl SessionConn {
 
     /// What a read needs beyond the session's own writes, before it looks at the state: a
     /// `sync` or a fence check waits for this server to have applied every write committed
-    /// anywhere before it (a linearizable read follows); a ping waits for its heartbeat to be known to count
-    /// at the leader (R3: a pong promises the session outlives the ping's send time by a
+    /// anywhere before it (a linearizable read follows); a ping waits for its heartbeat to be
+    /// known to count at the leader (R3: a pong promises the session outlives the ping's send time by a
     /// timeout). Membership requests are answered here, from the log, not from the state.
     /// `None`: go on and read; `Some`: this is the answer.
     pub async fn prepare(&self, request: &Request) -> Option<Result<Response, ErrorCode>> {

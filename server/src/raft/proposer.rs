@@ -188,7 +188,7 @@ impl Task {
     /// forwarded write has an unknown outcome ([`Unsettled`]): that one is refused.
     fn hold(&mut self, proposal: Proposal) {
         match proposal {
-            Proposal::One(cmd, reply) if !self.unsettled.is_empty() && !self.unsettled.admits(&cmd) => {
+            Proposal::One(cmd, reply) if !self.unsettled.admits(&cmd) => {
                 let why = "an earlier write of this connection has an unknown outcome";
                 let _ = reply.send(Err(Rejected::NotApplied(why.into())));
             }

@@ -60,10 +60,6 @@ impl Unsettled {
             None => true,
         }
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.epochs.is_empty()
-    }
 }
 
 #[cfg(test)]
@@ -89,7 +85,6 @@ mod tests {
         let unfenced = Command { time_ms: 0, session: SessionId(1), xid: 0, op: CommandOp::CloseSession };
         assert!(unsettled.admits(&unfenced), "not a connection's write");
         assert!(unsettled.admits(&write(1, 11)), "the next connection");
-        assert!(unsettled.is_empty());
         assert!(unsettled.admits(&write(1, 10)), "the record ended with the next connection");
     }
 
