@@ -41,7 +41,8 @@ const SEMAPHORE_ITERS: usize = 20;
 
 // G12: a semaphore with 3 permits never has more than 3 holders across 10 contenders
 // in 3 processes (an outside record), and does have 3 at once; a contender asking for the
-// same semaphore with another number of permits gets PermitsMismatch and leaves nothing.
+// same semaphore with another number of permits, or for a lock in its directory, gets
+// PermitsMismatch and leaves nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn semaphore_of_three_never_has_a_fourth_holder() {
     bounded(async {
@@ -84,6 +85,12 @@ async fn semaphore_of_three_never_has_a_fourth_holder() {
             assert_eq!(refused.err(), Some(Error::PermitsMismatch), "asked with {permits} permits");
             assert_eq!(contenders_of(&other, "/sem", &other).await, 0, "the refused acquire left a node");
         }
+        // A lock is not a permit: taking one in the semaphore's directory is refused too.
+        let refused = within("a lock in the semaphore", DEADLINE, other.lock("/sem")).await;
+        assert_eq!(refused.err(), Some(Error::PermitsMismatch), "an exclusive lock");
+        let refused = within("a read lock in the semaphore", DEADLINE, other.read_lock("/sem")).await;
+        assert_eq!(refused.err(), Some(Error::PermitsMismatch), "a read lock");
+        assert_eq!(contenders_of(&other, "/sem", &other).await, 0, "a refused lock left a node");
 
         finish(&mut processes, Duration::from_secs(120)).await;
         let elapsed = start.elapsed();
