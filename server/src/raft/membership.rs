@@ -26,6 +26,13 @@ impl AppliedReports {
 }
 
 /// Does `request` on this member, which must lead.
+///
+/// A change that fails with an unknown outcome (openraft answers "forward to leader" also for
+/// an entry a new leader removed after it was logged) may be sent again and applied twice.
+/// That is harmless: openraft 0.9 computes the new voters from the current ones
+/// (`Membership::change`: the union for `AddVoterIds`, the difference for `RemoveVoters`), so
+/// a second add or removal of the same member leaves the membership as the first made it, and
+/// `add_learner` of a node already present keeps its entry.
 pub async fn run(raft: &Raft, reports: &AppliedReports, request: AdminRequest) -> Result<AdminReply, ForwardError> {
     match request {
         AdminRequest::AddMember { id, addr } => {
