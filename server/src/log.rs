@@ -18,6 +18,15 @@ pub trait CommandLog: Send + Sync + 'static {
     /// resolves once the command is applied (and, for a durable log, durable).
     fn submit(&self, cmd: Command) -> Pending;
 
+    /// [`CommandLog::submit`] of a command whose answer nobody needs at once: a lock acquire
+    /// that will queue behind another session's contender, whose client waits for the grant
+    /// anyway. A durable log may hold it back for a moment so that it shares a sync with the
+    /// next command (the release it queues behind, usually) instead of taking one of its own.
+    /// Order is kept: nothing submitted later goes before it.
+    fn submit_waiting(&self, cmd: Command) -> Pending {
+        self.submit(cmd)
+    }
+
     /// Resolves once this server has applied everything committed anywhere before the call
     /// (a linearizable `sync`): on a replicated log, after the leader has confirmed it still
     /// leads. A single server's log is always current.

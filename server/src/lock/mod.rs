@@ -55,6 +55,14 @@ pub fn held_with_delay(state: &StateMachine, session: SessionId) -> Vec<(String,
         .collect()
 }
 
+/// Whether an exclusive acquire by `session` in `dirs` will wait: some directory holds a
+/// contender of another session. A hint for batching only ([`crate::log::CommandLog::submit_waiting`]):
+/// the queues may change before the acquire is applied, which decides.
+pub fn acquire_will_wait(tree: &DataTree, session: SessionId, dirs: &[String]) -> bool {
+    let another = |name: &str| lock::parse_contender(name).is_some_and(|(owner, _)| owner != session);
+    dirs.iter().any(|dir| tree.get(dir).is_some_and(|node| node.children.iter().any(another)))
+}
+
 /// The permits of a directory's semaphore (1 if it is not a semaphore).
 pub(crate) fn permits(tree: &DataTree, dir: &str) -> u32 {
     tree.get(dir).and_then(|n| lock::parse_semaphore_header(n.data())).unwrap_or(1)

@@ -29,7 +29,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
-use ward_proto::{ErrorCode, Request, Response, SessionId, Zxid};
+use ward_proto::{ErrorCode, LockKind, Request, Response, SessionId, Zxid};
 
 /// A connection bound to a session, after its handshake.
 pub struct SessionConn {
@@ -135,12 +135,29 @@ impl SessionConn {
             return Err(code);
         }
         let op = wrap(prep(request, self.server.config.max_data_len)?);
+        let waits = self.acquire_will_wait(&op);
         // Apply checks ACLs against the identities the write was sent with (G24).
         let mut op = CommandOp::As { ids: self.identity().ids().to_vec(), op: Box::new(op) };
         if self.epoch != 0 {
             op = CommandOp::Fenced { epoch: self.epoch, op: Box::new(op) };
         }
-        Ok(self.server.log.submit(Command { time_ms: now_ms(), session: self.session, xid, op }))
+        let cmd = Command { time_ms: now_ms(), session: self.session, xid, op };
+        Ok(match waits {
+            true => self.server.log.submit_waiting(cmd),
+            false => self.server.log.submit(cmd),
+        })
+    }
+
+    /// Whether `op` is an exclusive lock acquire that will queue behind another session
+    /// (`lock::acquire_will_wait`).
+    fn acquire_will_wait(&self, op: &CommandOp) -> bool {
+        match op {
+            CommandOp::LockAcquire { dirs, kind: LockKind::Exclusive, .. }
+            | CommandOp::LockAcquireDelayed { dirs, kind: LockKind::Exclusive, .. } => {
+                self.server.core.read(|state| crate::lock::acquire_will_wait(state.tree(), self.session, dirs))
+            }
+            _ => false,
+        }
     }
 
     /// What a read needs beyond the session's own writes, before it looks at the state: a

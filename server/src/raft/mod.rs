@@ -22,7 +22,8 @@
 //!   starting at the nearest of the places `marks` keeps.
 //! * [`state_machine`]: openraft's `RaftStateMachine` over [`Core`], and snapshots;
 //!   [`snapshot_trigger`]: when the next one is due (by log size).
-//! * [`proposer`]: group commit in front of openraft, paced by the disk ([`activity`]); on
+//! * [`proposer`]: group commit in front of openraft, paced by the disk ([`activity`]), which
+//!   holds back a lone lock acquire that will queue anyway for the next command (`defer`); on
 //!   the leader it folds followers' batches into its own entries (`answers`); on a follower
 //!   it keeps several batches on their way to the leader (`forwards`), and refuses the
 //!   later writes of a connection whose forwarded write has an unknown outcome (`unsettled`).
@@ -43,6 +44,7 @@ mod answers;
 pub mod batch;
 pub mod contact;
 mod continuity;
+mod defer;
 pub mod error;
 pub mod extent;
 mod forwards;
@@ -187,6 +189,10 @@ pub struct RaftLog {
 impl CommandLog for RaftLog {
     fn submit(&self, cmd: Command) -> Pending {
         self.proposer.submit(cmd)
+    }
+
+    fn submit_waiting(&self, cmd: Command) -> Pending {
+        self.proposer.submit_waiting(cmd)
     }
 
     fn barrier(&self) -> Barrier {

@@ -29,6 +29,7 @@
 use super::activity::Watch;
 use super::answers::{Answers, Assembled, ChunkResult, Outcome, Proposal};
 use super::batch::Batch;
+use super::defer::Deferral;
 use super::forwards::Forwards;
 use super::route::{removed, Route, COMMIT_TIMEOUT};
 use super::types::TypeConfig;
@@ -38,6 +39,7 @@ use crate::log::{CommandLog, Pending, Rejected};
 use openraft::error::ClientWriteError;
 use openraft::raft::ClientWriteResult;
 use std::collections::VecDeque;
+use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -48,11 +50,13 @@ pub struct BatchLimits {
     pub max_commands: usize,
     /// Approximate: paths and data, the bulk of a command.
     pub max_bytes: usize,
+    /// How long commands submitted as waiting may be held back for company ([`super::defer`]).
+    pub defer: Duration,
 }
 
 impl Default for BatchLimits {
     fn default() -> Self {
-        BatchLimits { max_commands: 1024, max_bytes: 1 << 20 }
+        BatchLimits { max_commands: 1024, max_bytes: 1 << 20, defer: Duration::from_millis(2) }
     }
 }
 
@@ -63,20 +67,24 @@ const MAX_IN_FLIGHT: usize = 2;
 /// The [`CommandLog`] side: submitting only enqueues, so the queue order is the submission
 /// order, and the log order follows it.
 pub struct Proposer {
-    queue: mpsc::UnboundedSender<Proposal>,
+    queue: mpsc::UnboundedSender<Queued>,
 }
+
+/// A proposal, and whether it was submitted as waiting ([`super::defer`]).
+type Queued = (Proposal, bool);
 
 /// Where the leader's peer service puts forwarded batches: the proposer's queue, without
 /// keeping the proposer alive.
 #[derive(Clone)]
-pub struct Chunks(mpsc::WeakUnboundedSender<Proposal>);
+pub struct Chunks(mpsc::WeakUnboundedSender<Queued>);
 
 impl Chunks {
     /// Commits `commands` as one chunk of this member's next entry, if it leads when the
     /// entry is made (otherwise: not applied).
     pub async fn commit(&self, commands: Vec<Command>) -> ChunkResult {
         let (reply, answer) = oneshot::channel();
-        let queued = self.0.upgrade().is_some_and(|queue| queue.send(Proposal::Chunk(commands, reply)).is_ok());
+        let queued =
+            self.0.upgrade().is_some_and(|queue| queue.send((Proposal::Chunk(commands, reply), false)).is_ok());
         if !queued {
             return Err(Rejected::Stopped);
         }
@@ -99,6 +107,7 @@ impl Proposer {
             forwards: Forwards::default(),
             unsettled: Unsettled::default(),
             sent_at: 0,
+            deferral: Deferral::default(),
         };
         (Proposer { queue }, tokio::spawn(task.run()))
     }
@@ -109,12 +118,22 @@ impl Proposer {
     }
 }
 
-impl CommandLog for Proposer {
-    fn submit(&self, cmd: Command) -> Pending {
+impl Proposer {
+    fn queue(&self, cmd: Command, waiting: bool) -> Pending {
         let (reply, pending) = Pending::channel();
         // If the task is gone the reply sender is dropped here: the caller sees `Rejected::Stopped`.
-        let _ = self.queue.send(Proposal::One(cmd, reply));
+        let _ = self.queue.send((Proposal::One(cmd, reply), waiting));
         pending
+    }
+}
+
+impl CommandLog for Proposer {
+    fn submit(&self, cmd: Command) -> Pending {
+        self.queue(cmd, false)
+    }
+
+    fn submit_waiting(&self, cmd: Command) -> Pending {
+        self.queue(cmd, true)
     }
 }
 
@@ -127,7 +146,7 @@ struct InFlight {
 
 struct Task {
     route: Route,
-    queue: mpsc::UnboundedReceiver<Proposal>,
+    queue: mpsc::UnboundedReceiver<Queued>,
     /// Taken from the queue and not yet sent, in order: the next batch's first command, or
     /// commands waiting for their session's forwarded batch.
     held: VecDeque<Proposal>,
@@ -142,6 +161,8 @@ struct Task {
     /// The disk's start count when the last batch went to openraft: a later start is that
     /// batch (or one after it) reaching the disk.
     sent_at: u64,
+    /// Whether what is held may wait for company ([`super::defer`]).
+    deferral: Deferral,
 }
 
 impl Task {
@@ -157,6 +178,7 @@ impl Task {
                 }
             }
             let leads = !self.held.is_empty() && self.route.leads_here();
+            let deferred = self.deferral.deadline().filter(|_| leads);
             tokio::select! {
                 biased;
                 (outcome, answers) = front(&mut self.in_flight) => answers.finish(outcome),
@@ -164,7 +186,7 @@ impl Task {
                     if matches!(outcome, Err(Rejected::Unknown(_))) && !fences.is_empty() {
                         self.unsettled.record(&fences, std::time::Instant::now());
                         let held = std::mem::take(&mut self.held);
-                        held.into_iter().for_each(|proposal| self.hold(proposal));
+                        held.into_iter().for_each(|proposal| self.hold((proposal, false)));
                     }
                     answers.finish(outcome)
                 }
@@ -174,6 +196,8 @@ impl Task {
                 },
                 // Only waited on while a batch is ready here and the disk is not.
                 () = self.disk.flushed(), if leads => {}
+                // Held proposals that wait for company must go by then.
+                () = tokio::time::sleep_until(deferred.unwrap_or_else(Instant::now)), if deferred.is_some() => {}
             }
         }
         // The proposer was dropped: answer what is still in flight.
@@ -186,13 +210,16 @@ impl Task {
 
     /// Holds `proposal` for the next batch, unless it is a write of a connection whose
     /// forwarded write has an unknown outcome ([`Unsettled`]): that one is refused.
-    fn hold(&mut self, proposal: Proposal) {
+    fn hold(&mut self, (proposal, waiting): Queued) {
         match proposal {
             Proposal::One(cmd, reply) if !self.unsettled.admits(&cmd) => {
                 let why = "an earlier write of this connection has an unknown outcome";
                 let _ = reply.send(Err(Rejected::NotApplied(why.into())));
             }
-            proposal => self.held.push_back(proposal),
+            proposal => {
+                self.deferral.held(waiting, self.held.is_empty(), Instant::now(), self.limits.defer);
+                self.held.push_back(proposal);
+            }
         }
     }
 
@@ -217,10 +244,10 @@ impl Task {
     /// Proposes what is held and queued, up to the limits, as one entry, if the disk is
     /// ready and no forwarded batch is still unanswered. Whether it did.
     async fn propose_here(&mut self) -> bool {
-        if !self.forwards.is_empty() || !self.may_send() {
+        if !self.forwards.is_empty() || !self.deferral.ready(Instant::now()) || !self.may_send() {
             return false;
         }
-        let BatchLimits { max_commands, max_bytes } = self.limits;
+        let BatchLimits { max_commands, max_bytes, .. } = self.limits;
         let mut batch = Assembled::default();
         while !batch.is_full(max_commands, max_bytes) {
             if self.held.is_empty() {
@@ -231,6 +258,8 @@ impl Task {
             let Some(next) = self.held.pop_front() else { break };
             batch.add(next);
         }
+        // What a full batch left held goes as soon as the disk allows.
+        self.deferral.sent();
         let (commands, answers) = batch.split();
         let entry = Batch::answered(commands, &answers.replies);
         self.sent_at = self.disk.now().started;
@@ -255,7 +284,9 @@ impl Task {
         while let Ok(next) = self.queue.try_recv() {
             self.hold(next);
         }
-        let BatchLimits { max_commands, max_bytes } = self.limits;
+        // A follower forwards at once: the leader batches what it receives.
+        self.deferral.sent();
+        let BatchLimits { max_commands, max_bytes, .. } = self.limits;
         let mut batch = self.forwards.assemble(&mut self.held, |b| b.is_full(max_commands, max_bytes));
         batch.refuse_chunks("leadership moved");
         if batch.commands.is_empty() {
