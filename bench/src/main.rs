@@ -16,7 +16,8 @@
 //!   kill -9, restart, leader); `failover.rs`: the leader kills and what they cost;
 //!   `failover_writes.rs`: what its writer tasks share (with the rivals' in `rivals.rs`).
 //! - `tables.rs`: `--tables`, the session table in memory (no server); `snapshots.rs`:
-//!   `--snapshots`, what a snapshot of a large tree costs the writers (no server).
+//!   `--snapshots`, what a snapshot of a large tree costs the writers (no server);
+//!   `log_floor.rs`: `--log-floor`, the durable log alone in process (no connections).
 //! - `scale.rs`: the scale workloads (a million znodes, a thousand lock waiters).
 
 mod ensemble;
@@ -26,6 +27,7 @@ mod failover;
 mod failover_writes;
 mod floors;
 mod idle;
+mod log_floor;
 mod procinfo;
 mod race;
 mod replicated;
@@ -74,6 +76,8 @@ const USAGE: &str =
                     with --zk, also Apache ZooKeeper's live heap per idle session
   --tables          measure only the in-memory session table (std Mutex<HashMap> against DashMap)
   --snapshots       measure only what a snapshot of 100k and 1M znodes costs the writers, in process
+  --log-floor       measure only the durable log alone, in process (no connections): a's lone
+                    creates, b's 64 outstanding and (without --quick) g1m's million, step by step
   --scale           run the scale workloads (f, h, g1m, e1000: each prints its cost per item);
                     they run only with --scale or when named in --only";
 
@@ -104,6 +108,7 @@ struct Args {
     revive: Option<String>,
     tables: bool,
     snapshots: bool,
+    log_floor: bool,
     scale: bool,
     idle_sessions: Option<usize>,
 }
@@ -128,6 +133,7 @@ fn parse_args() -> Result<Args, String> {
         revive: None,
         tables: false,
         snapshots: false,
+        log_floor: false,
         scale: false,
         idle_sessions: None,
     };
@@ -153,6 +159,7 @@ fn parse_args() -> Result<Args, String> {
             "--revive" => a.revive = Some(value()?),
             "--tables" => a.tables = true,
             "--snapshots" => a.snapshots = true,
+            "--log-floor" => a.log_floor = true,
             "--scale" => a.scale = true,
             "--idle-sessions" => a.idle_sessions = Some(value()?.parse().map_err(|e| format!("--idle-sessions: {e}"))?),
             "-h" | "--help" => return Err(String::new()),
@@ -209,13 +216,20 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if args.tables || args.snapshots {
+    if args.tables || args.snapshots || args.log_floor {
         let mut results = Results::default();
-        match args.tables {
-            true => tables::run(&mut results, args.quick),
-            false => snapshots::run(&mut results, args.quick),
-        }
-        return match output(&args, &results) {
+        let measured = match (args.tables, args.snapshots) {
+            (true, _) => {
+                tables::run(&mut results, args.quick);
+                Ok(())
+            }
+            (false, true) => {
+                snapshots::run(&mut results, args.quick);
+                Ok(())
+            }
+            (false, false) => log_floor::run(&mut results, args.runs, args.quick, &std::env::temp_dir()),
+        };
+        return match measured.map_err(Error).and_then(|()| output(&args, &results)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("ward-bench: {e}");
