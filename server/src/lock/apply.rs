@@ -53,8 +53,7 @@ impl StateMachine {
     /// A semaphore's permits and a lock's delay are fixed by the first contender that asks
     /// for them while the queue is empty: it writes them into the directory's data
     /// ([`DirHeader`], which needs WRITE on it); every later acquire must ask for the same (`PermitsMismatch`,
-    /// `LockDelayMismatch`), or, for the delay, for none. A lock (exclusive or shared) in a
-    /// semaphore's directory is refused with `PermitsMismatch`.
+    /// `LockDelayMismatch`), or, for the delay, for none.
     fn check_header(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -68,16 +67,11 @@ impl StateMachine {
             LockKind::Semaphore { permits } => Some(permits),
             LockKind::Exclusive | LockKind::Shared => None,
         };
-        let header = DirHeader::parse(node.data());
-        // A lock in a semaphore's directory would be counted as one of its permits, and
-        // hold beside the others: refused, as another number of permits is.
-        if permits.is_none() && header.is_some_and(|h| h.permits.is_some()) {
-            return Err(ErrorCode::PermitsMismatch);
-        }
         if permits.is_none() && lock_delay_ms.is_none() {
             return Ok(());
         }
         let empty = lock::queue(node.children.iter()).is_empty();
+        let header = DirHeader::parse(node.data());
         let mut want = header.unwrap_or_default();
         if let Some(permits) = permits {
             match want.permits {

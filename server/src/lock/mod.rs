@@ -25,7 +25,7 @@ use crate::state::StateMachine;
 use crate::tree::DataTree;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use ward_proto::lock::DirHeader;
-use ward_proto::{lock, path, LockKind, SessionId, Zxid};
+use ward_proto::{lock, path, ErrorCode, LockKind, SessionId, Zxid};
 
 /// One lock attempt as a command asks for it.
 pub struct Attempt<'a> {
@@ -55,12 +55,23 @@ pub fn held_with_delay(state: &StateMachine, session: SessionId) -> Vec<(String,
         .collect()
 }
 
-/// Whether an exclusive acquire by `session` in `dirs` will wait: some directory holds a
-/// contender of another session. A hint for batching only ([`crate::log::CommandLog::submit_waiting`]):
-/// the queues may change before the acquire is applied, which decides.
-pub fn acquire_will_wait(tree: &DataTree, session: SessionId, dirs: &[String]) -> bool {
+/// What a member can tell of an acquire by `session` before logging it, from the state it has
+/// applied (which may be behind; apply decides what the acquire gets):
+/// - a lock (exclusive or shared) in a semaphore's directory is refused (`PermitsMismatch`):
+///   it would hold as one more permit. Refused here, not in apply, so that replaying a log
+///   written before this rule gives the same state;
+/// - whether an exclusive acquire will wait: some directory holds a contender of another
+///   session. A hint for batching only ([`crate::log::CommandLog::submit_waiting`]).
+pub fn before_logging(tree: &DataTree, session: SessionId, dirs: &[String], kind: LockKind) -> Result<bool, ErrorCode> {
+    let semaphore = |dir: &String| tree.get(dir).is_some_and(|n| lock::parse_semaphore_header(n.data()).is_some());
+    if !matches!(kind, LockKind::Semaphore { .. }) && dirs.iter().any(semaphore) {
+        return Err(ErrorCode::PermitsMismatch);
+    }
+    if kind != LockKind::Exclusive {
+        return Ok(false);
+    }
     let another = |name: &str| lock::parse_contender(name).is_some_and(|(owner, _)| owner != session);
-    dirs.iter().any(|dir| tree.get(dir).is_some_and(|node| node.children.iter().any(another)))
+    Ok(dirs.iter().any(|dir| tree.get(dir).is_some_and(|node| node.children.iter().any(another))))
 }
 
 /// The permits of a directory's semaphore (1 if it is not a semaphore).

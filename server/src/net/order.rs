@@ -29,7 +29,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
-use ward_proto::{ErrorCode, LockKind, Request, Response, SessionId, Zxid};
+use ward_proto::{ErrorCode, Request, Response, SessionId, Zxid};
 
 /// A connection bound to a session, after its handshake.
 pub struct SessionConn {
@@ -135,7 +135,7 @@ impl SessionConn {
             return Err(code);
         }
         let op = wrap(prep(request, self.server.config.max_data_len)?);
-        let waits = self.acquire_will_wait(&op);
+        let waits = self.before_logging(&op)?;
         // Apply checks ACLs against the identities the write was sent with (G24).
         let mut op = CommandOp::As { ids: self.identity().ids().to_vec(), op: Box::new(op) };
         if self.epoch != 0 {
@@ -148,15 +148,14 @@ impl SessionConn {
         })
     }
 
-    /// Whether `op` is an exclusive lock acquire that will queue behind another session
-    /// (`lock::acquire_will_wait`).
-    fn acquire_will_wait(&self, op: &CommandOp) -> bool {
+    /// For a lock acquire, `lock::before_logging`: refused, or whether it will queue behind
+    /// another session.
+    fn before_logging(&self, op: &CommandOp) -> Result<bool, ErrorCode> {
         match op {
-            CommandOp::LockAcquire { dirs, kind: LockKind::Exclusive, .. }
-            | CommandOp::LockAcquireDelayed { dirs, kind: LockKind::Exclusive, .. } => {
-                self.server.core.read(|state| crate::lock::acquire_will_wait(state.tree(), self.session, dirs))
+            CommandOp::LockAcquire { dirs, kind, .. } | CommandOp::LockAcquireDelayed { dirs, kind, .. } => {
+                self.server.core.read(|state| crate::lock::before_logging(state.tree(), self.session, dirs, *kind))
             }
-            _ => false,
+            _ => Ok(false),
         }
     }
 

@@ -37,9 +37,12 @@ impl Deferral {
         self.until.is_none_or(|until| now >= until)
     }
 
-    /// When held proposals must go, if they are waiting.
-    pub fn deadline(&self) -> Option<Instant> {
-        self.until
+    /// When to wake to send held proposals that wait, if that is still ahead. A deadline that
+    /// has passed needs no timer (what is held goes at the next chance the disk and openraft
+    /// give), and a timer in the past would fire at once, again and again: the proposer
+    /// would spin.
+    pub fn timer(&self, now: Instant) -> Option<Instant> {
+        self.until.filter(|until| *until > now)
     }
 
     /// A batch was sent (or forwarded): whatever is still held goes as soon as the disk allows.
@@ -64,7 +67,8 @@ mod tests {
         assert!(!d.ready(t0), "a waiting proposal alone waits");
         assert!(d.ready(t0 + D), "until its deadline");
         d.held(true, false, t0 + Duration::from_millis(3), D);
-        assert_eq!(d.deadline(), Some(t0 + D), "a second waiting one waits no longer than the first");
+        assert_eq!(d.timer(t0), Some(t0 + D), "a second waiting one waits no longer than the first");
+        assert_eq!(d.timer(t0 + D), None, "a deadline that has passed arms no timer");
         d.held(false, false, t0 + Duration::from_millis(4), D);
         assert!(d.ready(t0), "a proposal someone waits for sends them all");
         d.held(true, false, t0, D);

@@ -178,7 +178,7 @@ impl Task {
                 }
             }
             let leads = !self.held.is_empty() && self.route.leads_here();
-            let deferred = self.deferral.deadline().filter(|_| leads);
+            let deferred = self.deferral.timer(Instant::now()).filter(|_| leads);
             tokio::select! {
                 biased;
                 (outcome, answers) = front(&mut self.in_flight) => answers.finish(outcome),
