@@ -50,7 +50,7 @@ pub struct BatchLimits {
     pub max_commands: usize,
     /// Approximate: paths and data, the bulk of a command.
     pub max_bytes: usize,
-    /// How long commands submitted as waiting may be held back for company ([`super::defer`]).
+    /// How long commands submitted as waiting may be held back for company (`raft/defer.rs`).
     pub defer: Duration,
 }
 
