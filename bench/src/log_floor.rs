@@ -56,7 +56,10 @@ async fn measure(dir: &Path, quick: bool) -> Result<Vec<(String, Figures)>, Stri
     log.close().await;
     let log = Log::open(&dir.join("b"), RaftOptions::default()).await?;
     let per_writer = if quick { PER_WRITER / 8 } else { PER_WRITER };
-    let (figures, _) = log.outstanding(per_writer, "create/s, 64 outstanding").await?;
+    let (rate, per_fsync) = log.outstanding(per_writer).await?;
+    let mut figures = Figures::default();
+    figures.add("create/s, 64 outstanding", rate);
+    figures.add("creates per fsync", per_fsync);
     out.push(("b. creates, log alone (in process)".to_string(), figures));
     log.close().await;
     if !quick {
@@ -72,6 +75,7 @@ async fn measure(dir: &Path, quick: bool) -> Result<Vec<(String, Figures)>, Stri
     Ok(out)
 }
 
+#[derive(Clone)]
 struct Log {
     log: Arc<RaftLog>,
     /// One session per writer, as each of b's connections has its own; a session's write
@@ -123,9 +127,9 @@ impl Log {
         Ok(f)
     }
 
-    /// b's shape: 64 writers, each with one create outstanding. Returns the figures and the
-    /// number of creates made.
-    async fn outstanding(&self, per_writer: usize, metric: &str) -> Result<(Figures, usize), String> {
+    /// b's shape: 64 writers, each with one create outstanding: creates per second, and
+    /// creates per fsync.
+    async fn outstanding(&self, per_writer: usize) -> Result<(f64, f64), String> {
         let fsyncs = FSYNC.count();
         let t0 = Instant::now();
         // Names no other call of this uses.
@@ -133,7 +137,7 @@ impl Log {
         let tag = CALLS.fetch_add(1, Ordering::Relaxed);
         let mut writers = Vec::with_capacity(OUTSTANDING);
         for w in 0..OUTSTANDING {
-            let log = Log { log: self.log.clone(), sessions: self.sessions.clone() };
+            let log = self.clone();
             writers.push(tokio::spawn(async move {
                 for i in 0..per_writer {
                     log.create(w, format!("/w/b{tag}-{w:02}-{i:06}")).await?;
@@ -144,12 +148,9 @@ impl Log {
         for writer in writers {
             writer.await.map_err(|e| format!("writer: {e}"))??;
         }
-        let took = t0.elapsed();
-        let n = OUTSTANDING * per_writer;
-        let mut f = Figures::default();
-        f.rate(metric, n, took);
-        f.add("creates per fsync", n as f64 / (FSYNC.count() - fsyncs).max(1) as f64);
-        Ok((f, n))
+        let took = t0.elapsed().as_secs_f64().max(1e-9);
+        let n = (OUTSTANDING * per_writer) as f64;
+        Ok((n / took, n / (FSYNC.count() - fsyncs).max(1) as f64))
     }
 
     /// g1m's shape: a million creates, 64 outstanding, in ten steps; the rate of each.
@@ -158,10 +159,9 @@ impl Log {
         let mut rates = Vec::with_capacity(STEPS);
         let mut f = Figures::default();
         for s in 0..STEPS {
-            let metric = format!("create/s, step {} of {STEPS}", s + 1);
-            let (step, _) = self.outstanding(per_writer, &metric).await?;
-            rates.push(step.rows.first().map_or(0.0, |(_, v)| *v));
-            f.add(metric, rates[s]);
+            let (rate, _) = self.outstanding(per_writer).await?;
+            rates.push(rate);
+            f.add(format!("create/s, step {} of {STEPS}", s + 1), rate);
         }
         let (first, last) = (rates[0], rates[STEPS - 1]);
         f.add("create rate, last step / first step", last / first.max(1e-9));

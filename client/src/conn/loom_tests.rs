@@ -244,7 +244,7 @@ fn watch_fires_once_and_before_the_following_reply() {
 /// on the next one. Answering it as before (keep waiting) would leave the lock held by nobody
 /// who uses it.
 #[test]
-fn a_release_refused_on_a_connection_that_stays_open_is_sent_on_the_next() {
+fn a_release_refused_on_a_connection_that_stays_open_ends_it_and_stays_pending() {
     loom::model(|| {
         let (mut task, _tx) = task();
         task.locks.release(7, vec!["/l".into()], None);

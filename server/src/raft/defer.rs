@@ -34,7 +34,7 @@ impl Deferral {
 
     /// Whether the held proposals may go now.
     pub fn ready(&self, now: Instant) -> bool {
-        self.until.is_none_or(|until| now >= until)
+        self.timer(now).is_none()
     }
 
     /// When to wake to send held proposals that wait, if that is still ahead. A deadline that

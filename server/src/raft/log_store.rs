@@ -461,14 +461,15 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             None => Some(log_id),
             Some(in_place) => {
                 let covers = in_place.wait_for(log_id, PURGE_WAIT).await;
-                if covers.is_none_or(|c| c.index < log_id.index) {
+                let durable = covers.map(|c| if c.index < log_id.index { c } else { log_id });
+                if durable != Some(log_id) {
                     tracing::warn!(
                         purge = %log_id,
                         snapshot = %super::types::shown(covers),
                         "no snapshot in place covers the purge: the log is purged on disk only as far as the one there"
                     );
                 }
-                covers.map(|covers| if covers.index < log_id.index { covers } else { log_id })
+                durable
             }
         };
         if let Some(upto) = durable {

@@ -178,7 +178,7 @@ impl Task {
                 }
             }
             let leads = !self.held.is_empty() && self.route.leads_here();
-            let deferred = self.deferral.timer(Instant::now()).filter(|_| leads);
+            let deferred = leads.then(|| self.deferral.timer(Instant::now())).flatten();
             tokio::select! {
                 biased;
                 (outcome, answers) = front(&mut self.in_flight) => answers.finish(outcome),

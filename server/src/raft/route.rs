@@ -203,21 +203,23 @@ impl Route {
 /// leader's log removed it from this member's, but a copy on another member may still be
 /// committed, so its outcome is unknown (never "not applied", which invites a resend).
 pub fn removed() -> Rejected {
-    Rejected::Unknown("logged, then removed from this member's log by a new leader's: it may still be committed".into())
+    Rejected::Unknown(REMOVED.into())
 }
+
+const REMOVED: &str = "logged, then removed from this member's log by a new leader's: it may still be committed";
 
 /// Proposes `batch` as one entry on this member, which must lead. Returns the entry's index
 /// and each command's result. Used for a batch whose leader turned out to be this member
 /// on its way there, and for expiries (forwarded batches join the proposer's entries).
 pub async fn write_here(raft: &Raft, batch: Vec<Command>) -> Result<(u64, Vec<Applied>), ForwardError> {
-    // No sender of its own: every result comes back in openraft's answer. Kept to learn
-    // whether the entry was logged (see `Replies`).
-    let replies = Replies::new(batch.iter().map(|_| None).collect());
+    // No senders: every result comes back in openraft's answer. Kept to learn whether the
+    // entry was logged (see `Replies`).
+    let replies = Arc::new(Replies::default());
     let entry = Batch::answered(batch, &replies);
     match tokio::time::timeout(COMMIT_TIMEOUT, raft.client_write(entry)).await {
         Ok(Ok(response)) => Ok((response.log_id.index, response.data)),
         Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(_)))) if replies.logged() => {
-            Err(ForwardError::Unknown(removed().to_string()))
+            Err(ForwardError::Unknown(REMOVED.into()))
         }
         Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => Err(ForwardError::NotLeader(f.leader_id)),
         Ok(Err(e)) => Err(ForwardError::Unknown(e.to_string())),

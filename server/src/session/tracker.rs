@@ -149,11 +149,9 @@ impl SessionTracker {
     pub fn attach(&self, session: SessionId, conn: ConnId, tx: OutboundTx) -> bool {
         let mut map = self.lock();
         let Some(t) = map.get_mut(&session) else { return false };
-        if t.expiring {
+        if !self.revive(session, t) {
             return false;
         }
-        t.deadline = t.deadline.max(Instant::now() + t.timeout);
-        self.mark_touched(session, t);
         if let Some((_, old)) = t.conn.replace((conn, tx)) {
             let _ = old.send(Outbound::Close(CloseReason::SessionMoved));
         }
@@ -163,16 +161,19 @@ impl SessionTracker {
     /// Records a sign of life: any frame on the session's connection, or a touch passed on
     /// by another member. False when the session is not live here (unknown, or expiring).
     pub fn touch(&self, session: SessionId) -> bool {
-        match self.lock().get_mut(&session) {
-            Some(t) if !t.expiring => {
-                // Never shorter: a new leader's grace (`restart_deadlines`) covers touches a
-                // deposed leader may still acknowledge after this one.
-                t.deadline = t.deadline.max(Instant::now() + t.timeout);
-                self.mark_touched(session, t);
-                true
-            }
-            _ => false,
+        self.lock().get_mut(&session).is_some_and(|t| self.revive(session, t))
+    }
+
+    /// A touch or an attach of a tracked session: a whole timeout from now, unless it is
+    /// expiring. Never shorter: a new leader's grace (`restart_deadlines`) covers touches a
+    /// deposed leader may still acknowledge after this one.
+    fn revive(&self, id: SessionId, t: &mut Tracked) -> bool {
+        if t.expiring {
+            return false;
         }
+        t.deadline = t.deadline.max(Instant::now() + t.timeout);
+        self.mark_touched(id, t);
+        true
     }
 
     /// The connection went away; the session lives on until its deadline.
@@ -288,7 +289,6 @@ mod tests {
         let tracker = SessionTracker::default();
         let id = SessionId(7);
         tracker.register(id, TIMEOUT);
-        tracker.set_sweeping(true);
         assert_eq!(tracker.take_due(Instant::now() + 2 * TIMEOUT), vec![id]);
         assert!(!tracker.touch(id), "expiring");
         tracker.set_sweeping(false);
