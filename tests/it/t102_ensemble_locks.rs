@@ -1,6 +1,6 @@
 //! Locks on an ensemble (G16): contender processes across ten leader kills, a holder whose
-//! member is partitioned away, a holder process paused past its session timeout, and a
-//! holder whose member is killed and restarted.
+//! member is partitioned away, a fence check through a lagging follower, a holder process
+//! paused past its session timeout, and a holder whose member is killed and restarted.
 
 use crate::harness::*;
 use std::collections::BTreeMap;
@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use ward_client::{Client, CreateMode, Error, Fence, LockGuard, SessionState};
-use ward_testkit::{wait_state, Ensemble};
+use ward_testkit::{serial, wait_state, Ensemble};
 
 const KILLS: usize = 10;
 
@@ -364,6 +364,54 @@ async fn holder_on_a_partitioned_follower_sees_lost_before_the_next_grant() {
         relock.expect("lock through the healed member").unlock().await.expect("unlock");
         let _ = rejoined.close().await;
         let _ = waiter.close().await;
+    })
+    .await
+}
+
+// G12: a fence check answers for the lock as it stands in the ensemble, not as a lagging
+// member last applied it. The follower's messages from the leader are held after it has
+// applied the first grant, so its own state still shows the first holder after that holder
+// released and another was granted. Through it the old token is never called valid: the
+// check fails while the follower cannot catch up, and is refused once it has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lagging_follower_never_vouches_for_a_superseded_fence() {
+    let _serial = serial().await;
+    bounded(async {
+        let ensemble = Ensemble::start(3, &[]).await;
+        let leader = ensemble.leader(&[]).await;
+        let follower = ensemble.ids().into_iter().find(|&id| id != leader).expect("a follower");
+        let first = connect_serving(&ensemble.addr(leader), Duration::from_secs(10)).await;
+        let second = connect_serving(&ensemble.addr(leader), Duration::from_secs(10)).await;
+        let checker = connect_serving(&ensemble.addr(follower), Duration::from_secs(30)).await;
+        let guard = first.lock("/t102-lag").await.expect("the first holder");
+        let old = guard.fence();
+        checker.sync("/t102-lag").await.expect("the follower has applied the first grant");
+        checker.check_fence(&old.path, old.token).await.expect("the first holder's token is valid");
+
+        ensemble.hold(leader, follower);
+        guard.unlock().await.expect("the first holder releases");
+        let next = second.lock("/t102-lag").await.expect("the second holder");
+        let held = tokio::time::timeout(DEADLINE, checker.check_fence(&old.path, old.token)).await;
+        println!("fence check through the held-back follower: {held:?}");
+        assert!(!matches!(held, Ok(Ok(()))), "a lagging follower vouched for a superseded token");
+
+        ensemble.release(leader, follower);
+        // The follower may have started an election, or given its clients up, meanwhile.
+        let caught_up = wait_for("a fence check answered through the caught-up follower", DEADLINE, || async {
+            match checker.check_fence(&old.path, old.token).await {
+                outcome @ (Ok(()) | Err(Error::StaleFence)) => Some(outcome),
+                Err(_) => None,
+            }
+        })
+        .await;
+        assert_eq!(caught_up, Err(Error::StaleFence), "the old token once the follower caught up");
+        let fence = next.fence();
+        let current = answered("the new holder's check", || checker.check_fence(&fence.path, fence.token));
+        current.await.expect("the new holder's token is valid");
+        next.unlock().await.expect("unlock");
+        for client in [first, second, checker] {
+            let _ = client.close().await;
+        }
     })
     .await
 }
