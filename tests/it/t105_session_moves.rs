@@ -1,5 +1,5 @@
 //! Sessions moving between members: what a session sent through a member it has left
-//! never applies after it moved.
+//! never applies after it moved, and a member that does not know a session yet says so.
 
 use crate::harness::*;
 use std::net::SocketAddr;
@@ -62,6 +62,47 @@ async fn a_write_held_at_a_member_the_session_left_is_refused_when_it_arrives() 
             return;
         }
         panic!("no attempt of {ATTEMPTS} got the session moved while its write was held");
+    })
+    .await;
+}
+
+// G15: a member that has not yet applied a session's creation cannot know the session, and
+// answers its resume "try another" (`Unavailable`), never "expired", which would end for good
+// a session the leader keeps. Once it has caught up it takes the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_behind_a_sessions_creation_answers_try_another_never_expired() {
+    bounded(async {
+        let ensemble = Ensemble::start(3, &[]).await;
+        let addr = |id| ensemble.addr(id).parse::<SocketAddr>().expect("member address");
+        for id in ensemble.ids() {
+            wait_for("the member to welcome a session", DEADLINE, || welcomes(addr(id))).await;
+        }
+        let leader = ensemble.leader(&[]).await;
+        let behind = ensemble.ids().into_iter().find(|id| *id != leader).expect("a follower");
+        ensemble.hold(leader, behind);
+        let (_on_leader, welcome) = raw_session(addr(leader), 10_000).await;
+        let credentials = (welcome.session_id, welcome.secret);
+        let resume = || async move {
+            let mut conn = frame(raw_connect(addr(behind)).await);
+            send(&mut conn, ClientMessage::Hello(Hello::new(Some(credentials), 10_000, 0))).await;
+            recv(&mut conn).await
+        };
+        let early = resume().await;
+        println!("resume at member {behind} before it applied the session's creation: {early:?}");
+        assert!(
+            matches!(early, Some(ServerMessage::Refused { code: ErrorCode::Unavailable, .. })),
+            "a member behind the session's creation must say try another: {early:?}"
+        );
+
+        ensemble.release(leader, behind);
+        let taken = wait_for("the caught-up member to take the session", DEADLINE, || async {
+            match resume().await {
+                Some(ServerMessage::Refused { code: ErrorCode::Unavailable, .. }) => None,
+                other => Some(other),
+            }
+        })
+        .await;
+        assert!(matches!(taken, Some(ServerMessage::Welcome(ref w)) if w.resumed), "{taken:?}");
     })
     .await;
 }
