@@ -1,7 +1,8 @@
 //! A snapshot received from a leader (docs/storage.md, "Sending and receiving snapshots"):
 //! written into a file of its own chunk by chunk, checked as a snapshot file is at startup,
 //! and renamed into place only then. A receive abandoned or cut short by a crash, or a file
-//! that fails the checks, leaves the snapshot before it current, and no file behind.
+//! that fails the checks, leaves the snapshot before it current, and no file behind. A
+//! snapshot build dropped unfinished does not stop the next one being asked for.
 
 use super::*;
 use crate::command::{Command, CommandOp};
@@ -177,4 +178,24 @@ async fn an_older_snapshot_version_is_sent_and_installed_as_it_is() {
     follower.install_snapshot(&meta, receiving).await.expect("install");
     assert!(holds(&follower, "/v5"));
     assert_eq!(std::fs::read(follower_dir.path().join("snapshot")).expect("read"), bytes, "installed as it is");
+}
+
+#[tokio::test]
+async fn a_build_dropped_before_it_ran_lets_the_next_snapshot_be_asked_for() {
+    let dir = TempDir::new("snapshot-dropped-build");
+    let mut sm = StateMachineStore::open(dir.path(), Core::serving().0).expect("open");
+    let trigger = SnapshotTrigger::new(10, 100, 0, 0);
+    sm.report_snapshots(trigger.clone());
+    trigger.logged(10);
+    assert!(trigger.is_due());
+    let builder = sm.get_snapshot_builder().await;
+    trigger.logged(10);
+    assert!(!trigger.is_due(), "one build at a time");
+    drop(builder);
+    assert!(trigger.is_due(), "the dropped build no longer counts as building");
+    let mut builder = sm.get_snapshot_builder().await;
+    builder.build_snapshot().await.expect("build");
+    drop(builder);
+    trigger.logged(9);
+    assert!(!trigger.is_due(), "a finished build counts the log afresh");
 }

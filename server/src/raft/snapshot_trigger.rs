@@ -73,7 +73,9 @@ impl SnapshotTrigger {
         figures::LOG_BYTES.store(0, Ordering::Relaxed);
     }
 
-    /// The snapshot begun last is written, `bytes` long (`None`: it failed).
+    /// The snapshot begun last is written, `bytes` long (`None`: it failed or was dropped).
+    /// A failed build leaves the log counted from when it began: the next try waits for a
+    /// threshold more of log, not hammering a failing disk with one build after another.
     pub fn finished(&self, bytes: Option<u64>) {
         if let Some(bytes) = bytes {
             self.snapshot_bytes.store(bytes, Ordering::Relaxed);

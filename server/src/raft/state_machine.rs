@@ -130,8 +130,19 @@ pub struct Builder {
     state: Option<StateMachine>,
     path: PathBuf,
     in_place: InPlace,
+    /// Told once how the build ended; `None` once told.
     trigger: Option<Arc<SnapshotTrigger>>,
     began: Instant,
+}
+
+/// A build dropped before it finished (its task cancelled) still ends the trigger's
+/// "building", or no snapshot would ever be asked for again.
+impl Drop for Builder {
+    fn drop(&mut self) {
+        if let Some(trigger) = self.trigger.take() {
+            trigger.finished(None);
+        }
+    }
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for Builder {
@@ -152,7 +163,7 @@ impl RaftSnapshotBuilder<TypeConfig> for Builder {
         })
         .await
         .unwrap_or_else(|e| Err(FileError::Io { path: self.path.clone(), op: "serialize into", source: e.into() }));
-        if let Some(trigger) = &self.trigger {
+        if let Some(trigger) = self.trigger.take() {
             trigger.finished(written.as_ref().ok().copied());
         }
         crate::metrics::snapshots::finished(self.began.elapsed());
