@@ -9,7 +9,7 @@ use ward_proto::{CreateMode, Op, SessionId, SessionSecret, Stat};
 use ward_server::command::{Command, CommandOp, Outcome};
 use ward_server::core::Core;
 use ward_server::log::CommandLog;
-use ward_server::raft::log_store::LogStore;
+use ward_server::raft::log_store::{LogStore, PURGE_WAIT};
 use ward_server::raft::record::{self, RecordRef, Slot};
 use ward_server::raft::state_machine::StateMachineStore;
 use ward_server::raft::types::{StorageError, TypeConfig};
@@ -213,7 +213,7 @@ fn a_purge_reaches_the_disk_only_once_the_snapshot_it_follows_is_in_place() {
     {
         let mut store = LogStore::open(dir.path(), 4096).expect("open store");
         let in_place = InPlace::new(Some(at(100)));
-        store.purge_behind(in_place.clone());
+        store.purge_behind(in_place.clone(), PURGE_WAIT);
         rt.block_on(async {
             let purge = store.purge(at(250));
             tokio::pin!(purge);
@@ -233,6 +233,40 @@ fn a_purge_reaches_the_disk_only_once_the_snapshot_it_follows_is_in_place() {
     let state = rt.block_on(store.get_log_state()).expect("state");
     assert_eq!(state.last_purged_log_id.map(|id| id.index), Some(250), "purged on disk");
     assert_eq!(state.last_log_id.map(|id| id.index), Some(300));
+}
+
+/// G11: a purge whose snapshot never comes into place (a received one that failed its
+/// checks) is cut short on disk at the snapshot that is there: openraft's view of the log
+/// moves on, but after a crash the log from that snapshot on is all still there.
+#[test]
+fn a_purge_with_no_snapshot_in_place_to_follow_reaches_the_disk_only_as_far_as_the_one_there() {
+    use openraft::storage::{RaftLogReader, RaftLogStorage};
+    use ward_server::raft::snapshot_file::InPlace;
+    let at = |index| LogId::new(openraft::CommittedLeaderId::new(1, 1), index);
+    let dir = TempDir::new("purge-cut-short");
+    let log_dir = dir.path().join("log");
+    {
+        let (mut wal, _) = Wal::open(&log_dir, 4096).expect("open");
+        for i in 1..=300 {
+            wal.append(&RecordRef::Entries(&[entry(i, 1)])).expect("append");
+        }
+    }
+    let rt = runtime();
+    {
+        let mut store = LogStore::open(dir.path(), 4096).expect("open store");
+        store.purge_behind(InPlace::new(Some(at(100))), Duration::from_millis(300));
+        rt.block_on(store.purge(at(250))).expect("a purge cut short still succeeds");
+        let state = rt.block_on(store.get_log_state()).expect("state");
+        assert_eq!(state.last_purged_log_id.map(|id| id.index), Some(250), "openraft's view moves on");
+    }
+    let mut store = LogStore::open(dir.path(), 4096).expect("reopen store");
+    let state = rt.block_on(store.get_log_state()).expect("state");
+    let purged = state.last_purged_log_id.map_or(0, |id| id.index);
+    assert!(purged <= 100, "purged on disk past the snapshot in place, to {purged}");
+    assert_eq!(state.last_log_id.map(|id| id.index), Some(300));
+    let mut reader = rt.block_on(store.get_log_reader());
+    let kept = rt.block_on(reader.try_get_log_entries(101..=300)).expect("read the log after the snapshot");
+    assert_eq!(kept.iter().map(|e| e.log_id.index).collect::<Vec<_>>(), (101..=300).collect::<Vec<_>>());
 }
 
 #[test]

@@ -68,8 +68,8 @@ pub struct LogStore {
     /// ack-before-fsync` (`raft/late.rs`); `None` always otherwise.
     late: Option<Late>,
     /// The snapshot file in place, once the state machine is open: no purge reaches the
-    /// disk beyond what it covers (see `purge`).
-    snapshot: Option<InPlace>,
+    /// disk beyond what it covers (see `purge`), and how long a purge waits for it.
+    snapshot: Option<(InPlace, Duration)>,
 }
 
 /// A reader of the log for openraft's apply and replication tasks: unapplied entries from
@@ -212,8 +212,9 @@ impl LogStore {
     }
 
     /// From now on, no purge goes further on disk than the snapshot file `in_place` covers.
-    pub fn purge_behind(&mut self, in_place: InPlace) {
-        self.snapshot = Some(in_place);
+    /// A purge waits up to `wait` for it to cover the purge ([`PURGE_WAIT`] in the server).
+    pub fn purge_behind(&mut self, in_place: InPlace, wait: Duration) {
+        self.snapshot = Some((in_place, wait));
     }
 
     /// From now on, the bytes of every append count towards the next snapshot.
@@ -459,8 +460,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // is the purge cut short on disk.
         let durable = match &self.snapshot {
             None => Some(log_id),
-            Some(in_place) => {
-                let covers = in_place.wait_for(log_id, PURGE_WAIT).await;
+            Some((in_place, wait)) => {
+                let covers = in_place.wait_for(log_id, *wait).await;
                 let durable = covers.map(|c| if c.index < log_id.index { c } else { log_id });
                 if durable != Some(log_id) {
                     tracing::warn!(
@@ -487,7 +488,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
 /// How long a purge waits for the snapshot it follows to be in place (a large received one
 /// takes seconds to check and load).
-const PURGE_WAIT: Duration = Duration::from_secs(60);
+pub const PURGE_WAIT: Duration = Duration::from_secs(60);
 
 /// The first and last indexes of `entries`, if any.
 fn index_range(entries: &[Entry]) -> Option<(u64, u64)> {

@@ -341,7 +341,7 @@ pub async fn open_member(
         store.found_bytes(),
     );
     store.count_towards(trigger.clone());
-    store.purge_behind(sm.in_place());
+    store.purge_behind(sm.in_place(), log_store::PURGE_WAIT);
     sm.report_snapshots(trigger.clone());
     let policy = options.snapshot_every.map_or(SnapshotPolicy::Never, SnapshotPolicy::LogsSinceLast);
     let config = match &ensemble {
