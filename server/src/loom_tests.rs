@@ -220,6 +220,42 @@ fn a_ping_is_confirmed_only_by_a_round_that_started_after_it() {
     });
 }
 
+/// R3, defence in depth: a ping is not answered as confirmed for a session whose touch the
+/// leader refused. The leader refuses every touch of the session here; the round task runs
+/// two rounds (start, take the touched sessions, the leader's answer), while a connection
+/// receives a ping (touch, then the round it needs) and, if that round is acknowledged,
+/// asks whether it may pong. Recording the refusals after the round's acknowledgement
+/// (swapping the two lines of `Rounds::acknowledged`) breaks it: loom finds a pong allowed
+/// by a round whose refusal was not yet recorded.
+#[test]
+fn a_ping_confirmed_by_a_round_that_refused_its_session_is_not_ponged() {
+    use crate::raft::rounds::Rounds;
+    use crate::session::SessionTracker;
+    use loom::sync::Arc;
+    use std::time::Duration;
+    loom::model(|| {
+        let (rounds, tracker) = (Arc::new(Rounds::default()), Arc::new(SessionTracker::default()));
+        let session = SessionId(7);
+        tracker.register(session, Duration::from_secs(10));
+        let task = {
+            let (rounds, tracker) = (rounds.clone(), tracker.clone());
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    let round = rounds.start();
+                    let touched = tracker.take_touched();
+                    rounds.acknowledged(round, &tracker, &touched, &touched);
+                }
+            })
+        };
+        tracker.touch(session);
+        let need = rounds.needed();
+        let early = rounds.confirmed(need) && tracker.may_confirm(session);
+        task.join().expect("round task");
+        let late = rounds.confirmed(need) && tracker.may_confirm(session);
+        assert!(!early && !late, "a pong for a session the leader refused");
+    });
+}
+
 /// G15: a new leader's sweep never expires a session on a deadline from before it led. The
 /// leader's duties restart every deadline and only then turn the sweep on; the sweep task
 /// may run at any moment meanwhile. Turning the sweep on before restarting the deadlines

@@ -99,6 +99,9 @@ pub(crate) async fn resume(
     match known {
         Some((true, timeout_ms)) if server.local.sessions.attach(session, conn, tx.clone()) => {
             server.log.confirm_contact().await.map_err(|r| (ErrorCode::Unavailable, r.to_string()))?;
+            if !server.local.sessions.may_confirm(session) {
+                return Err((ErrorCode::Unavailable, format!("session {session} may be expiring; try another")));
+            }
             let epoch = if server.log.replicated() { log_attachment(server, session, attached_at).await? } else { 0 };
             let welcome = Welcome { version: PROTOCOL_VERSION, session_id: session, secret, timeout_ms, resumed: true };
             Ok((welcome, epoch))

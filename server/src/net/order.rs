@@ -171,7 +171,14 @@ impl SessionConn {
             // A fence check answers for the lock as it stands now, not as this member last
             // applied it (a follower may lag, or be cut off, behind a newer holder).
             Request::Sync { .. } | Request::CheckFence { .. } => log.barrier().await,
-            Request::Ping => log.confirm_contact().await,
+            Request::Ping => match log.confirm_contact().await {
+                // Not a pong for a session the leader refused at that round, or that this
+                // member is expiring: the client must not count it alive for longer.
+                Ok(()) if !self.server.local.sessions.may_confirm(self.session) => {
+                    return Some(Err(ErrorCode::Unavailable));
+                }
+                waited => waited,
+            },
             Request::Members => return Some(log.members().await.map(Response::Members).map_err(|r| self.refused(r))),
             Request::AddMember { id, addr } => {
                 let change = MemberChange::Add { id: *id, addr: addr.clone() };

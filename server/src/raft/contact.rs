@@ -111,26 +111,29 @@ pub async fn run(
         let round = contact.rounds.start();
         let mut touched = local.sessions.take_touched();
         touched.append(&mut carried);
+        // Whether the leader acknowledged the round, and which of its touches it refused.
         let acknowledged = match leader_of(&raft) {
-            Leader::Me { single } => single || (local.sessions.is_sweeping() && lease_fresh(&raft, &quorum)),
+            Leader::Me { single } => {
+                (single || (local.sessions.is_sweeping() && lease_fresh(&raft, &quorum))).then(Vec::new)
+            }
             Leader::Other(leader, addr) => {
                 let applied = raft.metrics().borrow().last_applied.map(|id| id.index);
                 let request = PeerRequest::Touch { sessions: touched.clone(), applied };
                 match peers.call(leader, &addr, Channel::Client, request, ROUND_EVERY * 3).await {
-                    Ok(PeerResponse::Touch(Ok(_gone))) => true,
+                    Ok(PeerResponse::Touch(Ok(gone))) => Some(gone),
                     answer => {
                         tracing::debug!(leader, ?answer, "touch round not acknowledged");
-                        false
+                        None
                     }
                 }
             }
-            Leader::Unknown => false,
+            Leader::Unknown => None,
         };
         // Each waiting `confirm` holds a receiver of `acked` until its round is acknowledged.
-        pause = if !acknowledged && contact.acked.receiver_count() > 0 { RETRY_WAITED } else { ROUND_EVERY };
-        if acknowledged {
+        pause = if acknowledged.is_none() && contact.acked.receiver_count() > 0 { RETRY_WAITED } else { ROUND_EVERY };
+        if let Some(gone) = acknowledged {
             last_ack = Instant::now();
-            contact.rounds.ack(round);
+            contact.rounds.acknowledged(round, &local.sessions, &touched, &gone);
             contact.acked.send_replace(());
             if !contact.in_contact.swap(true, Ordering::SeqCst) {
                 tracing::info!("back in contact with the leader: accepting clients again");

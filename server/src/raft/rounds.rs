@@ -7,8 +7,10 @@
 //! the client that a heartbeat counted when the leader never saw it. Rounds are numbered as
 //! they start; a ping arriving when `started` rounds have begun needs round `started + 1`.
 
+use crate::session::SessionTracker;
 use crate::sync::{Mutex, MutexGuard};
 use std::sync::PoisonError;
+use ward_proto::SessionId;
 
 #[derive(Default)]
 struct State {
@@ -41,6 +43,14 @@ impl Rounds {
         let mut state = self.lock();
         state.started += 1;
         state.started
+    }
+
+    /// The leader acknowledged round `round`, which carried the touches of `touched`, and
+    /// answered `gone` of them gone. The refusals are recorded first: a ping this round
+    /// confirms must not be answered as confirmed for a session the leader refused.
+    pub fn acknowledged(&self, round: u64, sessions: &SessionTracker, touched: &[SessionId], gone: &[SessionId]) {
+        sessions.heard_back(touched, gone);
+        self.ack(round);
     }
 
     /// The leader acknowledged round `round`.

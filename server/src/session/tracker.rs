@@ -18,6 +18,10 @@ struct Tracked {
     /// Heard from since the last [`SessionTracker::take_touched`]: a follower passes these
     /// on to the leader, whose deadlines are the ones that count.
     touched: bool,
+    /// The leader answered the last round that carried this session's touch "gone" (it
+    /// does not know the session, or is expiring it): its heartbeats are not confirmed here
+    /// until a later round carries a touch the leader takes.
+    refused: bool,
 }
 
 /// One session's liveness here ([`SessionTracker::liveness`]).
@@ -56,8 +60,14 @@ impl SessionTracker {
 
     /// Starts tracking a session created by apply, with a full timeout ahead of it.
     pub fn register(&self, session: SessionId, timeout: Duration) {
-        let tracked =
-            Tracked { timeout, deadline: Instant::now() + timeout, conn: None, expiring: false, touched: false };
+        let tracked = Tracked {
+            timeout,
+            deadline: Instant::now() + timeout,
+            conn: None,
+            expiring: false,
+            touched: false,
+            refused: false,
+        };
         self.lock().insert(session, tracked);
     }
 
@@ -83,6 +93,7 @@ impl SessionTracker {
                 conn: None,
                 expiring: false,
                 touched: false,
+                refused: false,
             });
         }
     }
@@ -122,7 +133,28 @@ impl SessionTracker {
         for t in self.lock().values_mut() {
             t.deadline = now + t.timeout + grace;
             t.expiring = false;
+            // The refusals were another leader's: this one decides now.
+            t.refused = false;
         }
+    }
+
+    /// The leader acknowledged a round that carried the touches of `touched`, and answered
+    /// `gone` of them gone.
+    pub fn heard_back(&self, touched: &[SessionId], gone: &[SessionId]) {
+        let gone: std::collections::HashSet<&SessionId> = gone.iter().collect();
+        let mut map = self.lock();
+        for id in touched {
+            if let Some(t) = map.get_mut(id) {
+                t.refused = gone.contains(id);
+            }
+        }
+    }
+
+    /// Whether a heartbeat of `session` that a round has confirmed may be answered as
+    /// confirmed (a pong, or the welcome of a resume): tracked here, not being expired by
+    /// this member, and not refused by the leader at the last touch that reached it.
+    pub fn may_confirm(&self, session: SessionId) -> bool {
+        self.lock().get(&session).is_some_and(|t| !t.expiring && !t.refused)
     }
 
     /// Sessions heard from since the last call.
@@ -294,5 +326,30 @@ mod tests {
         tracker.set_sweeping(false);
         assert!(tracker.touch(id), "still expiring after the lead was lost");
         assert!(tracker.take_due(Instant::now() + 4 * TIMEOUT).is_empty(), "swept while off");
+    }
+
+    /// R3, defence in depth: a heartbeat is not confirmed for a session the leader refused
+    /// at the last touch that reached it, nor one this member is expiring; the refusal lasts
+    /// until a later round carries a touch the leader takes, or this member leads.
+    #[test]
+    fn a_session_the_leader_refused_is_not_confirmed_until_a_later_touch_is_taken() {
+        let tracker = SessionTracker::default();
+        let (refused, taken, untouched) = (SessionId(7), SessionId(8), SessionId(9));
+        for id in [refused, taken, untouched] {
+            tracker.register(id, TIMEOUT);
+        }
+        tracker.heard_back(&[refused, taken], &[refused]);
+        assert!(!tracker.may_confirm(refused), "the leader refused its touch");
+        assert!(tracker.may_confirm(taken) && tracker.may_confirm(untouched));
+        tracker.heard_back(&[taken], &[]);
+        assert!(!tracker.may_confirm(refused), "a round without its touch changes nothing");
+        tracker.heard_back(&[refused], &[]);
+        assert!(tracker.may_confirm(refused), "a later touch taken");
+        tracker.heard_back(&[refused], &[refused]);
+        tracker.restart_deadlines(Duration::ZERO);
+        assert!(tracker.may_confirm(refused), "a new leader decides for itself");
+        assert_eq!(tracker.take_due(Instant::now() + 2 * TIMEOUT).len(), 3);
+        assert!(!tracker.may_confirm(taken), "this member is expiring it");
+        assert!(!tracker.may_confirm(SessionId(10)), "not tracked here");
     }
 }
