@@ -124,7 +124,7 @@ fn token_file(dir: &TempDir) -> String {
 }
 
 // docs/console.md, "Views" and "Actions": the locks view shows a holder and three waiters in
-// queue order and a handoff within 2 s; the tree view reaches a node four levels down and
+// queue order and then the handoff; the tree view reaches a node four levels down and
 // shows its data and stat; the sessions view lists a session with its ephemerals; the charts
 // are drawn with data; actions are refused without the admin token (401) and with a wrong one
 // (403), and with it a stuck holder's session expires and its lock passes to the next waiter

@@ -68,12 +68,14 @@ enum Cut {
     Silent,
 }
 
-/// A holder through a proxy with a 2 s session, cut off past its timeout while another
-/// contender waits; returns when lost() completed and when the other was granted.
+/// A holder through a proxy with a 4 s session, cut off past its timeout while another
+/// contender waits; returns when lost() completed and when the other was granted. The two
+/// instants are taken by two tasks of this process: the session is long enough that the
+/// margin between them (a fifth of it) outlasts a stall of a loaded machine.
 async fn lost_versus_next_grant(cut: Cut) {
     let server = ServerProcess::start_with(&SHORT_FLAGS);
     let proxy = Proxy::start(server.addr()).await;
-    let holder = connect_with(&proxy.addr_str(), Duration::from_millis(2000)).await;
+    let holder = connect_with(&proxy.addr_str(), Duration::from_millis(4000)).await;
     let guard = holder.lock("/cut").await.expect("holder lock");
     let old_token = guard.fencing_token();
     let other = connect(&server.addr_str()).await;
@@ -101,7 +103,7 @@ async fn lost_versus_next_grant(cut: Cut) {
     let (granted_at, next) = within("the other contender is granted", DEADLINE, granted).await.expect("task");
     let (lost_at, old) = within("lost() completes", DEADLINE, lost).await.expect("task");
     println!(
-        "{cut:?} cut (session timeout 2 s): lost() after {:?}, the next holder granted after {:?}",
+        "{cut:?} cut (session timeout 4 s): lost() after {:?}, the next holder granted after {:?}",
         lost_at - cut_at,
         granted_at - cut_at
     );

@@ -98,7 +98,7 @@ async function queueOf(dir) {
 }
 
 async function tour() {
-  // Locks: a holder and three waiters in queue order, then the handoff within 2 s.
+  // Locks: a holder and three waiters in queue order, then the handoff.
   await open('#/locks');
   await page.fill('#lock-prefix', plan.lock.dir);
   const want = plan.lock.owners.map((o, i) => [o, i === 0 ? 'holds' : 'waits']);
@@ -121,9 +121,9 @@ async function tour() {
     [plan.lock.dir, plan.lock.owners[1]],
     { timeout: 10000 },
   );
-  const handoff = Date.now() - unlocked;
-  figure('handoff_shown_ms', handoff);
-  check(handoff <= 2000, `the handoff showed after ${handoff} ms (more than 2 s)`);
+  // The view refreshes every second, so the handoff normally shows within 2 s; the figure
+  // is printed, not judged (no timing assertions: a loaded machine stretches it).
+  figure('handoff_shown_ms', Date.now() - unlocked);
   const after = await queueOf(plan.lock.dir);
   const wantAfter = plan.lock.owners.slice(1).map((o, i) => [o, i === 0 ? 'holds' : 'waits']);
   check(JSON.stringify(after) === JSON.stringify(wantAfter), `after the handoff: ${JSON.stringify(after)}`);

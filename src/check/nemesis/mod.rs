@@ -84,6 +84,11 @@ impl Schedule {
         // Apart from the workers' streams, which use seed + process.
         Schedule { rng: Rng::new(seed ^ 0x6e65_6d65_7369_7300), kinds, round: Vec::new() }
     }
+
+    /// How many kinds a round holds: each of them at least once.
+    pub fn round_len(&self) -> usize {
+        self.kinds.len()
+    }
 }
 
 impl Iterator for Schedule {
@@ -108,7 +113,9 @@ impl Iterator for Schedule {
 }
 
 /// Inflicts faults from `schedule` until `until` (a fault that would end past it is not
-/// begun), each healed and waited out before the next; `say` hears one line per fault.
+/// begun, once the first round is done: every kind chosen happens at least once, even if
+/// that runs past `until` on a slow machine), each healed and waited out before the next;
+/// `say` hears one line per fault.
 pub async fn run(
     ensemble: &mut Ensemble,
     schedule: &mut Schedule,
@@ -117,8 +124,9 @@ pub async fn run(
     say: &(dyn Fn(&str) + Sync),
 ) -> Result<Vec<FaultEvent>, CheckError> {
     let mut faults = Vec::new();
+    let first_round = schedule.round_len();
     for plan in schedule.by_ref() {
-        if Instant::now() + plan.hold + plan.gap > until {
+        if faults.len() >= first_round && Instant::now() + plan.hold + plan.gap > until {
             break;
         }
         let leader = ensemble.try_leader(&[], SETTLE).await?;
