@@ -391,6 +391,9 @@ async fn a_lagging_follower_never_vouches_for_a_superseded_fence() {
         ensemble.hold(leader, follower);
         guard.unlock().await.expect("the first holder releases");
         let next = second.lock("/t102-lag").await.expect("the second holder");
+        // Held back indeed: read without a sync, the follower still shows the first contender.
+        let stale = checker.exists(&old.path).await.expect("a read through the follower");
+        assert!(stale.is_some(), "the follower was not held back: the first contender is gone there");
         let held = tokio::time::timeout(DEADLINE, checker.check_fence(&old.path, old.token)).await;
         println!("fence check through the held-back follower: {held:?}");
         assert!(!matches!(held, Ok(Ok(()))), "a lagging follower vouched for a superseded token");

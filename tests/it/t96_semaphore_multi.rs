@@ -107,7 +107,7 @@ async fn semaphore_of_three_never_has_a_fourth_holder() {
             permits.push(within("a free permit", DEADLINE, holder.acquire_permit("/sem", 3)).await.expect("permit"));
         }
         let fourth = connect(&addr).await;
-        let waiting = tokio::spawn({
+        let mut waiting = tokio::spawn({
             let fourth = fourth.clone();
             async move { fourth.acquire_permit("/sem", 3).await }
         });
@@ -115,7 +115,9 @@ async fn semaphore_of_three_never_has_a_fourth_holder() {
             other.get_children("/sem").await.is_ok_and(|c| c.len() == 4)
         })
         .await;
-        assert!(!waiting.is_finished(), "a fourth holder while 3 permits were held");
+        // A wrong grant would come within this; a slow machine can only hide one, not invent it.
+        let early = tokio::time::timeout(Duration::from_millis(500), &mut waiting).await;
+        assert!(early.is_err(), "a fourth holder while 3 permits were held: {early:?}");
         permits.pop().expect("a permit").unlock().await.expect("unlock");
         let last = within("the fourth contender", DEADLINE, waiting).await.expect("task").expect("permit");
         last.unlock().await.expect("unlock");

@@ -98,13 +98,29 @@ pub(crate) async fn resume(
     });
     match known {
         Some((true, timeout_ms)) if server.local.sessions.attach(session, conn, tx.clone()) => {
-            server.log.confirm_contact().await.map_err(|r| (ErrorCode::Unavailable, r.to_string()))?;
-            if !server.local.sessions.may_confirm(session) {
-                return Err((ErrorCode::Unavailable, format!("session {session} may be expiring; try another")));
+            let attached = async {
+                server.log.confirm_contact().await.map_err(|r| (ErrorCode::Unavailable, r.to_string()))?;
+                if !server.local.sessions.may_confirm(session) {
+                    return Err((ErrorCode::Unavailable, format!("session {session} may be expiring; try another")));
+                }
+                if server.log.replicated() {
+                    log_attachment(server, session, attached_at).await
+                } else {
+                    Ok(0)
+                }
+            };
+            match attached.await {
+                Ok(epoch) => {
+                    let welcome =
+                        Welcome { version: PROTOCOL_VERSION, session_id: session, secret, timeout_ms, resumed: true };
+                    Ok((welcome, epoch))
+                }
+                Err(refused) => {
+                    // This handshake's connection closes: it must not stay the session's.
+                    server.local.sessions.detach(session, conn);
+                    Err(refused)
+                }
             }
-            let epoch = if server.log.replicated() { log_attachment(server, session, attached_at).await? } else { 0 };
-            let welcome = Welcome { version: PROTOCOL_VERSION, session_id: session, secret, timeout_ms, resumed: true };
-            Ok((welcome, epoch))
         }
         // A session's id is the zxid that created it. An ensemble member that has not applied
         // that far (restarted and still replaying, or lagging) cannot know the session:

@@ -120,7 +120,11 @@ pub async fn run(
                 let applied = raft.metrics().borrow().last_applied.map(|id| id.index);
                 let request = PeerRequest::Touch { sessions: touched.clone(), applied };
                 match peers.call(leader, &addr, Channel::Client, request, ROUND_EVERY * 3).await {
-                    Ok(PeerResponse::Touch(Ok(gone))) => Some(gone),
+                    // Only from the leader of now: a deposed one's answer (this member may
+                    // have been elected meanwhile) neither confirms pings nor refuses sessions.
+                    Ok(PeerResponse::Touch(Ok(gone))) if raft.metrics().borrow().current_leader == Some(leader) => {
+                        Some(gone)
+                    }
                     answer => {
                         tracing::debug!(leader, ?answer, "touch round not acknowledged");
                         None

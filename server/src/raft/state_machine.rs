@@ -135,8 +135,8 @@ pub struct Builder {
     began: Instant,
 }
 
-/// A build dropped before it finished (its task cancelled) still ends the trigger's
-/// "building", or no snapshot would ever be asked for again.
+/// A build dropped before it ran still ends the trigger's "building", or no snapshot would
+/// ever be asked for again. (Once it runs, its blocking write tells the trigger.)
 impl Drop for Builder {
     fn drop(&mut self) {
         if let Some(trigger) = self.trigger.take() {
@@ -153,19 +153,29 @@ impl RaftSnapshotBuilder<TypeConfig> for Builder {
             return Err(StorageIOError::write_snapshot(signature, e).into());
         };
         let (meta, path, in_place) = (self.meta.clone(), self.path.clone(), self.in_place.clone());
+        // Told by the blocking write itself: this future may be dropped while it runs, and
+        // the next build must not begin before it ends.
+        let trigger = self.trigger.take();
+        let if_it_panicked = trigger.clone();
         // Serializing a large tree takes CPU for a while: on a thread of its own, not a
         // worker of the runtime. The copy is dropped there too.
         let written = tokio::task::spawn_blocking(move || {
-            let bytes = write_beside(&path, &magic(SNAPSHOT_VERSION), |w| {
+            let written = write_beside(&path, &magic(SNAPSHOT_VERSION), |w| {
                 postcard::to_io(&BodyRef { meta: &meta, state: &state }, w).map(drop).map_err(std::io::Error::other)
-            })?;
-            in_place.put(&tmp_path(&path), &path, meta.last_log_id).map(|_| bytes)
+            })
+            .and_then(|bytes| in_place.put(&tmp_path(&path), &path, meta.last_log_id).map(|_| bytes));
+            if let Some(trigger) = trigger {
+                trigger.finished(written.as_ref().ok().copied());
+            }
+            written
         })
         .await
-        .unwrap_or_else(|e| Err(FileError::Io { path: self.path.clone(), op: "serialize into", source: e.into() }));
-        if let Some(trigger) = self.trigger.take() {
-            trigger.finished(written.as_ref().ok().copied());
-        }
+        .unwrap_or_else(|e| {
+            if let Some(trigger) = if_it_panicked {
+                trigger.finished(None);
+            }
+            Err(FileError::Io { path: self.path.clone(), op: "serialize into", source: e.into() })
+        });
         crate::metrics::snapshots::finished(self.began.elapsed());
         let bytes = written.map_err(|e| {
             tracing::error!(error = %e, "writing the snapshot failed");

@@ -270,8 +270,16 @@ async fn read_loop(
                     },
                     None => None,
                 };
-                // ZooKeeper has no membership requests here: only a failed sync or ping
-                // comes back, and a ZooKeeper client is told its connection is lost.
+                // A refused ping (the leader is ending the session): ZooKeeper's clients take
+                // any reply to a ping as a heartbeat, so the connection is closed instead; the
+                // client's resume elsewhere is refused likewise until the session's end is
+                // applied and it is told.
+                if matches!(op, ReadOp::Ping) && prepared.is_some() {
+                    tracing::debug!(peer = %ctx.peer, session = %ctx.session, "ping refused: closing the ZooKeeper connection");
+                    return;
+                }
+                // ZooKeeper has no membership requests here: only a failed sync comes back,
+                // and a ZooKeeper client is told its connection is lost.
                 if prepared.is_some() {
                     let (zxid, events_before, answer) = ctx.view(|_, _| ZkAnswer::fail(err::CONNECTION_LOSS));
                     let tag = ZkTag { xid, render: Render::None };
