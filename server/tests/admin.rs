@@ -266,14 +266,22 @@ fn a_taken_explicit_admin_address_is_an_error() {
 async fn an_ensemble_reports_roles_lag_and_readiness() {
     bounded(async {
         let ensemble = Ensemble::start(3, &[]).await;
-        let leader = ensemble.leader(&ensemble.ids()).await;
-        let followers: Vec<u64> = ensemble.ids().into_iter().filter(|id| *id != leader).collect();
         let lag = |id: u64| format!(r#"ward_raft_replication_lag_entries{{member="{id}"}}"#);
-        let metrics = wait_for("the leader reports both followers' lag", DEADLINE, || async {
-            let (_, metrics) = get(ensemble.admin_addr(leader), "/metrics").await;
-            followers.iter().all(|f| value(&metrics, &lag(*f)).is_some()).then_some(metrics)
+        // Whichever member leads when asked (a loaded machine may see an election meanwhile).
+        let (leader, metrics) = wait_for("a leader reports both followers' lag", DEADLINE, || async {
+            for id in ensemble.ids() {
+                let (_, metrics) = get(ensemble.admin_addr(id), "/metrics").await;
+                let others = ensemble.ids().into_iter().filter(|f| *f != id);
+                if value(&metrics, "ward_raft_is_leader") == Some(1.0)
+                    && others.into_iter().all(|f| value(&metrics, &lag(f)).is_some())
+                {
+                    return Some((id, metrics));
+                }
+            }
+            None
         })
         .await;
+        let followers: Vec<u64> = ensemble.ids().into_iter().filter(|id| *id != leader).collect();
         assert_eq!(value(&metrics, "ward_raft_is_leader"), Some(1.0), "{metrics}");
         assert_eq!(value(&metrics, r#"ward_raft_role{role="leader"}"#), Some(1.0), "{metrics}");
         let follower = followers[0];

@@ -12,7 +12,6 @@ use ward_testkit::Ensemble;
 async fn three_members_in_random_order_serve_writes_and_synced_reads_everywhere() {
     bounded(async {
         let ensemble = Ensemble::start(3, &[]).await;
-        let leader = ensemble.leader(&[]).await;
         let mut clients = Vec::new();
         for id in ensemble.ids() {
             // Each client knows one member only, so it is served by that one.
@@ -33,7 +32,10 @@ async fn three_members_in_random_order_serve_writes_and_synced_reads_everywhere(
         let members = clients[0].1.members().await.expect("members");
         assert_eq!(members.len(), 3, "{members:?}");
         let leaders: Vec<u64> = members.iter().filter(|m| m.role == MemberRole::Leader).map(|m| m.id).collect();
-        assert_eq!(leaders, vec![leader], "one leader: {members:?}");
+        // One leader, a member (not necessarily the first: a loaded machine may have seen
+        // an election since).
+        assert_eq!(leaders.len(), 1, "one leader: {members:?}");
+        assert!(ensemble.ids().contains(&leaders[0]), "{members:?}");
         for (_, client) in clients {
             client.close().await.expect("close");
         }
