@@ -502,7 +502,9 @@ async fn holder_keeps_its_lock_across_a_restart_of_its_member() {
         let leader = ensemble.leader(&[]).await;
         let others: Vec<u64> = ensemble.ids().into_iter().filter(|&id| id != leader).collect();
         let majority: Vec<String> = others.iter().map(|&id| ensemble.addr(id)).collect();
-        let holder = connect_serving(&ensemble.addr(leader), Duration::from_secs(10)).await;
+        // Long enough to cover an election, the writes, a restart and a reconnect on a
+        // loaded machine: the point is the restarted member's answer, not the timeout.
+        let holder = connect_serving(&ensemble.addr(leader), Duration::from_secs(20)).await;
         let guard = holder.lock("/t102-restart").await.expect("holder lock");
         let other = connect_serving(&majority.join(","), Duration::from_secs(10)).await;
         let killed_at = Instant::now();
