@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncSeek, AsyncWrite, ReadBuf};
+use tokio::sync::watch;
 
 /// The prefix of a file being received, after `snapshot`'s own name.
 const RECEIVING: &str = ".receiving-";
@@ -109,39 +110,47 @@ impl Drop for Temp {
 /// own, so a build of the state before an install may end after it, and must not put the
 /// older snapshot back over the one installed (the log behind that one is purged).
 #[derive(Clone, Default)]
-pub struct InPlace(Arc<Mutex<Option<LogId>>>);
+pub struct InPlace(Arc<Covers>);
+
+#[derive(Default)]
+struct Covers {
+    /// Held while a file is put in place: the comparison and the rename go together.
+    putting: Mutex<()>,
+    /// How far the file in place covers the log; a purge waiting for it subscribes.
+    covers: watch::Sender<Option<LogId>>,
+}
 
 impl InPlace {
     /// The file in place covers the log up to `covers`.
     pub fn new(covers: Option<LogId>) -> InPlace {
-        InPlace(Arc::new(Mutex::new(covers)))
+        InPlace(Arc::new(Covers { putting: Mutex::new(()), covers: watch::Sender::new(covers) }))
     }
 
     /// How far the file in place covers the log.
     pub fn covers(&self) -> Option<LogId> {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        *self.0.covers.borrow()
     }
 
     /// How far the file in place covers the log, once it covers `upto` or `limit` has passed.
     pub async fn wait_for(&self, upto: LogId, limit: Duration) -> Option<LogId> {
-        let deadline = tokio::time::Instant::now() + limit;
-        loop {
-            let covers = self.covers();
-            if covers.is_some_and(|c| c.index >= upto.index) || tokio::time::Instant::now() >= deadline {
-                return covers;
-            }
-            // Rare (a follower installing a received snapshot): polling is simplest.
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        let mut covers = self.0.covers.subscribe();
+        let far_enough = covers.wait_for(|c| c.is_some_and(|c| c.index >= upto.index));
+        let reached = match tokio::time::timeout(limit, far_enough).await {
+            Ok(Ok(reached)) => Some(*reached),
+            // Not in time (the sender lives as long as `self`).
+            _ => None,
+        };
+        reached.unwrap_or_else(|| self.covers())
     }
 
     /// Puts the durable snapshot file `from`, which covers the log up to `covers`, in place
     /// as `to`, unless the one there covers more: then `from` is removed. Whether it was put.
     pub fn put(&self, from: &Path, to: &Path, covers: Option<LogId>) -> Result<bool, FileError> {
-        let mut current = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if *current > covers {
+        let _putting = self.0.putting.lock().unwrap_or_else(PoisonError::into_inner);
+        let current = self.covers();
+        if current > covers {
             tracing::info!(
-                kept = %shown(*current),
+                kept = %shown(current),
                 dropped = %shown(covers),
                 "a newer snapshot was put in place meanwhile: this one is dropped"
             );
@@ -149,7 +158,7 @@ impl InPlace {
             return Ok(false);
         }
         put_in_place(from, to)?;
-        *current = covers;
+        self.0.covers.send_replace(covers);
         Ok(true)
     }
 }
