@@ -128,6 +128,25 @@ impl Session for EtcdSession {
         Ok(EtcdGuard { key: r.key().to_vec(), revision: header_revision(r.header()) })
     }
 
+    async fn set_fenced(&self, guard: &EtcdGuard, path: &str, data: &[u8]) -> Result<()> {
+        let held = etcd::Compare::create_revision(guard.key.clone(), etcd::CompareOp::Greater, 0);
+        let txn = etcd::Txn::new().when([held]).and_then([etcd::TxnOp::put(path, data, None)]);
+        if self.c().txn(txn).await?.succeeded() {
+            Ok(())
+        } else {
+            Err(Error("etcd: the lock key is gone".into()))
+        }
+    }
+
+    async fn check_held(&self, guard: &EtcdGuard) -> Result<()> {
+        let r = self.c().get(guard.key.clone(), None).await?;
+        if r.kvs().is_empty() {
+            Err(Error("etcd: the lock key is gone".into()))
+        } else {
+            Ok(())
+        }
+    }
+
     fn order(guard: &EtcdGuard) -> u64 {
         guard.revision
     }

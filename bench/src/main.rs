@@ -59,7 +59,7 @@ const USAGE: &str =
   --markdown FILE   write the table as Markdown
   --quick           shorten every workload (a smoke run)
   --runs N          run every workload N times per system and report medians (default 1)
-  --only IDS        run only these workloads, comma-separated: a,b,c,d,e10,e100,f,g,h,w,g1m,e1000
+  --only IDS        run only these workloads, comma-separated: a,b,c,d,e10,e100,f,g,h,w,i,g1m,e1000
   --replot FILE     measure nothing: print the table of a --json FILE again and redraw
                     --svg/--markdown from it (--runs N only sets the chart's title)
   --ward-pid PID, --zk-pid PID   server PIDs for memory figures (default: found by port)

@@ -71,6 +71,13 @@ pub trait Session: Clone + Send + Sync + 'static {
     fn lock(&self, dir: &str) -> impl Future<Output = Result<Self::Guard>> + Send;
     /// Increases with every later grant of the same lock.
     fn order(guard: &Self::Guard) -> u64;
+    /// Sets `path`'s data only while `guard` still holds its lock, checked in the same
+    /// transaction as the write (Ward: a fenced write; ZooKeeper: a multi of a check of the
+    /// contender node and the set; etcd: a transaction comparing the lock key).
+    fn set_fenced(&self, guard: &Self::Guard, path: &str, data: &[u8]) -> impl Future<Output = Result<()>> + Send;
+    /// Whether `guard` still holds its lock as of now, linearizably (Ward: `check_fence`;
+    /// ZooKeeper: `sync`, then the contender node's stat; etcd: a linearizable get).
+    fn check_held(&self, guard: &Self::Guard) -> impl Future<Output = Result<()>> + Send;
     /// Releases and waits until the server acknowledged it.
     fn unlock(&self, guard: Self::Guard) -> impl Future<Output = Result<()>> + Send;
     /// Releases without waiting for the acknowledgement: the release is sent at once, so a
@@ -172,6 +179,15 @@ impl Session for ward_client::Client {
 
     fn order(guard: &Self::Guard) -> u64 {
         guard.fencing_token()
+    }
+
+    async fn set_fenced(&self, guard: &Self::Guard, path: &str, data: &[u8]) -> Result<()> {
+        self.set_data_fenced(&guard.fence(), path, data, None).await?;
+        Ok(())
+    }
+
+    async fn check_held(&self, guard: &Self::Guard) -> Result<()> {
+        Ok(self.check_fence(guard.path(), guard.fencing_token()).await?)
     }
 
     async fn unlock(&self, guard: Self::Guard) -> Result<()> {
@@ -326,6 +342,22 @@ impl Session for ZkSession {
                 Err(zk::Error::NoNode) => {}
                 Err(e) => return Err(e.into()),
             }
+        }
+    }
+
+    async fn set_fenced(&self, guard: &ZkGuard, path: &str, data: &[u8]) -> Result<()> {
+        let mut writer = self.client.new_multi_writer();
+        writer.add_check_version(&guard.path, -1)?;
+        writer.add_set_data(path, data, None)?;
+        writer.commit().await.map_err(|e| Error(format!("zookeeper multi: {e}")))?;
+        Ok(())
+    }
+
+    async fn check_held(&self, guard: &ZkGuard) -> Result<()> {
+        self.client.sync(&guard.path).await?;
+        match self.client.check_stat(&guard.path).await? {
+            Some(_) => Ok(()),
+            None => Err(Error(format!("lock contender {} is gone", guard.path))),
         }
     }
 

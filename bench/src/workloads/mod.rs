@@ -4,12 +4,15 @@
 //!   pipelined and timed tasks, memory figures);
 //! * [`writes`]: a (sequential creates), b (64 outstanding), c (reads), w (64 writers);
 //! * [`locks`]: d (an uncontended lock), e (a contended one, N waiters);
+//! * [`fencing`]: i (a holder's writes plain and fenced, and its check that it holds);
 //! * [`population`]: f (sessions), g (znodes), h (watches).
 
+mod fencing;
 mod locks;
 mod population;
 mod writes;
 
+use fencing::fencing;
 use locks::{contended_both, uncontended};
 use population::{sessions, watches, znodes};
 use writes::{create_delete, durable, reads, sequential};
@@ -88,6 +91,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("g", "g. 100k znodes"),
     ("h", "h. watches"),
     ("w", "durable writes (64 writers)"),
+    ("i", "i. fenced writes and checks"),
     ("g1m", "g. 1M znodes"),
     ("e1000", "e. contended lock N=1000"),
 ];
@@ -108,6 +112,7 @@ pub async fn run<Y: System>(sys: &Y, id: &str, base: &str, sizes: &Sizes) -> Res
         "g" => znodes(sys, &dir, sizes.znodes).await,
         "h" => watches(sys, &ctl, &dir, sizes.watch_sessions, sizes.watch_nodes).await,
         "w" => durable(sys, &ctl, &dir, sizes.durable).await,
+        "i" => fencing(sys, &dir, sizes.lock_cycles).await,
         "g1m" => crate::scale::million(sys, &dir, sizes.million).await,
         "e1000" => contended_both(sys, &ctl, &dir, 1000, sizes.contended).await,
         other => Err(Error(format!("no workload {other:?}"))),
