@@ -348,7 +348,9 @@ async fn a_connection_closed_by_the_server_is_let_go_though_its_client_reads_not
         let admin = server.admin_addr();
         let open = || metric(admin, "ward_connections{listener=\"ward\"}");
         let stream = connect_from(LOCALHOST, server.addr(), SMALL_BUFFER).await.expect("connect");
-        let (mut slow, welcome) = native_session(stream, 1000).await;
+        // Short, so that it expires soon, but long enough to be seen open first on a loaded
+        // machine.
+        let (mut slow, welcome) = native_session(stream, 3000).await;
         for i in 1..=LINGER_READS {
             let read = Request::GetData { path: "/big".into(), watch: false };
             slow.feed(ClientMessage::Request { xid: i, request: read }).await.expect("send");
