@@ -191,6 +191,16 @@ fn applied_entries_are_read_back_from_disk_after_leaving_memory() {
     assert!(damaged.is_err(), "a damaged record must not be skipped: {damaged:?}");
 }
 
+/// Writes a log of 300 one-command entries in segments of 4 KiB under `dir`; its directory.
+fn log_of_300_entries(dir: &Path) -> PathBuf {
+    let log_dir = dir.join("log");
+    let (mut wal, _) = Wal::open(&log_dir, 4096).expect("open");
+    for i in 1..=300 {
+        wal.append(&RecordRef::Entries(&[entry(i, 1)])).expect("append");
+    }
+    log_dir
+}
+
 /// G11: a follower's openraft purges behind a snapshot received from the leader while the
 /// state machine may still be writing it. The purge waits for that snapshot to be in place
 /// before it reaches the disk: a crash meanwhile leaves the older snapshot and the whole log
@@ -201,13 +211,7 @@ fn a_purge_reaches_the_disk_only_once_the_snapshot_it_follows_is_in_place() {
     use ward_server::raft::snapshot_file::InPlace;
     let at = |index| LogId::new(openraft::CommittedLeaderId::new(1, 1), index);
     let dir = TempDir::new("purge-behind");
-    let log_dir = dir.path().join("log");
-    {
-        let (mut wal, _) = Wal::open(&log_dir, 4096).expect("open");
-        for i in 1..=300 {
-            wal.append(&RecordRef::Entries(&[entry(i, 1)])).expect("append");
-        }
-    }
+    let log_dir = log_of_300_entries(dir.path());
     let segments_before = segments(&log_dir).len();
     let rt = runtime();
     {
@@ -244,13 +248,7 @@ fn a_purge_with_no_snapshot_in_place_to_follow_reaches_the_disk_only_as_far_as_t
     use ward_server::raft::snapshot_file::InPlace;
     let at = |index| LogId::new(openraft::CommittedLeaderId::new(1, 1), index);
     let dir = TempDir::new("purge-cut-short");
-    let log_dir = dir.path().join("log");
-    {
-        let (mut wal, _) = Wal::open(&log_dir, 4096).expect("open");
-        for i in 1..=300 {
-            wal.append(&RecordRef::Entries(&[entry(i, 1)])).expect("append");
-        }
-    }
+    log_of_300_entries(dir.path());
     let rt = runtime();
     {
         let mut store = LogStore::open(dir.path(), 4096).expect("open store");

@@ -130,16 +130,27 @@ pub struct Builder {
     state: Option<StateMachine>,
     path: PathBuf,
     in_place: InPlace,
-    /// Told once how the build ended; `None` once told.
-    trigger: Option<Arc<SnapshotTrigger>>,
+    trigger: Tell,
     began: Instant,
 }
 
-/// A build dropped before it ran still ends the trigger's "building", or no snapshot would
-/// ever be asked for again. (Once it runs, its blocking write tells the trigger.)
-impl Drop for Builder {
+/// Tells the snapshot trigger once how a build ended. Dropped untold (the build dropped
+/// before it ran, or its write panicked), it tells of a failure: otherwise the trigger would
+/// count the build as running for ever and never ask for another snapshot.
+#[derive(Default)]
+struct Tell(Option<Arc<SnapshotTrigger>>);
+
+impl Tell {
+    fn finished(mut self, bytes: Option<u64>) {
+        if let Some(trigger) = self.0.take() {
+            trigger.finished(bytes);
+        }
+    }
+}
+
+impl Drop for Tell {
     fn drop(&mut self) {
-        if let Some(trigger) = self.trigger.take() {
+        if let Some(trigger) = self.0.take() {
             trigger.finished(None);
         }
     }
@@ -155,8 +166,7 @@ impl RaftSnapshotBuilder<TypeConfig> for Builder {
         let (meta, path, in_place) = (self.meta.clone(), self.path.clone(), self.in_place.clone());
         // Told by the blocking write itself: this future may be dropped while it runs, and
         // the next build must not begin before it ends.
-        let trigger = self.trigger.take();
-        let if_it_panicked = trigger.clone();
+        let tell = std::mem::take(&mut self.trigger);
         // Serializing a large tree takes CPU for a while: on a thread of its own, not a
         // worker of the runtime. The copy is dropped there too.
         let written = tokio::task::spawn_blocking(move || {
@@ -164,18 +174,11 @@ impl RaftSnapshotBuilder<TypeConfig> for Builder {
                 postcard::to_io(&BodyRef { meta: &meta, state: &state }, w).map(drop).map_err(std::io::Error::other)
             })
             .and_then(|bytes| in_place.put(&tmp_path(&path), &path, meta.last_log_id).map(|_| bytes));
-            if let Some(trigger) = trigger {
-                trigger.finished(written.as_ref().ok().copied());
-            }
+            tell.finished(written.as_ref().ok().copied());
             written
         })
         .await
-        .unwrap_or_else(|e| {
-            if let Some(trigger) = if_it_panicked {
-                trigger.finished(None);
-            }
-            Err(FileError::Io { path: self.path.clone(), op: "serialize into", source: e.into() })
-        });
+        .unwrap_or_else(|e| Err(FileError::Io { path: self.path.clone(), op: "serialize into", source: e.into() }));
         crate::metrics::snapshots::finished(self.began.elapsed());
         let bytes = written.map_err(|e| {
             tracing::error!(error = %e, "writing the snapshot failed");
@@ -254,7 +257,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         if let Some(trigger) = &self.trigger {
             trigger.began();
         }
-        let (path, in_place, trigger) = (self.snapshot_path.clone(), self.in_place.clone(), self.trigger.clone());
+        let (path, in_place, trigger) = (self.snapshot_path.clone(), self.in_place.clone(), Tell(self.trigger.clone()));
         Builder { meta, state: Some(state), path, in_place, trigger, began }
     }
 

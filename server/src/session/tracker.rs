@@ -24,6 +24,13 @@ struct Tracked {
     refused: bool,
 }
 
+impl Tracked {
+    /// A session just known here: a whole timeout from `now`, no connection, nothing pending.
+    fn fresh(timeout: Duration, now: Instant) -> Tracked {
+        Tracked { timeout, deadline: now + timeout, conn: None, expiring: false, touched: false, refused: false }
+    }
+}
+
 /// One session's liveness here ([`SessionTracker::liveness`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Liveness {
@@ -60,15 +67,7 @@ impl SessionTracker {
 
     /// Starts tracking a session created by apply, with a full timeout ahead of it.
     pub fn register(&self, session: SessionId, timeout: Duration) {
-        let tracked = Tracked {
-            timeout,
-            deadline: Instant::now() + timeout,
-            conn: None,
-            expiring: false,
-            touched: false,
-            refused: false,
-        };
-        self.lock().insert(session, tracked);
+        self.lock().insert(session, Tracked::fresh(timeout, Instant::now()));
     }
 
     /// Makes the tracked sessions exactly `live` (after the state was replaced by a
@@ -87,14 +86,7 @@ impl SessionTracker {
         });
         let now = Instant::now();
         for (id, timeout) in live {
-            map.entry(id).or_insert(Tracked {
-                timeout,
-                deadline: now + timeout,
-                conn: None,
-                expiring: false,
-                touched: false,
-                refused: false,
-            });
+            map.entry(id).or_insert(Tracked::fresh(timeout, now));
         }
     }
 
