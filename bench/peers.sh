@@ -6,11 +6,13 @@
 #   bench/peers.sh start    start every server that is not running (so it also brings back one
 #                           that a failover measurement killed), wait until both clusters
 #                           serve, print their addresses and pid files
+#   bench/peers.sh start zk   the same for the ZooKeeper ensemble alone (no etcd needed)
 #   bench/peers.sh status   the addresses, and which processes run
 #   bench/peers.sh stop     stop both clusters (their data stays under the directory)
 #   bench/peers.sh clean    stop them and remove the directory
 #
-# Needs: apt-get install -y zookeeper etcd-server etcd-client (java comes with zookeeper).
+# Needs: apt-get install -y zookeeper etcd-server etcd-client (java comes with zookeeper);
+#        only zookeeper for `start zk`.
 # Env:   PEERS_DIR (default /tmp/ward-bench-peers), ZK_HEAP (default 512m per server).
 # Ports: ZooKeeper clients 32181-32183 (quorum 32281-32283, election 32381-32383);
 #        etcd clients 32481-32483 (peers 32581-32583).
@@ -116,16 +118,23 @@ stop() {
 
 case "${1:-}" in
   start)
+    with_etcd=1
+    case "${2:-}" in
+      "") ;;
+      zk) with_etcd=0 ;;
+      *) echo "peers.sh: start takes nothing or zk" >&2; exit 2 ;;
+    esac
     command -v java > /dev/null && [ -f /usr/share/java/zookeeper.jar ] ||
       { echo "peers.sh: no ZooKeeper: apt-get install -y zookeeper" >&2; exit 1; }
-    command -v etcd > /dev/null && command -v etcdctl > /dev/null ||
-      { echo "peers.sh: no etcd: apt-get install -y etcd-server etcd-client" >&2; exit 1; }
+    [ "$with_etcd" = 0 ] || { command -v etcd > /dev/null && command -v etcdctl > /dev/null; } ||
+      { echo "peers.sh: no etcd: apt-get install -y etcd-server etcd-client (or: start zk)" >&2; exit 1; }
     mkdir -p "$DIR"
-    for i in "${MEMBERS[@]}"; do start_zk "$i"; start_etcd "$i"; done
+    start_all() { for i in "${MEMBERS[@]}"; do start_zk "$i"; [ "$with_etcd" = 0 ] || start_etcd "$i"; done; }
+    start_all
     for _ in $(seq 600); do # 60 s at most
       # A server that exited while starting (a port the killed one held) is started again.
-      for i in "${MEMBERS[@]}"; do start_zk "$i"; start_etcd "$i"; done
-      if zk_ready && etcd_ready; then status; exit 0; fi
+      start_all
+      if zk_ready && { [ "$with_etcd" = 0 ] || etcd_ready; }; then status; exit 0; fi
       sleep 0.1
     done
     echo "peers.sh: the clusters did not serve within 60 s; logs under $DIR" >&2
@@ -135,5 +144,5 @@ case "${1:-}" in
   status) status ;;
   stop) stop ;;
   clean) stop; rm -rf "$DIR" ;;
-  *) sed -n '2,12p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,15p' "$0" >&2; exit 2 ;;
 esac

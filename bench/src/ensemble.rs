@@ -1,11 +1,13 @@
 //! A local ensemble of real `ward-server` processes for `--ensemble N`: free ports, data
-//! directories under the run's temporary directory, kill -9 and restart of one member, and
-//! the leader as the members report it.
+//! directories under the run's temporary directory, kill -9, SIGTERM and restart of one
+//! member, and the leader as the members report it. Peer links are direct, or each through
+//! a proxy ([`Links::Proxied`]) for the partition measurement.
 //!
 //! Every process it started is killed when it is dropped: at the end, and also when the run
 //! fails or panics (unwinding drops it) or is stopped by SIGINT/SIGTERM (main turns those
 //! into dropping the run). Only a SIGKILL of the benchmark itself leaves members behind.
 
+use crate::peer_links::PeerLinks;
 use crate::sys::{Error, Result};
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
@@ -25,8 +27,13 @@ const SETTLE: Duration = Duration::from_secs(60);
 const BIND_TRIES: u32 = 20;
 /// A member counts as caught up when it is at most this many log entries behind the leader.
 const CAUGHT_UP: u64 = 8;
+/// How long a member stopped by SIGTERM may take to hand its leadership over and exit
+/// before it is killed.
+const STOP: Duration = Duration::from_secs(30);
 const BANNER: &str = "ward-server listening on ";
 const PEER_BANNER: &str = "ward-server peer listening on ";
+/// The last of the listening lines, which the server writes all at once.
+const ADMIN_BANNER: &str = "ward-server admin listening on ";
 /// What a member logs once it leads and is ready (earlier terms applied, expiry on). Only
 /// for a figure: if the wording changes, that figure is missing, nothing else.
 const READY_LINE: &str = "leading: sessions get a fresh timeout";
@@ -35,6 +42,8 @@ struct Member {
     /// Where clients connect; fixed, so that a restarted member is found at the same place.
     addr: SocketAddr,
     peer: SocketAddr,
+    /// The admin listener (`/metrics`), fixed like `addr`.
+    admin: SocketAddr,
     dir: PathBuf,
     /// `None` while killed.
     child: Option<Child>,
@@ -45,6 +54,16 @@ pub struct LocalEnsemble {
     /// `1=PEER,2=PEER,...`, the same `--ensemble` for every member.
     list: String,
     members: BTreeMap<u64, Member>,
+    /// `Some` for [`Links::Proxied`].
+    links: Option<PeerLinks>,
+}
+
+/// How the members reach each other's peer ports.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Links {
+    Direct,
+    /// Through a proxy per directed link, so that a member can be partitioned.
+    Proxied,
 }
 
 impl Drop for LocalEnsemble {
@@ -69,17 +88,21 @@ fn free_addrs(n: usize) -> Result<Vec<SocketAddr>> {
 impl LocalEnsemble {
     /// Starts `n` members of a new ensemble running `bin`, with data and logs under `root`,
     /// and waits until they have elected a leader and every member serves clients.
-    pub async fn start(n: u64, bin: &Path, root: &Path) -> Result<LocalEnsemble> {
+    pub async fn start(n: u64, bin: &Path, root: &Path, links: Links) -> Result<LocalEnsemble> {
         std::fs::create_dir_all(root)?;
         let count = usize::try_from(n).map_err(|_| Error("too many members".into()))?;
-        let addrs = free_addrs(2 * count)?;
+        let addrs = free_addrs(3 * count)?;
         let mut members = BTreeMap::new();
-        for (id, pair) in (1..=n).zip(addrs.chunks(2)) {
+        for (id, ports) in (1..=n).zip(addrs.chunks(3)) {
             let dir = root.join(id.to_string());
-            members.insert(id, Member { addr: pair[0], peer: pair[1], dir, child: None });
+            members.insert(id, Member { addr: ports[0], peer: ports[1], admin: ports[2], dir, child: None });
         }
         let list = members.iter().map(|(id, m)| format!("{id}={}", m.peer)).collect::<Vec<_>>().join(",");
-        let mut ensemble = LocalEnsemble { bin: bin.to_path_buf(), list, members };
+        let links = match links {
+            Links::Direct => None,
+            Links::Proxied => Some(PeerLinks::start(&members.iter().map(|(&id, m)| (id, m.peer)).collect()).await?),
+        };
+        let mut ensemble = LocalEnsemble { bin: bin.to_path_buf(), list, members, links };
         // Members wait for each other to form the group, so start them all before waiting
         // for any banner.
         let mut starting = Vec::new();
@@ -107,6 +130,11 @@ impl LocalEnsemble {
         self.connect_string(&self.ids())
     }
 
+    /// Member `id`'s admin listener (`/metrics`).
+    pub fn admin(&self, id: u64) -> Option<SocketAddr> {
+        self.members.get(&id).map(|m| m.admin)
+    }
+
     pub fn pid(&self, id: u64) -> Option<u32> {
         self.members.get(&id)?.child.as_ref().map(Child::id)
     }
@@ -118,6 +146,7 @@ impl LocalEnsemble {
     /// Starts member `id`'s process; its stdout lines arrive on the returned channel.
     fn spawn(&mut self, id: u64) -> Result<mpsc::Receiver<String>> {
         let (bin, list) = (self.bin.clone(), self.list.clone());
+        let route = self.links.as_ref().and_then(|l| l.routes(id));
         let m = self.member(id)?;
         // Appended to, so that a restarted member's log follows its earlier incarnation's.
         let log = OpenOptions::new().create(true).append(true).open(m.dir.with_extension("log"))?;
@@ -125,6 +154,8 @@ impl LocalEnsemble {
             .args(["--id", &id.to_string(), "--ensemble", &list])
             .args(["--max-connections-per-ip", "0", "--max-connections", "0"])
             .args(["--peer-listen", &m.peer.to_string(), "--listen", &m.addr.to_string(), "--zk-listen", "off"])
+            .args(["--admin-listen", &m.admin.to_string()])
+            .args(route.iter().flat_map(|r| ["--peer-route", r]))
             .arg("--data-dir")
             .arg(&m.dir)
             .stdin(Stdio::null())
@@ -145,14 +176,15 @@ impl LocalEnsemble {
         Ok(rx)
     }
 
-    /// Waits (blocking) until member `id` has printed its peer banner, the last of its banners.
+    /// Waits (blocking) until member `id` has printed its admin banner, the last of its
+    /// listening lines.
     fn await_banner(&mut self, id: u64, lines: &mpsc::Receiver<String>) -> Result<()> {
         let deadline = Instant::now() + STARTUP;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match lines.recv_timeout(left) {
-                Ok(line) if line.starts_with(PEER_BANNER) => return Ok(()),
-                Ok(line) if line.starts_with(BANNER) => {}
+                Ok(line) if line.starts_with(ADMIN_BANNER) => return Ok(()),
+                Ok(line) if line.starts_with(BANNER) || line.starts_with(PEER_BANNER) => {}
                 Ok(other) => eprintln!("ward-bench: member {id} says: {other}"),
                 Err(_) => {
                     let m = self.member(id)?;
@@ -179,8 +211,48 @@ impl LocalEnsemble {
         Ok(())
     }
 
-    /// Starts killed member `id` again on its ports and data directory, retrying while its
-    /// ports are still held by the kernel after the kill.
+    /// SIGTERM to member `id`, then waits until it has exited (a leader hands its leadership
+    /// over first); kill -9 if it has not within [`STOP`]. Returns when it was reaped.
+    pub async fn terminate(&mut self, id: u64) -> Result<Instant> {
+        let m = self.member(id)?;
+        let mut child = m.child.take().ok_or_else(|| Error(format!("member {id} is not running")))?;
+        let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status()?;
+        if !status.success() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error(format!("kill -TERM of member {id} failed")));
+        }
+        let deadline = Instant::now() + STOP;
+        loop {
+            if child.try_wait()?.is_some() {
+                return Ok(Instant::now());
+            }
+            if Instant::now() > deadline {
+                child.kill()?;
+                child.wait()?;
+                return Err(Error(format!("member {id} did not stop within {STOP:?} of SIGTERM")));
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    /// Cuts member `id` off from the others' peer links, silently (see [`PeerLinks`]).
+    pub fn partition(&self, id: u64) -> Result<()> {
+        self.links
+            .as_ref()
+            .ok_or_else(|| Error("a partition needs an ensemble with Links::Proxied".into()))?
+            .partition(id);
+        Ok(())
+    }
+
+    /// Ends [`partition`](Self::partition).
+    pub fn heal(&self, id: u64) -> Result<()> {
+        self.links.as_ref().ok_or_else(|| Error("a heal needs an ensemble with Links::Proxied".into()))?.heal(id);
+        Ok(())
+    }
+
+    /// Starts killed or stopped member `id` again on its ports and data directory, retrying
+    /// while its ports are still held by the kernel after the kill.
     pub fn restart(&mut self, id: u64) -> Result<()> {
         tokio::task::block_in_place(|| {
             let mut tries = 0;
@@ -215,6 +287,15 @@ impl LocalEnsemble {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// How many log entries member `id` is behind the leader, as the leader reports it,
+    /// asked through members in `among`; `None` if nobody answers or it is not reported.
+    pub async fn lag(&self, id: u64, among: &[u64]) -> Option<u64> {
+        let client = quick_client(&self.connect_string(among)).await.ok()?;
+        let members = client.members().await;
+        let _ = client.close().await;
+        members.ok()?.into_iter().find(|m| m.id == id)?.lag
     }
 
     /// Waits until every member runs, serves a session of its own (it is in contact with a

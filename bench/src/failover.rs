@@ -18,7 +18,7 @@
 
 use crate::ensemble::LocalEnsemble;
 use crate::failover_writes::Writes;
-use crate::stats::{median, Figures};
+use crate::stats::{spread, Figures};
 use crate::sys::{Error, Result, SESSION_TIMEOUT};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -91,14 +91,6 @@ pub async fn leader_kills(ens: &mut LocalEnsemble, base: &str, kills: usize) -> 
 
 fn seconds(d: Option<Duration>) -> String {
     d.map_or("unknown".into(), |d| format!("{:.2} s", d.as_secs_f64()))
-}
-
-/// Adds "<what> median|min|max (ms)".
-fn spread(f: &mut Figures, what: &str, values: impl Iterator<Item = Duration>) {
-    let ms: Vec<f64> = values.map(|d| d.as_secs_f64() * 1e3).collect();
-    f.add(format!("{what}, median (ms)"), median(&ms));
-    f.add(format!("{what}, min (ms)"), ms.iter().copied().reduce(f64::min).unwrap_or(f64::NAN));
-    f.add(format!("{what}, max (ms)"), ms.iter().copied().reduce(f64::max).unwrap_or(f64::NAN));
 }
 
 async fn connect(addrs: &str, session_timeout: Duration) -> Result<Client> {

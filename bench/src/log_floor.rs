@@ -19,7 +19,7 @@ use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
 use ward_server::command::{Command, CommandOp, Outcome};
 use ward_server::core::Core;
 use ward_server::log::CommandLog;
-use ward_server::metrics::log::FSYNC;
+use ward_server::metrics::Metrics;
 use ward_server::raft::{self as durable, RaftLog, RaftOptions};
 
 /// b's shape: 64 writers, 800 creates each.
@@ -81,11 +81,14 @@ struct Log {
     /// One session per writer, as each of b's connections has its own; a session's write
     /// xids must grow, so each keeps its last.
     sessions: Arc<Vec<(SessionId, AtomicU64)>>,
+    /// The log's server's figures: its fsyncs.
+    metrics: Arc<Metrics>,
 }
 
 impl Log {
     async fn open(dir: &Path, options: RaftOptions) -> Result<Log, String> {
         let (core, local) = Core::serving();
+        let metrics = local.metrics.clone();
         let log = durable::open(dir, core, local, options).await.map_err(|e| format!("open {}: {e}", dir.display()))?;
         let mut sessions = Vec::with_capacity(OUTSTANDING);
         for _ in 0..OUTSTANDING {
@@ -95,7 +98,7 @@ impl Log {
                 other => return Err(format!("creating a session: {other:?}")),
             }
         }
-        let log = Log { log: Arc::new(log), sessions: Arc::new(sessions) };
+        let log = Log { log: Arc::new(log), sessions: Arc::new(sessions), metrics };
         log.create(0, "/w".into()).await?;
         Ok(log)
     }
@@ -115,7 +118,7 @@ impl Log {
     /// a's shape: one create at a time.
     async fn lone(&self, n: usize) -> Result<Figures, String> {
         let mut lat = Samples::with_capacity(n);
-        let fsyncs = FSYNC.count();
+        let fsyncs = self.metrics.log_fsyncs();
         for i in 0..n {
             let t0 = Instant::now();
             self.create(0, format!("/w/a{i:07}")).await?;
@@ -123,14 +126,14 @@ impl Log {
         }
         let mut f = Figures::default();
         f.latency("create", &mut lat);
-        f.add("fsyncs per create", (FSYNC.count() - fsyncs) as f64 / n as f64);
+        f.add("fsyncs per create", (self.metrics.log_fsyncs() - fsyncs) as f64 / n as f64);
         Ok(f)
     }
 
     /// b's shape: 64 writers, each with one create outstanding: creates per second, and
     /// creates per fsync.
     async fn outstanding(&self, per_writer: usize) -> Result<(f64, f64), String> {
-        let fsyncs = FSYNC.count();
+        let fsyncs = self.metrics.log_fsyncs();
         let t0 = Instant::now();
         // Names no other call of this uses.
         static CALLS: AtomicU64 = AtomicU64::new(0);
@@ -150,7 +153,7 @@ impl Log {
         }
         let took = t0.elapsed().as_secs_f64().max(1e-9);
         let n = (OUTSTANDING * per_writer) as f64;
-        Ok((n / took, n / (FSYNC.count() - fsyncs).max(1) as f64))
+        Ok((n / took, n / (self.metrics.log_fsyncs() - fsyncs).max(1) as f64))
     }
 
     /// g1m's shape: a million creates, 64 outstanding, in ten steps; the rate of each.

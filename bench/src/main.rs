@@ -5,7 +5,8 @@
 //! workload against that ZooKeeper too, alternating systems workload by workload, and prints
 //! one table with the Ward/ZooKeeper ratio. `--ensemble N` instead starts N `ward-server`
 //! members as a local ensemble, runs the write and lock workloads through all of them, and
-//! times leader failovers. See docs/benchmarks.md.
+//! times leader failovers, planned leader restarts and follower partitions. See
+//! docs/benchmarks.md.
 //!
 //! - `main.rs`: arguments, the single-server run, output.
 //! - `workloads.rs`: the workloads, written once against `sys::System`; `sys.rs`: Ward and
@@ -13,35 +14,47 @@
 //!   JSON, Markdown and SVG; `floors.rs`: loopback and fsync floors; `procinfo.rs`: PIDs and
 //!   memory of server processes; `server.rs`: the single `ward-server` this program starts.
 //! - `replicated.rs`: the `--ensemble` run; `ensemble.rs`: its member processes (ports,
-//!   kill -9, restart, leader); `failover.rs`: the leader kills and what they cost;
-//!   `failover_writes.rs`: what its writer tasks share (with the rivals' in `rivals.rs`).
+//!   kill -9, SIGTERM, restart, partition, leader); `failover.rs`: the leader kills and what
+//!   they cost; `failover_writes.rs`: what its writer tasks share (with the rivals' in
+//!   `rivals.rs`);
+//!   `restarts.rs`: planned leader restarts (SIGTERM), Ward's and the rivals';
+//!   `partitions.rs`: a follower partitioned and healed, over `peer_links.rs`'s proxies;
+//!   `steady_writer.rs`: the one writer both run, and `gaps.rs` the longest stretch between
+//!   its acknowledgements; `admin_metrics.rs`: a member's Raft term from its `/metrics`.
 //! - `tables.rs`: `--tables`, the session table in memory (no server); `snapshots.rs`:
 //!   `--snapshots`, what a snapshot of a large tree costs the writers (no server);
 //!   `log_floor.rs`: `--log-floor`, the durable log alone in process (no connections).
 //! - `scale.rs`: the scale workloads (a million znodes, a thousand lock waiters).
 
+mod admin_metrics;
 mod ensemble;
 #[cfg(feature = "etcd")]
 mod etcd;
 mod failover;
 mod failover_writes;
 mod floors;
+mod gaps;
 mod idle;
 mod log_floor;
+mod partitions;
+mod peer_links;
 mod procinfo;
 mod race;
 mod replicated;
 mod report;
+mod restarts;
 mod rivals;
 mod scale;
 mod server;
 mod snapshots;
 mod stats;
+mod steady_writer;
 mod sys;
 mod tables;
 mod workloads;
 
 use report::{Results, WARD, ZK};
+use rivals::Cluster;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicU64;
@@ -66,6 +79,12 @@ const USAGE: &str =
   --ensemble N      start N ward-server members as a local ensemble instead (clients spread
                     over them); run workloads a,b,w,d,e10 (or --only) and time leader kills
   --kills N         with --ensemble: leader kill -9s to time (default 5, 1 with --quick; 0: none)
+  --restarts N      with --ensemble: planned leader restarts (SIGTERM, then started again) under a
+                    writer with one write outstanding (default 3, 1 with --quick; 0: none); with
+                    --zk-ensemble, ZooKeeper's too (needs --revive)
+  --partitions N    with --ensemble: a follower partitioned 5 s and healed, under such a writer, on
+                    a second ensemble whose peer links run through proxies (default 3, 1 with
+                    --quick; 0: none)
   --zk-ensemble HOST:PORT,...  with --ensemble: race this ZooKeeper ensemble too (same workloads,
                     leader kills found with `srvr`); see bench/peers.sh
   --etcd URL,...    with --ensemble: race this etcd cluster too (a build with --features etcd)
@@ -103,6 +122,8 @@ struct Args {
     zk_pid: Option<u32>,
     ensemble: Option<u64>,
     kills: Option<usize>,
+    restarts: Option<usize>,
+    partitions: Option<usize>,
     zk_ensemble: Option<String>,
     etcd: Option<String>,
     revive: Option<String>,
@@ -128,6 +149,8 @@ fn parse_args() -> Result<Args, String> {
         zk_pid: None,
         ensemble: None,
         kills: None,
+        restarts: None,
+        partitions: None,
         zk_ensemble: None,
         etcd: None,
         revive: None,
@@ -154,6 +177,8 @@ fn parse_args() -> Result<Args, String> {
             "--zk-pid" => a.zk_pid = Some(value()?.parse().map_err(|e| format!("--zk-pid: {e}"))?),
             "--ensemble" => a.ensemble = Some(value()?.parse().map_err(|e| format!("--ensemble: {e}"))?),
             "--kills" => a.kills = Some(value()?.parse().map_err(|e| format!("--kills: {e}"))?),
+            "--restarts" => a.restarts = Some(value()?.parse().map_err(|e| format!("--restarts: {e}"))?),
+            "--partitions" => a.partitions = Some(value()?.parse().map_err(|e| format!("--partitions: {e}"))?),
             "--zk-ensemble" => a.zk_ensemble = Some(value()?),
             "--etcd" => a.etcd = Some(value()?),
             "--revive" => a.revive = Some(value()?),
@@ -176,13 +201,15 @@ fn parse_args() -> Result<Args, String> {
     }
     match a.ensemble {
         Some(n) if !(1..=9).contains(&n) => return Err("--ensemble takes 1 to 9 members".into()),
-        Some(n) if n < 3 && a.kills.unwrap_or(1) > 0 => {
-            return Err("leader kills need at least 3 members (a majority must survive): add --kills 0".into())
+        Some(n) if n < 3 && (a.kills.unwrap_or(1) > 0 || a.restarts.unwrap_or(1) > 0 || a.partitions.unwrap_or(1) > 0) => {
+            return Err("leader kills, restarts and partitions need at least 3 members (a majority must remain): add --kills 0 --restarts 0 --partitions 0".into())
         }
         Some(_) if a.ward.is_some() || a.zk.is_some() || a.replot.is_some() => {
             return Err("--ensemble starts its own members: leave out --ward, --zk and --replot".into())
         }
-        None if a.kills.is_some() => return Err("--kills needs --ensemble".into()),
+        None if a.kills.is_some() || a.restarts.is_some() || a.partitions.is_some() => {
+            return Err("--kills, --restarts and --partitions need --ensemble".into())
+        }
         None if a.zk_ensemble.is_some() || a.etcd.is_some() => {
             return Err("--zk-ensemble and --etcd race against --ensemble N".into())
         }
@@ -191,6 +218,9 @@ fn parse_args() -> Result<Args, String> {
     let racing = a.zk_ensemble.is_some() || a.etcd.is_some();
     if racing && a.revive.is_none() && a.kills.unwrap_or(if a.quick { 1 } else { 5 }) > 1 {
         return Err("more than one rival leader kill needs --revive CMD (e.g. \"bench/peers.sh start\")".into());
+    }
+    if a.zk_ensemble.is_some() && a.revive.is_none() && a.restarts.unwrap_or(1) > 0 {
+        return Err("ZooKeeper's planned restarts need --revive CMD to start its leader again (or --restarts 0)".into());
     }
     if a.etcd.is_some() && !cfg!(feature = "etcd") {
         return Err("--etcd needs a build with the etcd feature: cargo run --release -p ward-bench --features etcd (protoc: apt-get install protobuf-compiler)".into());
@@ -388,15 +418,19 @@ async fn run_ensemble(args: &Args, tmp: &std::path::Path, members: u64) -> Resul
     let options = replicated::Options {
         members,
         kills: args.kills.unwrap_or(if args.quick { 1 } else { 5 }),
+        restarts: args.restarts.unwrap_or(if args.quick { 1 } else { 3 }),
+        partitions: args.partitions.unwrap_or(if args.quick { 1 } else { 3 }),
         quick: args.quick,
         runs: args.runs,
         only: args.only.clone(),
     };
     eprintln!(
-        "ward-bench: local ensemble of {members}; {} mode, {} run(s) per workload, {} leader kill(s)",
+        "ward-bench: local ensemble of {members}; {} mode, {} run(s) per workload, {} leader kill(s), {} planned restart(s), {} partition(s)",
         if args.quick { "quick" } else { "full" },
         args.runs,
-        options.kills
+        options.kills,
+        options.restarts,
+        options.partitions
     );
     let mut results = Results::default();
     results.record("floors", WARD, &floors::measure(tmp, args.quick).await?);
@@ -439,6 +473,11 @@ async fn race_rivals(
     if let Some(addr) = &args.zk_ensemble {
         let sys = sys::ZooKeeper { addr: addr.clone(), pid: None, lock_events: Arc::new(AtomicU64::new(0)) };
         ok &= rivals::measure(&sys, options, revive, zk).await?;
+        if let (Some(cmd), true) = (revive, options.restarts > 0) {
+            let base = format!("/bench-{}-zookeeper-restarts", std::process::id());
+            let figures = restarts::rival_leader_restarts(&sys, &base, options.restarts, cmd).await?;
+            zk.record(&format!("{} members: {}", sys.members().len(), replicated::RESTART), sys.name(), &figures);
+        }
     }
     #[cfg(feature = "etcd")]
     if let Some(urls) = &args.etcd {

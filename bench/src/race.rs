@@ -58,6 +58,14 @@ const LINES: &[Line] = &[
         Some(0.5),
         None,
     ),
+    line(
+        crate::replicated::RESTART,
+        "longest gap between acked writes around the stop, median (ms)",
+        "planned leader restart: longest write gap (ms)",
+        false,
+        None,
+        None,
+    ),
 ];
 
 /// The three systems' results; a rival not run is `None`.

@@ -1,15 +1,17 @@
 //! `--ensemble N`: a local ensemble of `ward-server` release processes, the single-server
-//! workloads run against it unchanged, then the leader kills of [`crate::failover`].
+//! workloads run against it unchanged, then the leader kills of [`crate::failover`] and the
+//! planned leader restarts of [`crate::restarts`]; then a second ensemble whose peer links
+//! run through proxies, for the follower partitions of [`crate::partitions`].
 //!
 //! Every session is given every member's address and starts at a random one (as
 //! `ward_client` does), so the workloads' sessions spread over the members and writes taken
 //! by followers are forwarded to the leader: the figures are what clients of an ensemble see.
 
-use crate::ensemble::LocalEnsemble;
+use crate::ensemble::{Links, LocalEnsemble};
 use crate::report::{Results, WARD};
 use crate::stats::Figures;
 use crate::sys::{Counters, Error, Result, System, Ward, SESSION_TIMEOUT};
-use crate::{failover, server, workloads};
+use crate::{failover, partitions, restarts, server, workloads};
 use std::path::Path;
 use std::time::Instant;
 use ward_client::Client;
@@ -17,10 +19,15 @@ use ward_client::Client;
 /// The workloads run against an ensemble unless `--only` names others: the write paths and
 /// the locks (reads are local to a member, as on a single server; memory is per process).
 pub const DEFAULT_WORKLOADS: &[&str] = &["a", "b", "w", "d", "e10"];
+/// The planned restart's workload name, the same for every system.
+pub const RESTART: &str = "planned leader restart (SIGTERM)";
+const PARTITIONED: &str = "follower partitioned 5 s";
 
 pub struct Options {
     pub members: u64,
     pub kills: usize,
+    pub restarts: usize,
+    pub partitions: usize,
     pub quick: bool,
     pub runs: usize,
     pub only: Option<Vec<String>>,
@@ -75,7 +82,7 @@ pub async fn run(o: &Options, tmp: &Path, results: &mut Results) -> Result<bool>
     let bin = tmp.join("ward-server");
     std::fs::copy(server::binary()?, &bin)?;
     let started = Instant::now();
-    let mut ens = LocalEnsemble::start(o.members, &bin, &tmp.join("ensemble")).await?;
+    let mut ens = LocalEnsemble::start(o.members, &bin, &tmp.join("ensemble"), Links::Direct).await?;
     let pids: Vec<String> = ens.ids().iter().map(|&id| format!("{id}:{}", ens.pid(id).unwrap_or(0))).collect();
     eprintln!(
         "ward-bench: ensemble of {} at {} (member:pid {}), serving after {:.1} s",
@@ -88,7 +95,26 @@ pub async fn run(o: &Options, tmp: &Path, results: &mut Results) -> Result<bool>
     if outcome.is_err() {
         eprintln!("ward-bench: the members' last log lines:\n{}", ens.log_tails(15));
     }
-    outcome
+    drop(ens);
+    let ok = outcome?;
+    if o.partitions > 0 {
+        measure_partitions(o, &bin, tmp, results).await?;
+    }
+    Ok(ok)
+}
+
+/// The partitions, on an ensemble of their own whose peer links run through proxies.
+async fn measure_partitions(o: &Options, bin: &Path, tmp: &Path, results: &mut Results) -> Result<()> {
+    let t0 = Instant::now();
+    let ens = LocalEnsemble::start(o.members, bin, &tmp.join("ensemble-proxied"), Links::Proxied).await?;
+    let base = format!("/bench-{}-partitions", std::process::id());
+    let figures = partitions::follower_partitions(&ens, &base, o.partitions).await.inspect_err(|_| {
+        eprintln!("ward-bench: the members' last log lines:\n{}", ens.log_tails(15));
+    })?;
+    let label = format!("{} members", o.members);
+    results.record(&format!("{label}: {PARTITIONED}"), WARD, &figures);
+    eprintln!("  {PARTITIONED:<36} {label:<9}        {:6.1} s", t0.elapsed().as_secs_f64());
+    Ok(())
 }
 
 async fn measure(ens: &mut LocalEnsemble, o: &Options, results: &mut Results) -> Result<bool> {
@@ -108,6 +134,12 @@ async fn measure(ens: &mut LocalEnsemble, o: &Options, results: &mut Results) ->
         let figures = failover::leader_kills(ens, &format!("/bench-{tag}-failover"), o.kills).await?;
         results.record(&format!("{label}: leader kill -9"), WARD, &figures);
         eprintln!("  {:<36} {label:<9}        {:6.1} s", "leader kill -9", t0.elapsed().as_secs_f64());
+    }
+    if o.restarts > 0 {
+        let t0 = Instant::now();
+        let figures = restarts::ward_leader_restarts(ens, &format!("/bench-{tag}-restarts"), o.restarts).await?;
+        results.record(&format!("{label}: {RESTART}"), WARD, &figures);
+        eprintln!("  {RESTART:<36} {label:<9}        {:6.1} s", t0.elapsed().as_secs_f64());
     }
     Ok(ok)
 }

@@ -64,7 +64,7 @@ pub fn srvr_mode(reply: &str) -> Option<String> {
 }
 
 /// `host:port` of an address that may be a URL (`http://host:port`).
-fn host_port(addr: &str) -> &str {
+pub(crate) fn host_port(addr: &str) -> &str {
     addr.split_once("://").map_or(addr, |(_, rest)| rest).trim_end_matches('/')
 }
 
@@ -171,7 +171,7 @@ async fn write_loop<S: Session>(s: S, path: String, w: Arc<Writes>) -> S {
     s
 }
 
-async fn wait_leader<C: Cluster>(sys: &C) -> Result<String> {
+pub(crate) async fn wait_leader<C: Cluster>(sys: &C) -> Result<String> {
     let deadline = Instant::now() + PATIENCE;
     loop {
         if let Some(leader) = sys.leader().await {
@@ -185,7 +185,7 @@ async fn wait_leader<C: Cluster>(sys: &C) -> Result<String> {
 }
 
 /// Runs `cmd`, then waits until every member listens again and a leader is agreed on.
-async fn revive_all<C: Cluster>(sys: &C, cmd: &str) -> Result<()> {
+pub(crate) async fn revive_all<C: Cluster>(sys: &C, cmd: &str) -> Result<()> {
     let status =
         tokio::process::Command::new("sh").args(["-c", cmd]).stdout(std::process::Stdio::null()).status().await?;
     if !status.success() {

@@ -63,6 +63,18 @@ impl Figures {
     }
 }
 
+/// Adds "<what>, median|min|max (ms)" over `values` (NaN for none).
+pub fn spread(f: &mut Figures, what: &str, values: impl Iterator<Item = Duration>) {
+    let values: Vec<f64> = values.map(ms).collect();
+    f.add(format!("{what}, median (ms)"), median(&values));
+    f.add(format!("{what}, min (ms)"), values.iter().copied().reduce(f64::min).unwrap_or(f64::NAN));
+    f.add(format!("{what}, max (ms)"), values.iter().copied().reduce(f64::max).unwrap_or(f64::NAN));
+}
+
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
 /// The median of some values (mean of the middle two for an even count); NaN if none.
 pub fn median(values: &[f64]) -> f64 {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
@@ -75,5 +87,31 @@ pub fn median(values: &[f64]) -> f64 {
         v[n / 2]
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts_ignores_nan() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[f64::NAN, 5.0]), 5.0);
+        assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn spread_adds_median_min_and_max_in_ms() {
+        let mut f = Figures::default();
+        spread(&mut f, "gap", [30, 10, 20].into_iter().map(Duration::from_millis));
+        let value = |m: &str| f.rows.iter().find(|(metric, _)| metric == m).map(|(_, v)| *v);
+        assert_eq!(value("gap, median (ms)"), Some(20.0));
+        assert_eq!(value("gap, min (ms)"), Some(10.0));
+        assert_eq!(value("gap, max (ms)"), Some(30.0));
+        let mut none = Figures::default();
+        spread(&mut none, "gap", std::iter::empty());
+        assert!(none.rows.iter().all(|(_, v)| v.is_nan()));
     }
 }

@@ -264,6 +264,12 @@ fn lock_sequence(name: &str) -> Option<u64> {
     name.strip_prefix(LOCK_PREFIX)?.parse().ok()
 }
 
+impl ZkSession {
+    pub fn state(&self) -> zk::SessionState {
+        self.client.state()
+    }
+}
+
 impl Session for ZkSession {
     type Guard = ZkGuard;
 

@@ -152,6 +152,9 @@ impl ClientBuilder {
         loop {
             let mut failures = Vec::new();
             let mut unavailable = false;
+            // A certificate refused is a setting to fix, not a server to wait for: said
+            // first, in words, when no server welcomes us.
+            let mut certificate = None;
             for (index, addr) in addrs.iter().enumerate() {
                 let hello = Hello { owner: self.owner.clone(), ..Hello::new(None, requested_timeout_ms, 0) };
                 let hello_sent = tokio::time::Instant::now();
@@ -159,6 +162,10 @@ impl ClientBuilder {
                 match dial(addr, hello, limit.max(Duration::from_millis(1)), self.tls.as_ref()).await {
                     Ok(conn) => return Ok((index, conn, hello_sent)),
                     Err(DialError::Unreachable(why)) => failures.push(why),
+                    Err(DialError::Certificate(server, problem)) => {
+                        failures.push(format!("{server}: TLS: {problem}"));
+                        certificate.get_or_insert(Error::Certificate { server, problem });
+                    }
                     Err(DialError::Refused(ErrorCode::ProtocolVersion, why)) => {
                         return Err(Error::ProtocolVersion(why))
                     }
@@ -169,7 +176,7 @@ impl ClientBuilder {
                 }
             }
             if !unavailable || tokio::time::Instant::now() + pause >= deadline {
-                return Err(Error::Connect(failures.join("; ")));
+                return Err(certificate.unwrap_or_else(|| Error::Connect(failures.join("; "))));
             }
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_secs(1));

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use ward_proto::{
-    path, CreateMode, MemberInfo, Op, OpResult, Request, Response, ServerStats, SessionId, Stat, WatchMode,
+    path, CreateMode, MemberInfo, MemberList, Op, OpResult, Request, Response, ServerStats, SessionId, Stat, WatchMode,
 };
 
 /// A session with a Ward ensemble. Clones share the session; when the last clone is dropped
@@ -267,6 +267,16 @@ impl Client {
         }
     }
 
+    /// [`Client::members`] with whether the leader hears from each member, and the member it
+    /// is handing its leadership to, if it is. Only the leader knows: asked through a
+    /// follower, each member's contact is [`Contact::Unknown`](ward_proto::Contact::Unknown).
+    pub async fn member_list(&self) -> Result<MemberList> {
+        match self.call(Request::MemberList, None).await? {
+            Response::MemberList(list) => Ok(list),
+            other => Err(unexpected(other)),
+        }
+    }
+
     /// Adds member `id`, reachable by its peers at `peer_addr`, to the ensemble: it joins as
     /// a learner, catches up, then votes. Returns once it votes.
     pub async fn add_member(&self, id: u64, peer_addr: &str) -> Result<()> {
@@ -280,6 +290,16 @@ impl Client {
     pub async fn remove_member(&self, id: u64) -> Result<()> {
         match self.call(Request::RemoveMember { id }, None).await? {
             Response::MembersChanged => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Hands the ensemble's leadership to member `to`, or to the voter most up to date;
+    /// returns the member that leads once it does. Writes in flight carry on at the new
+    /// leader; clients keep their sessions.
+    pub async fn transfer_leader(&self, to: Option<u64>) -> Result<u64> {
+        match self.call(Request::TransferLeader { to }, None).await? {
+            Response::LeaderTransferred { leader } => Ok(leader),
             other => Err(unexpected(other)),
         }
     }

@@ -7,7 +7,7 @@
 
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::lock::{holder_of, LockGuard};
+use crate::lock::{holder_of, LockGuard, Validity};
 use ward_proto::{Acl, LockKind};
 
 /// An election: a lock directory whose holder leads.
@@ -45,6 +45,10 @@ impl Leadership {
 
     pub fn is_lost(&self) -> bool {
         self.guard.is_lost()
+    }
+
+    pub(crate) fn validity(&self) -> &Validity {
+        self.guard.validity()
     }
 
     pub fn fencing_token(&self) -> u64 {

@@ -84,6 +84,10 @@ pub enum Error {
     /// certificate's).
     #[error("TLS: {0}")]
     Tls(String),
+    /// The TLS handshake with `server` failed over a certificate, the server's or this
+    /// client's: `problem` says what is wrong and what to do.
+    #[error("TLS with {server}: {problem}")]
+    Certificate { server: String, problem: crate::tls::CertificateProblem },
     /// The server sent something this client does not understand.
     #[error("protocol error: {0}")]
     Protocol(String),

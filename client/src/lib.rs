@@ -1,4 +1,50 @@
-//! Ward's client: sessions, znodes and watches over one connection to a Ward ensemble.
+//! Ward's client: sessions, znodes and watches over one connection to a Ward ensemble, and
+//! the locks and elections built on them.
+//!
+//! A lock and its fencing token:
+//!
+//! ```no_run
+//! use ward_client::{Client, CreateMode, Error};
+//!
+//! # async fn demo() -> Result<(), Error> {
+//! let client = Client::connect("127.0.0.1:7181").await?;
+//! match client.create("/report", b"", CreateMode::Persistent).await {
+//!     Ok(_) | Err(Error::NodeExists) => {}
+//!     Err(e) => return Err(e),
+//! }
+//! let guard = client.lock("/locks/report").await?; // waits its turn: FIFO, no herd
+//! println!("holding with fencing token {}", guard.fencing_token()); // larger for each later holder
+//! // Lands only while this guard holds the lock: had this process stalled past its session
+//! // and another taken the lock, the write would fail with `Error::StaleFence`.
+//! client.set_data_fenced(&guard.fence(), "/report", b"written under the lock", None).await?;
+//! guard.unlock().await?; // or drop it
+//! client.close().await
+//! # }
+//! ```
+//!
+//! The same from a plain thread ([`blocking`]), told of a lost lock without a thread of its
+//! own waiting for it:
+//!
+//! ```no_run
+//! # fn demo() -> Result<(), ward_client::Error> {
+//! let client = ward_client::blocking::Client::connect("127.0.0.1:7181")?;
+//! let guard = client.lock("/locks/report")?;
+//! let lost = guard.lost_signal(); // or guard.on_lost(callback)
+//! for _step in 0..10 {
+//!     if lost.try_recv().is_ok() {
+//!         return Err(ward_client::Error::SessionExpired); // stop touching the resource
+//!     }
+//!     // ... one step of the work, with guard.fencing_token() ...
+//! }
+//! guard.unlock() // or drop it: the release goes on in the background
+//! # }
+//! ```
+//!
+//! Complete programs are in `client/examples/` (`lock`, `election`, and `recover`: a new
+//! client and the lock taken again after `SessionExpired`); the tests run each against a
+//! server.
+//!
+//! Znodes and watches:
 //!
 //! ```no_run
 //! use ward_client::{Client, CreateMode};
@@ -19,7 +65,8 @@
 //! # Layout
 //! * [`client`]: [`Client`], the operations as `async fn`s on `&self`.
 //! * [`acl`]: credentials (`auth` on the builder, [`Client::add_auth`]) and nodes' ACLs.
-//! * [`blocking`]: the same client, locks and elections for plain threads.
+//! * [`blocking`]: the same client, locks and elections for plain threads; guards that tell
+//!   of their loss by channel or callback, and release in the background when dropped.
 //! * [`builder`]: [`ClientBuilder`]: addresses, session timeout, connect timeout, TLS.
 //! * [`tls`]: [`Tls`]: the CA to trust, the client's own certificate, the server name.
 //! * `conn`: the background task owning the socket: pending requests by xid, heartbeats,
@@ -62,7 +109,7 @@ pub use tls::Tls;
 pub use ward_proto::acl::{parse_acl, AclParseError};
 pub use ward_proto::digest::digest_id;
 pub use ward_proto::{
-    perms, Acl, CreateMode, ErrorCode, EventKind, LockKind, MemberInfo, MemberRole, Op, OpResult, ServerStats,
-    SessionId, Stat, WatchEvent, WatchMode, MAX_LOCK_DELAY_MS, MAX_TTL_MS,
+    perms, Acl, Contact, CreateMode, ErrorCode, EventKind, LockKind, MemberInfo, MemberList, MemberRole, MemberStatus,
+    Op, OpResult, ServerStats, SessionId, Stat, WatchEvent, WatchMode, MAX_LOCK_DELAY_MS, MAX_TTL_MS,
 };
 pub use watch::Watch;

@@ -147,6 +147,11 @@ impl LockGuard {
         self.validity.is_lost()
     }
 
+    /// What [`lost`](Self::lost) waits on, for watchers that outlive a borrow of the guard.
+    pub(crate) fn validity(&self) -> &Validity {
+        &self.validity
+    }
+
     /// Releases the lock and waits until the server has applied the release.
     pub async fn unlock(mut self) -> Result<()> {
         self.released = true;

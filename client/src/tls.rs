@@ -13,6 +13,10 @@
 //! # }
 //! ```
 
+mod refused;
+
+pub use refused::CertificateProblem;
+
 use crate::error::{Error, Result};
 use rustls::{ClientConfig, RootCertStore};
 use rustls_pki_types::pem::PemObject;
@@ -69,19 +73,32 @@ impl Tls {
         Ok(self)
     }
 
-    /// The TLS handshake with the server at `addr` on `stream`.
-    pub(crate) async fn connect(&self, addr: &str, stream: TcpStream) -> std::io::Result<TlsStream<TcpStream>> {
+    /// The TLS handshake with the server at `addr` on `stream`; a certificate refused, by
+    /// either end, is told apart from other failures.
+    pub(crate) async fn connect(&self, addr: &str, stream: TcpStream) -> Result<TlsStream<TcpStream>, Handshake> {
         let name = match &self.server_name {
             Some(name) => name.clone(),
             None => {
                 let host = addr.rsplit_once(':').map_or(addr, |(host, _port)| host);
                 let host = host.trim_start_matches('[').trim_end_matches(']');
                 ServerName::try_from(host.to_string())
-                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?
+                    .map_err(|e| Handshake::Failed(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?
             }
         };
-        tokio_rustls::TlsConnector::from(self.config.clone()).connect(name, stream).await
+        let connector = tokio_rustls::TlsConnector::from(self.config.clone());
+        connector.connect(name.clone(), stream).await.map_err(|e| match CertificateProblem::of(&e, &name) {
+            Some(problem) => Handshake::Certificate(problem),
+            None => Handshake::Failed(e),
+        })
     }
+}
+
+/// Why a TLS handshake failed.
+pub(crate) enum Handshake {
+    /// Over a certificate: the server's, or this client's.
+    Certificate(CertificateProblem),
+    /// For any other reason (a server that speaks no TLS, a connection lost).
+    Failed(std::io::Error),
 }
 
 fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {

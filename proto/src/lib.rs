@@ -40,7 +40,10 @@ pub use ids::{SessionId, SessionSecret, Zxid};
 pub use lock::LockKind;
 pub use message::{ClientMessage, ServerMessage};
 pub use request::{CreateMode, Op, PersistentWatch, Request, WatchKind, WatchMode, MAX_LOCK_DELAY_MS, MAX_TTL_MS};
-pub use response::{LockNode, LockState, MemberInfo, MemberRole, OpResult, Response, ServerStats, Stat};
+pub use response::{
+    Contact, LockNode, LockState, MemberInfo, MemberList, MemberRole, MemberStatus, OpResult, Response, ServerStats,
+    Stat,
+};
 
 /// Largest node data accepted by default (ZooKeeper's `jute.maxbuffer` is also 1 MiB).
 pub const MAX_DATA_LEN: usize = 1 << 20;

@@ -250,6 +250,16 @@ pub enum Request {
         data: Vec<u8>,
         lock_delay_ms: u64,
     },
+    /// Hands the ensemble's leadership to member `to`, or (`None`) to the voter whose log is
+    /// most up to date. Answered with [`Response::LeaderTransferred`](crate::Response::LeaderTransferred) once the new leader
+    /// leads. A single server has no one to hand it to: `BadArguments`.
+    TransferLeader {
+        to: Option<u64>,
+    },
+    /// [`Request::Members`] with what only the leader knows: which members it hears from,
+    /// and a transfer of its leadership in progress. Answered with
+    /// [`Response::MemberList`](crate::Response::MemberList).
+    MemberList,
 }
 
 impl Request {

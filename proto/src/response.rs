@@ -90,6 +90,12 @@ pub enum Response {
         missed: Vec<u32>,
     },
     WatchesRemoved,
+    /// Member `leader` leads now (after [`Request::TransferLeader`](crate::Request::TransferLeader)).
+    LeaderTransferred {
+        leader: u64,
+    },
+    /// The answer to [`Request::MemberList`](crate::Request::MemberList).
+    MemberList(MemberList),
 }
 
 /// One member of the ensemble, as its leader sees it.
@@ -104,6 +110,41 @@ pub struct MemberInfo {
     pub applied: Option<u64>,
     /// How many log entries it is behind the leader's log; `None` if not known.
     pub lag: Option<u64>,
+}
+
+/// The member list with what only the leader knows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberList {
+    pub members: Vec<MemberStatus>,
+    /// The leader, as the member that answered knows it.
+    pub leader: Option<u64>,
+    /// While the leader hands its leadership over: the member it hands it to.
+    pub handing_over_to: Option<u64>,
+}
+
+/// One member and whether the leader hears from it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberStatus {
+    pub info: MemberInfo,
+    pub contact: Contact,
+}
+
+/// Whether the leader hears from a member. Only the leader can tell: a follower hears from
+/// the leader alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Contact {
+    /// The member leads; its figures are its own.
+    Leads,
+    /// The leader's last append or heartbeat that it acknowledged was sent this long ago,
+    /// within the leader's lease.
+    Reachable { last_heard_ms: u64 },
+    /// Nothing it acknowledged was sent within the leader's lease (`last_heard_ms`: how long
+    /// ago the last was; `None`: nothing since this leader took the lead). Its applied index
+    /// and lag are then unknown, not the last figures it reported.
+    Unreachable { last_heard_ms: Option<u64> },
+    /// The member that answered does not lead, and the leader's answer to it carries no
+    /// liveness (ask the leader).
+    Unknown,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -2,9 +2,9 @@
 //! apply publishes its effects to ([`Effects`]).
 
 use crate::command::{Applied, Change, Command};
+use crate::conn::outbox::Outbox;
 use crate::local::Local;
 use crate::lock;
-use crate::outbox::Outbox;
 use crate::state::StateMachine;
 use crate::sync::RwLock;
 use std::sync::{Arc, PoisonError};
@@ -21,6 +21,8 @@ pub trait Effects: Send + Sync {
     fn applied(&self, state: &StateMachine, changes: &[Change]);
     /// After the whole state was replaced (a snapshot installed, or recovery at startup).
     fn replaced(&self, state: &StateMachine);
+    /// A session's expiry stamped at `stamped_ms` released `held` locks (for the figures).
+    fn released_by_expiry(&self, _held: usize, _stamped_ms: i64) {}
 }
 
 /// The state every connection reads and the log applies to.
@@ -48,7 +50,7 @@ impl Core {
         let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
         let expiring_holds = lock::held_by_expiring(&state, cmd);
         let (applied, changes) = state.apply_command(cmd);
-        crate::metrics::locks::released_by_expiry(expiring_holds, cmd.time_ms);
+        self.effects.released_by_expiry(expiring_holds, cmd.time_ms);
         self.effects.applied(&state, &changes);
         drop(state);
         tracing::trace!(zxid = applied.zxid, session = %cmd.session, xid = cmd.xid, outcome = ?applied.outcome, "applied");
@@ -73,7 +75,7 @@ impl Core {
     /// zxid of that view and the read's fence, how many messages `outbox` had queued when `f`
     /// looked (`f` gets it too; `Outbox::fence`). Since apply queues events under the write
     /// lock, every event for a change `f` can see is within that count, and the connection
-    /// writes them before the read's reply (G6), and no later one (`net/ordering.rs`). The
+    /// writes them before the read's reply (G6), and no later one (`conn/ordering.rs`). The
     /// read's reply must then be queued on the connection.
     pub fn view<R>(&self, outbox: &Outbox, f: impl FnOnce(&StateMachine, u64) -> R) -> (Zxid, u64, R) {
         self.read(|state| {

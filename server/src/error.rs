@@ -15,7 +15,7 @@ pub enum Error {
     /// The durable log stopped while serving (a write or fsync failed): the server stops
     /// rather than acknowledge writes that may not be durable.
     #[error("the log stopped: {0}")]
-    LogStopped(Box<openraft::error::Fatal<u64>>),
+    LogStopped(Box<openraft::error::Fatal<crate::raft::types::TypeConfig>>),
 }
 
 impl From<crate::raft::OpenError> for Error {
@@ -24,8 +24,8 @@ impl From<crate::raft::OpenError> for Error {
     }
 }
 
-impl From<openraft::error::Fatal<u64>> for Error {
-    fn from(e: openraft::error::Fatal<u64>) -> Self {
+impl From<openraft::error::Fatal<crate::raft::types::TypeConfig>> for Error {
+    fn from(e: openraft::error::Fatal<crate::raft::types::TypeConfig>) -> Self {
         Error::LogStopped(Box::new(e))
     }
 }

@@ -28,12 +28,12 @@
 //! * [`prep`]: pure checks before a write is logged.
 //! * [`read`]: reads, and arming watches in the same view.
 //! * [`watch`]: the watch registry.
-//! * [`outbox`]: each connection's counted queue of events, grants and closes, and its
-//!   bound on bytes queued for the client.
 //! * [`session`]: deadlines, connection ownership and the expiry sweep.
 //! * [`cleanup`]: the leader's deletion of unused containers and TTL nodes.
 //! * [`lock_delay`]: the leader's end of lock-delays: deleting held-over lock contenders.
-//! * [`net`]: accept loop and connection limits, handshake, per-connection reader and writer.
+//! * [`conn`]: a client's connection: its types, the order of its replies and pushes, its
+//!   outbox, writer, parking and byte counts.
+//! * [`net`]: Ward's protocol: accept loop and connection limits, handshake, the reader.
 //! * [`zk`]: the optional ZooKeeper-protocol listener on the same core.
 //! * [`acl`]: ACLs, identities and `AddAuth`, ZooKeeper's rules for who may do what.
 //! * [`tls`]: TLS for the client listeners and the peer link: certificates from PEM files,
@@ -47,6 +47,7 @@ pub mod admin;
 pub mod cleanup;
 pub mod command;
 pub mod config;
+pub mod conn;
 pub mod core;
 pub mod digest;
 pub mod error;
@@ -56,7 +57,6 @@ pub mod lock_delay;
 pub mod log;
 pub mod metrics;
 pub mod net;
-pub mod outbox;
 pub mod peer;
 pub mod prep;
 pub mod raft;
@@ -124,9 +124,11 @@ pub async fn serve_with(
 ) -> Result<(), Error> {
     local.watches.set_history_limit(config.watch_history_bytes);
     config.validate()?;
-    // Before any expiry can be applied: the metrics count only those stamped after this.
-    metrics::locks::started_ms();
-    let limits = Arc::new(net::limits::ConnLimits::new(config.max_connections, config.max_connections_per_ip));
+    let limits = Arc::new(net::limits::ConnLimits::new(
+        config.max_connections,
+        config.max_connections_per_ip,
+        local.metrics.clone(),
+    ));
     let server = Arc::new(Server {
         core,
         local,

@@ -3,12 +3,13 @@
 //! an ensemble has its own; nothing here is logged or in a snapshot.
 
 use crate::command::Change;
+use crate::conn::{CloseReason, Outbound};
 use crate::core::Effects;
 use crate::lock;
 use crate::session::SessionTracker;
 use crate::state::StateMachine;
 use crate::sync::{AtomicU64, Ordering};
-use crate::watch::{CloseReason, Outbound, WatchRegistry};
+use crate::watch::WatchRegistry;
 use std::time::Duration;
 use ward_proto::ServerStats;
 
@@ -18,6 +19,8 @@ use ward_proto::ServerStats;
 pub struct Local {
     pub watches: WatchRegistry,
     pub sessions: SessionTracker,
+    /// This server's figures (`/metrics`, the four-letter words).
+    pub metrics: std::sync::Arc<crate::metrics::Metrics>,
     /// Lock grants pushed to waiters connected here.
     lock_grants: AtomicU64,
 }
@@ -35,7 +38,7 @@ impl Local {
             sessions: state.sessions().count() as u64,
             watches: self.watches.len() as u64,
             lock_grants: self.lock_grants(),
-            log_fsyncs: crate::metrics::log_fsyncs(),
+            log_fsyncs: self.metrics.log_fsyncs(),
         }
     }
 
@@ -51,6 +54,10 @@ impl Local {
 }
 
 impl Effects for Local {
+    fn released_by_expiry(&self, held: usize, stamped_ms: i64) {
+        self.metrics.locks.released_by_expiry(held, stamped_ms);
+    }
+
     fn applied(&self, state: &StateMachine, changes: &[Change]) {
         self.watches.fire(changes, state.last_zxid());
         for grant in lock::grants(state, changes) {
@@ -59,7 +66,7 @@ impl Effects for Local {
             // (`LockWait`) when it reconnects.
             if self.sessions.send(grant.session, msg) {
                 self.lock_grants.fetch_add(1, Ordering::Relaxed);
-                crate::metrics::locks::granted(grant.asked_ms);
+                self.metrics.locks.granted(grant.asked_ms);
             }
         }
         for change in changes {

@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::sync::oneshot;
-use ward_proto::{ErrorCode, MemberInfo, MemberRole};
+use ward_proto::{Contact, ErrorCode, MemberInfo, MemberList, MemberRole, MemberStatus};
 
 /// Orders commands and applies them.
 pub trait CommandLog: Send + Sync + 'static {
@@ -49,15 +49,24 @@ pub trait CommandLog: Send + Sync + 'static {
         Box::pin(std::future::ready(Ok(())))
     }
 
-    /// The ensemble's members. A server without a replicated log is a group of one.
+    /// The ensemble's members, with whom the leader hears from (known only on the leader).
+    /// A server without a replicated log is a group of one.
     fn members(&self) -> Members {
         let me = MemberInfo { id: 1, addr: String::new(), role: MemberRole::Leader, applied: None, lag: Some(0) };
-        Box::pin(std::future::ready(Ok(vec![me])))
+        let members = vec![MemberStatus { info: me, contact: Contact::Leads }];
+        Box::pin(std::future::ready(Ok(MemberList { members, leader: Some(1), handing_over_to: None })))
     }
 
     /// Adds or removes a member; resolves once the change is committed.
     fn change_members(&self, _change: MemberChange) -> Barrier {
         let why = "this server keeps its log in memory: it cannot form an ensemble".to_string();
+        Box::pin(std::future::ready(Err(Rejected::NotApplied(why))))
+    }
+
+    /// Hands the leadership to member `to`, or to the voter most up to date; resolves with
+    /// the member that leads once it does.
+    fn transfer_leader(&self, _to: Option<u64>) -> Transfer {
+        let why = "a single server has no other member to hand its leadership to".to_string();
         Box::pin(std::future::ready(Err(Rejected::NotApplied(why))))
     }
 
@@ -102,7 +111,10 @@ pub enum MemberChange {
 }
 
 /// The future of [`CommandLog::members`].
-pub type Members = Pin<Box<dyn Future<Output = Result<Vec<MemberInfo>, Rejected>> + Send>>;
+pub type Members = Pin<Box<dyn Future<Output = Result<MemberList, Rejected>> + Send>>;
+
+/// The future of [`CommandLog::transfer_leader`]: the member that leads.
+pub type Transfer = Pin<Box<dyn Future<Output = Result<u64, Rejected>> + Send>>;
 
 /// The future of [`CommandLog::barrier`].
 pub type Barrier = Pin<Box<dyn Future<Output = Result<(), Rejected>> + Send>>;

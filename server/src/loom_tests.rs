@@ -9,11 +9,11 @@
 //! synchronization points (up to `LOOM_MAX_PREEMPTIONS`) and the asserts must hold in all.
 
 use crate::command::{Command, CommandOp, Outcome};
+use crate::conn::outbox::{Outbox, OutboxRx};
+use crate::conn::{CloseReason, ConnId, Outbound};
 use crate::core::Core;
 use crate::local::Local;
-use crate::outbox::{Outbox, OutboxRx};
 use crate::read::Reader;
-use crate::watch::{CloseReason, ConnId, Outbound};
 use loom::thread;
 use std::sync::Arc;
 use ward_proto::{CreateMode, ErrorCode, EventKind, Op, Request, Response, SessionId, SessionSecret, WatchEvent, Zxid};
@@ -40,7 +40,7 @@ fn delete_n(core: &Core, session: SessionId) -> Zxid {
     core.apply(&command(session, CommandOp::Op(Op::Delete { path: "/n".into(), version: None }))).zxid
 }
 
-/// What a connection reads: through [`Core::view`], as `SessionConn::view` (`net/order.rs`)
+/// What a connection reads: through [`Core::view`], as `SessionConn::view` (`conn/session_conn.rs`)
 /// does for both listeners.
 fn read(core: &Core, local: &Local, outbox: &Outbox, conn: ConnId, session: SessionId, request: Request) -> ReadSeen {
     let mut events = Vec::new();
@@ -112,7 +112,7 @@ fn watch_armed_while_the_node_is_deleted_fires_or_is_never_armed() {
     });
 }
 
-/// Model 6b: a connection closing (`remove_conn`, as `order.rs` does when its tasks end)
+/// Model 6b: a connection closing (`remove_conn`, as `session_conn.rs` does when its tasks end)
 /// races with a read arming a watch and with apply firing it. Whatever the order, the
 /// registry ends empty: a watch armed by a connection that is going away is not leaked, and
 /// firing one never reaches a removed connection's entry.
@@ -399,8 +399,8 @@ fn on_wire(msg: Outbound) -> Wire {
     }
 }
 
-/// G6 and the fences (`net/ordering.rs`, rules 3 to 5): the reader, the writer and apply
-/// share one connection's [`ConnOrder`](crate::net::ordering::ConnOrder). The connection has a
+/// G6 and the fences (`conn/ordering.rs`, rules 3 to 5): the reader, the writer and apply
+/// share one connection's [`ConnOrder`](crate::conn::ordering::ConnOrder). The connection has a
 /// data watch on `/n`; apply changes `/n` (queuing the event under the state lock) while the
 /// reader reads `/n` and the writer, with no item yet, sends whatever the order lets it.
 /// Then the writer answers the read. Whatever the interleaving, the event goes before the
@@ -478,7 +478,7 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
     }
 }
 
-/// Rules 2 and 7 of `net/ordering.rs` across the reader and the writer: a read waiting for
+/// Rules 2 and 7 of `conn/ordering.rs` across the reader and the writer: a read waiting for
 /// the session's earlier writes is woken by the writer's report that they are applied, or
 /// by the writer's end, whichever order loom picks; it never sleeps through either. The
 /// writer applies the first of two writes and ends: the reader, waiting for both, must learn
@@ -503,7 +503,7 @@ fn a_read_waiting_for_its_writes_is_woken_by_their_apply_or_the_writers_end() {
     });
 }
 
-/// A parked connection (`net/park.rs`) waits on its outbox's waker, not on a future of its
+/// A parked connection (`conn/park.rs`) waits on its outbox's waker, not on a future of its
 /// own: it registers the waker, then looks for a message it may send or a cancelled token.
 /// Whatever order loom picks, a message queued or a token cancelled while it parks wakes it;
 /// it never sleeps through either (which would leave a lock waiter without its grant, or a
@@ -573,4 +573,84 @@ fn a_leader_counts_a_quorum_fresh_only_within_the_lease_at_the_check() {
             assert!(now < peer_took_it + LEASE_MS, "fresh at {now} on an append the peer took at {peer_took_it}");
         }
     });
+}
+
+/// The fast path for a dead leader (G28) under G16. A voter that found its leader's port
+/// serving nothing waives openraft's lease, so here voter 2 grants candidate 3 its vote at
+/// any moment, lease or not. What keeps a holder's `lost()` first is that the old leader 1
+/// acknowledges a touch at `r` only on a majority of acceptances of appends it sent less
+/// than the touch lease `L` before `r` (`QuorumClock`), and a voter that took such an append
+/// and voted for 3 did so in that order: once it has voted for a higher term it takes
+/// nothing more from 1. So 3 is elected after `r − L`, and its grace (`≥ L`) carries every
+/// session's deadline past `r + T`. Threads: 1's replication and touch check, 3's election,
+/// and a pause that moves the clock. With `fenced` false (voter 2 takes 1's append after
+/// voting for 3), loom finds a touch acknowledged after the new leader's deadline for it.
+fn a_new_leader_without_the_lease_outlasts_every_acknowledged_touch(fenced: bool) {
+    use crate::raft::quorum::QuorumClock;
+    use loom::sync::atomic::{AtomicU64, Ordering};
+    use loom::sync::Mutex;
+    use std::collections::BTreeSet;
+    use std::time::{Duration, Instant};
+    const LEASE_MS: u64 = 70;
+    const GRACE_MS: u64 = LEASE_MS;
+    const TIMEOUT_MS: u64 = 1000;
+    loom::model(move || {
+        let base = Instant::now();
+        let at = move |ms: u64| base + Duration::from_millis(ms);
+        let clock = Arc::new(AtomicU64::new(0));
+        let quorum = Arc::new(QuorumClock::default());
+        // Voter 2's term: 1 while it follows leader 1.
+        let voter = Arc::new(Mutex::new(1u64));
+        let old_leader = {
+            let (clock, quorum, voter) = (clock.clone(), quorum.clone(), voter.clone());
+            thread::spawn(move || {
+                let sent = clock.load(Ordering::SeqCst);
+                let took = {
+                    let term = voter.lock().expect("voter");
+                    !fenced || *term == 1
+                };
+                if took {
+                    quorum.accepted(2, at(sent));
+                }
+                let r = clock.load(Ordering::SeqCst);
+                let voters = [BTreeSet::from([1, 2, 3])];
+                quorum.fresh(1, &voters, at(r), Duration::from_millis(LEASE_MS)).then_some(r)
+            })
+        };
+        let candidate = {
+            let (clock, voter) = (clock.clone(), voter.clone());
+            thread::spawn(move || {
+                let granted = {
+                    let mut term = voter.lock().expect("voter");
+                    let granted = *term < 2;
+                    *term = 2;
+                    granted
+                };
+                // With 2's vote, 3 leads; ready at once, it gives every session its timeout
+                // and the grace from now.
+                granted.then(|| clock.load(Ordering::SeqCst) + TIMEOUT_MS + GRACE_MS)
+            })
+        };
+        let pause = {
+            let clock = clock.clone();
+            thread::spawn(move || clock.fetch_add(10 * LEASE_MS, Ordering::SeqCst))
+        };
+        let touched = old_leader.join().expect("old leader");
+        let deadline = candidate.join().expect("candidate");
+        pause.join().expect("pause");
+        if let (Some(r), Some(deadline)) = (touched, deadline) {
+            assert!(deadline > r + TIMEOUT_MS, "a touch acknowledged at {r}, the new leader's deadline {deadline}");
+        }
+    });
+}
+
+#[test]
+fn a_leader_elected_by_the_fast_path_outlasts_every_touch_the_old_one_acknowledged() {
+    a_new_leader_without_the_lease_outlasts_every_acknowledged_touch(true);
+}
+
+#[test]
+#[should_panic(expected = "a touch acknowledged at")]
+fn the_fast_path_model_fails_when_a_voter_takes_the_old_leaders_append_after_voting() {
+    a_new_leader_without_the_lease_outlasts_every_acknowledged_touch(false);
 }

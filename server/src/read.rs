@@ -1,9 +1,10 @@
 //! Reads: served from the local state, with any watch armed in the same view.
 
 use crate::acl::{access, check, AuthId};
+use crate::conn::ConnId;
 use crate::local::Local;
 use crate::state::StateMachine;
-use crate::watch::{Armed, ConnId};
+use crate::watch::Armed;
 use ward_proto::{
     path, perms, Acl, ErrorCode, EventKind, Request, Response, SessionId, Stat, WatchEvent, WatchKind, Zxid,
 };
@@ -97,7 +98,11 @@ impl Reader<'_> {
             }
             Request::Stats => Ok(Response::Stats(self.local.stats(state))),
             // Answered from the log before any read (`SessionConn::prepare`).
-            Request::Members | Request::AddMember { .. } | Request::RemoveMember { .. } => Err(ErrorCode::BadArguments),
+            Request::Members
+            | Request::MemberList
+            | Request::AddMember { .. }
+            | Request::RemoveMember { .. }
+            | Request::TransferLeader { .. } => Err(ErrorCode::BadArguments),
             _ => Err(ErrorCode::BadArguments),
         }
     }

@@ -1,7 +1,7 @@
 //! The primitives behind the state that connection tasks and apply share: std's normally,
 //! loom's under `--cfg ward_loom`, so the loom models (`loom_tests` modules) check the real
 //! [`Core`](crate::core::Core), [`WatchRegistry`](crate::watch::WatchRegistry),
-//! [`Outbox`](crate::outbox::Outbox) and [`SessionTracker`](crate::session::SessionTracker).
+//! [`Outbox`](crate::conn::outbox::Outbox) and [`SessionTracker`](crate::session::SessionTracker).
 //!
 //! Under `ward_loom` these types only work inside `loom::model`: that build is for the models
 //! alone (`cargo test --lib loom_tests`), not for serving.

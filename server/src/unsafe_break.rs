@@ -129,6 +129,10 @@ impl CommandLog for Broken {
         self.inner.members()
     }
 
+    fn transfer_leader(&self, to: Option<u64>) -> crate::log::Transfer {
+        self.inner.transfer_leader(to)
+    }
+
     fn change_members(&self, change: MemberChange) -> Barrier {
         self.inner.change_members(change)
     }

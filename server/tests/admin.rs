@@ -61,7 +61,7 @@ fn moved(before: &str, after: &str, series: &str) -> f64 {
 
 // Request figures (docs/operations.md "Metrics"): every create and get through either
 // listener counts once in its operation's counter and latency histogram, a failure also
-// under its code; a durable server's writes show fsyncs and append batches; bytes move on
+// under its code, but not a first lock's NoNode (the client creates the directory); a durable server's writes show fsyncs and append batches; bytes move on
 // both listeners; ZooKeeper's `mntr` reports the same request count as /metrics.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_requests_errors_bytes_and_fsyncs() {
@@ -120,6 +120,14 @@ async fn metrics_count_requests_errors_bytes_and_fsyncs() {
                 assert!(moved(&before, &after, &series) > 0.0, "{series}\n{after}");
             }
         }
+
+        // A first lock: its directory is missing, the server says so, the client creates it
+        // and asks again. That NoNode is expected, not an error.
+        client.lock("/first-lock").await.expect("lock").unlock().await.expect("unlock");
+        let locked = scrape(admin).await;
+        assert_eq!(moved(&after, &locked, &ward("ward_requests_total", "lock")), 2.0, "{locked}");
+        let no_node = r#"ward_request_errors_total{listener="ward",op="lock",code="no_node"}"#;
+        assert_eq!(count(&locked, no_node), 0.0, "{locked}");
 
         // The ZooKeeper session sends nothing more: mntr and /metrics see the same requests.
         let mntr = four_letters(&zk, b"mntr").await;

@@ -2,7 +2,7 @@
 //! refuses, naming the file, and what it opens with when the loss is accepted. Through the
 //! binary, with `--accept-data-loss`: `upgrade.rs`.
 
-use openraft::{Entry, EntryPayload, LogId};
+use openraft::{EntryPayload, LogId};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
@@ -11,16 +11,16 @@ use ward_server::core::Core;
 use ward_server::local::Local;
 use ward_server::log::CommandLog;
 use ward_server::raft::record::{Record, RecordRef};
-use ward_server::raft::types::TypeConfig;
+use ward_server::raft::types::{Entry, LeaderId};
 use ward_server::raft::wal::{Replayed, Wal};
 use ward_server::raft::{self as durable, OnLoss, OpenError, RaftLog, RaftOptions};
 use ward_testkit::TempDir;
 
-fn entry(index: u64) -> Entry<TypeConfig> {
+fn entry(index: u64) -> Entry {
     let op = Op::SetData { path: "/a".into(), data: vec![index as u8; 40], version: None };
     let cmd = Command { time_ms: 0, session: SessionId(7), xid: index, op: CommandOp::Op(op) };
     Entry {
-        log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
+        log_id: LogId::new(LeaderId { term: 1, node_id: 1 }, index),
         payload: EntryPayload::Normal(vec![cmd].into()),
     }
 }

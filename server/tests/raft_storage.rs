@@ -1,8 +1,10 @@
 //! The durable log's storage: openraft's own suite, torn tails, damage, and restarts from a
 //! snapshot plus the log.
 
-use openraft::testing::{StoreBuilder, Suite};
-use openraft::{AnyError, Entry, EntryPayload, LogId, StorageIOError};
+use openraft::async_runtime::WatchReceiver;
+use openraft::error::ErrorSource;
+use openraft::testing::log::{StoreBuilder, Suite};
+use openraft::{EntryPayload, LogId, StorageError};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use ward_proto::{CreateMode, Op, SessionId, SessionSecret, Stat};
@@ -12,7 +14,7 @@ use ward_server::log::CommandLog;
 use ward_server::raft::log_store::{LogStore, PURGE_WAIT};
 use ward_server::raft::record::{self, RecordRef, Slot};
 use ward_server::raft::state_machine::StateMachineStore;
-use ward_server::raft::types::{StorageError, TypeConfig};
+use ward_server::raft::types::{Entry, LeaderId, TypeConfig};
 use ward_server::raft::wal::Wal;
 use ward_server::raft::{self as durable, FileError, OnLoss, OpenError, RaftOptions};
 use ward_testkit::TempDir;
@@ -20,9 +22,9 @@ use ward_testkit::TempDir;
 struct Builder;
 
 impl StoreBuilder<TypeConfig, LogStore, StateMachineStore, TempDir> for Builder {
-    async fn build(&self) -> Result<(TempDir, LogStore, StateMachineStore), StorageError> {
+    async fn build(&self) -> Result<(TempDir, LogStore, StateMachineStore), StorageError<TypeConfig>> {
         let dir = TempDir::new("suite");
-        let err = |e: OpenError| StorageIOError::write(AnyError::new(&e));
+        let err = |e: OpenError| StorageError::write(ErrorSource::from_error(&e));
         let log = LogStore::open(dir.path(), 4096).map_err(err)?;
         let mut sm = StateMachineStore::open(dir.path(), Core::serving().0).map_err(err)?;
         // As `raft::open` links them: applied entries leave memory and are read back from disk.
@@ -33,12 +35,13 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachineStore, TempDir> for Builder 
 
 #[test]
 fn openraft_storage_suite_passes() {
-    Suite::test_all(Builder).expect("openraft storage suite");
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    rt.block_on(Suite::test_all(Builder)).expect("openraft storage suite");
 }
 
 // ---- torn tails and damage, at the level of the write-ahead log ----
 
-fn entry(index: u64, fill: u8) -> Entry<TypeConfig> {
+fn entry(index: u64, fill: u8) -> Entry {
     let cmd = Command {
         time_ms: index as i64,
         session: SessionId(7),
@@ -46,7 +49,7 @@ fn entry(index: u64, fill: u8) -> Entry<TypeConfig> {
         op: CommandOp::Op(Op::SetData { path: "/a".into(), data: vec![fill; 11], version: None }),
     };
     Entry {
-        log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
+        log_id: LogId::new(LeaderId { term: 1, node_id: 1 }, index),
         payload: EntryPayload::Normal(vec![cmd].into()),
     }
 }
@@ -177,7 +180,7 @@ fn applied_entries_are_read_back_from_disk_after_leaving_memory() {
     let state = rt.block_on(store.get_log_state()).expect("state");
     assert_eq!(state.last_log_id.map(|id| id.index), Some(350));
     // An unbounded start reads from just past what was purged.
-    rt.block_on(store.purge(LogId::new(openraft::CommittedLeaderId::new(1, 1), 3))).expect("purge");
+    rt.block_on(store.purge(LogId::new(LeaderId { term: 1, node_id: 1 }, 3))).expect("purge");
     let after_purge = rt.block_on(reader.try_get_log_entries(..=5)).expect("read");
     assert_eq!(after_purge.iter().map(|e| e.log_id.index).collect::<Vec<_>>(), [4, 5]);
 
@@ -209,7 +212,7 @@ fn log_of_300_entries(dir: &Path) -> PathBuf {
 fn a_purge_reaches_the_disk_only_once_the_snapshot_it_follows_is_in_place() {
     use openraft::storage::RaftLogStorage;
     use ward_server::raft::snapshot_file::InPlace;
-    let at = |index| LogId::new(openraft::CommittedLeaderId::new(1, 1), index);
+    let at = |index| LogId::new(LeaderId { term: 1, node_id: 1 }, index);
     let dir = TempDir::new("purge-behind");
     let log_dir = log_of_300_entries(dir.path());
     let segments_before = segments(&log_dir).len();
@@ -246,7 +249,7 @@ fn a_purge_reaches_the_disk_only_once_the_snapshot_it_follows_is_in_place() {
 fn a_purge_with_no_snapshot_in_place_to_follow_reaches_the_disk_only_as_far_as_the_one_there() {
     use openraft::storage::{RaftLogReader, RaftLogStorage};
     use ward_server::raft::snapshot_file::InPlace;
-    let at = |index| LogId::new(openraft::CommittedLeaderId::new(1, 1), index);
+    let at = |index| LogId::new(LeaderId { term: 1, node_id: 1 }, index);
     let dir = TempDir::new("purge-cut-short");
     log_of_300_entries(dir.path());
     let rt = runtime();
@@ -521,7 +524,7 @@ fn concurrent_submits_share_entries_and_apply_in_submission_order() {
         let (core, local) = Core::serving();
         let log = durable::open(dir.path(), core.clone(), local, options(1_000_000)).await.expect("open");
         let session = create_session(&log).await;
-        let entries_before = log.raft().metrics().borrow().last_log_index.unwrap_or(0);
+        let entries_before = log.raft().metrics().borrow_watched().last_log_index.unwrap_or(0);
         let n = 2000u64;
         let pending: Vec<_> = (0..n)
             .map(|i| {
@@ -535,7 +538,7 @@ fn concurrent_submits_share_entries_and_apply_in_submission_order() {
             assert!(applied.zxid > last, "zxids follow submission order");
             last = applied.zxid;
         }
-        let entries = log.raft().metrics().borrow().last_log_index.unwrap_or(0) - entries_before;
+        let entries = log.raft().metrics().borrow_watched().last_log_index.unwrap_or(0) - entries_before;
         assert!(entries * 5 <= n, "{n} commands took {entries} entries: no group commit");
         log.shutdown().await;
     });

@@ -7,12 +7,12 @@
 //! `ward-bench --snapshots` measures what such a snapshot costs the writers
 //! (docs/benchmarks.md).
 
+use openraft::async_runtime::WatchReceiver;
 use std::time::{Duration, Instant};
 use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
 use ward_server::command::{Command, CommandOp, Outcome};
 use ward_server::core::Core;
 use ward_server::log::CommandLog;
-use ward_server::metrics::snapshots;
 use ward_server::raft::{self as durable, RaftOptions};
 use ward_testkit::TempDir;
 
@@ -38,6 +38,7 @@ fn writes_are_acknowledged_while_a_snapshot_of_a_large_tree_is_written() {
         // Snapshots only when this test asks for one.
         let options = RaftOptions { snapshot_log_percent: 0, snapshot_every: None, ..RaftOptions::default() };
         let (core, local) = Core::serving();
+        let snapshots = local.metrics.snapshots.clone();
         let log = durable::open(dir.path(), core.clone(), local, options).await.expect("open");
         let open = CommandOp::CreateSession { timeout_ms: 600_000, secret: SessionSecret([5; 16]), owner: None };
         let session = match log.submit(cmd(SessionId(0), 0, open)).await.expect("applied").outcome {
@@ -65,19 +66,19 @@ fn writes_are_acknowledged_while_a_snapshot_of_a_large_tree_is_written() {
         let mut best = 0;
         // A snapshot can finish before the writes get going on a fast machine: try again.
         for _attempt in 0..5 {
-            let before = snapshots::progress();
+            let before = snapshots.progress();
             let in_progress = (before.0 + 1, before.1);
-            let applied = log.raft().metrics().borrow().last_applied;
+            let applied = log.raft().metrics().borrow_watched().last_applied;
             log.raft().trigger().snapshot().await.expect("ask for a snapshot");
             // Per write: the snapshot file's length before and after, if in progress throughout.
             let mut seen = Vec::new();
-            while snapshots::progress().1 == before.1 {
+            while snapshots.progress().1 == before.1 {
                 assert!(Instant::now() < deadline, "the snapshot did not finish in {DEADLINE:?}");
-                let (progress, len) = (snapshots::progress(), file_len("snapshot.tmp"));
+                let (progress, len) = (snapshots.progress(), file_len("snapshot.tmp"));
                 let set = Op::SetData { path: "/w".into(), data: vec![1; 8], version: None };
                 let applied = log.submit(cmd(session, next_xid(), CommandOp::Op(set))).await.expect("applied");
                 assert!(matches!(applied.outcome, Outcome::Reply(Ok(_))), "{:?}", applied.outcome);
-                if progress == in_progress && snapshots::progress() == in_progress {
+                if progress == in_progress && snapshots.progress() == in_progress {
                     seen.push((len, file_len("snapshot.tmp")));
                 }
             }
@@ -90,8 +91,8 @@ fn writes_are_acknowledged_while_a_snapshot_of_a_large_tree_is_written() {
             eprintln!("{during} writes acknowledged while a snapshot of {NODES} znodes ({whole} bytes) was serialized");
             best = best.max(during);
             if during >= WRITES_DURING {
-                let covered = log.raft().metrics().borrow().snapshot.map(|id| id.index);
-                let applied = log.raft().metrics().borrow().last_applied.map(|id| id.index);
+                let covered = log.raft().metrics().borrow_watched().snapshot.map(|id| id.index);
+                let applied = log.raft().metrics().borrow_watched().last_applied.map(|id| id.index);
                 assert!(covered < applied, "the writes after the capture are not in the snapshot");
                 log.shutdown().await;
                 return;

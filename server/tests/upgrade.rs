@@ -271,3 +271,95 @@ async fn a_cut_newest_segment_is_refused_naming_it_and_accepted_with_the_flag() 
     let kept = remaining_when_served(&data, &["--accept-data-loss"]).await;
     assert!(kept > 0 && kept < written, "{kept} of {written} nodes remain");
 }
+
+/// The golden three-member ensemble of the last release on openraft 0.9
+/// (server/tests/golden/README.md, "ensemble-v2").
+fn golden_ensemble() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/ensemble-v2")
+}
+
+/// The peer addresses the golden ensemble's membership names.
+const GOLDEN_MEMBERS: &str = "1=127.0.0.1:47191,2=127.0.0.1:47192,3=127.0.0.1:47193";
+
+/// A port free at the time, for a member's peer listener.
+fn free_port() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    format!("127.0.0.1:{port}")
+}
+
+// G11 and G14 across the move to openraft 0.10: the data directories of a three-member
+// ensemble written by the last openraft 0.9 release open on this one, elect a leader, and
+// serve the tree they held (snapshot and log after it) on every member; writes go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_golden_ensemble_of_the_openraft_0_9_release_opens_and_serves_on_this_one() {
+    let tmp = TempDir::new("upgrade-ensemble");
+    let peers: Vec<String> = (0..3).map(|_| free_port()).collect();
+    let routes: Vec<String> = peers.iter().enumerate().map(|(i, addr)| format!("{}={addr}", i + 1)).collect();
+    let routes = routes.join(",");
+    let members: Vec<ServerProcess> = (1..=3)
+        .map(|id| {
+            let data = tmp.path().join(id.to_string());
+            copy_tree(&golden_ensemble().join(id.to_string()), &data);
+            let data = data.to_string_lossy().into_owned();
+            let id = id.to_string();
+            let peer = &peers[id.parse::<usize>().expect("id") - 1];
+            let flags = [
+                "--id",
+                &id,
+                "--ensemble",
+                GOLDEN_MEMBERS,
+                "--ensemble-name",
+                "golden",
+                "--peer-listen",
+                peer,
+                "--peer-route",
+                &routes,
+                "--data-dir",
+                &data,
+                "--listen",
+                "127.0.0.1:0",
+                "--zk-listen",
+                "off",
+                "--admin-listen",
+                "off",
+                "--segment-mb",
+                "1",
+            ];
+            ServerProcess::builder().bare().flags(&flags).start()
+        })
+        .collect();
+    let addrs: Vec<String> = members.iter().map(ServerProcess::addr_str).collect();
+    bounded(async {
+        let client =
+            ward_testkit::wait_for("a member of the upgraded ensemble takes a session", ward_testkit::DEADLINE, || {
+                let addrs = addrs.join(",");
+                async move { Client::connect(&addrs).await.ok() }
+            })
+            .await;
+        client.create("/upgraded", b"on openraft 0.10", CreateMode::Persistent).await.expect("a write");
+        for addr in &addrs {
+            let member = connect(addr).await;
+            member.sync("/").await.expect("sync");
+            let mut top = member.get_children("/").await.expect("ls /");
+            top.sort();
+            let bulk: Vec<String> = (1..=20).map(|i| format!("bulk-{i}")).collect();
+            let mut want: Vec<String> = ["after", "app", "upgraded", "users"].map(String::from).to_vec();
+            want.extend(bulk);
+            want.sort();
+            assert_eq!(top, want, "the tree at {addr}");
+            assert_eq!(data_of(&member, "/app").await, ("golden ensemble app".into(), 0));
+            assert_eq!(data_of(&member, "/app/config").await, (r#"{"replicas":5}"#.into(), 1));
+            assert_eq!(data_of(&member, "/users/alice").await, ("alice v2".into(), 1));
+            assert_eq!(data_of(&member, "/after").await, ("written after the snapshot".into(), 0));
+            assert_eq!(data_of(&member, "/bulk-20").await, ("20".into(), 0));
+            assert_eq!(member.get_children("/app/jobs").await.expect("ls").len(), 5);
+            member.close().await.expect("close");
+        }
+        let next = client.create("/app/jobs/job-", b"job 6", CreateMode::PersistentSequential).await.expect("create");
+        assert_eq!(next, "/app/jobs/job-0000000005", "the sequence counter came through");
+        client.close().await.expect("close");
+    })
+    .await;
+    drop(members);
+}

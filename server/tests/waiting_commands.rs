@@ -2,12 +2,13 @@
 //! queue behind another session) are held back for company, never reordered, and never held
 //! past their deadline (docs/storage.md, "Group commit").
 
+use std::sync::Arc;
 use std::time::Duration;
 use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
 use ward_server::command::{Command, CommandOp, Outcome};
 use ward_server::core::Core;
 use ward_server::log::{CommandLog, Pending};
-use ward_server::metrics::log::FSYNC;
+use ward_server::metrics::Metrics;
 use ward_server::raft::{self as durable, BatchLimits, RaftLog, RaftOptions};
 use ward_testkit::TempDir;
 
@@ -21,21 +22,17 @@ fn create(path: &str) -> CommandOp {
     CommandOp::Op(Op::Create { path: path.into(), data: vec![], mode: CreateMode::Persistent })
 }
 
-async fn open(dir: &TempDir, defer: Duration) -> (RaftLog, SessionId) {
+async fn open(dir: &TempDir, defer: Duration) -> (RaftLog, SessionId, Arc<Metrics>) {
     let options = RaftOptions { batch: BatchLimits { defer, ..BatchLimits::default() }, ..RaftOptions::default() };
     let (core, local) = Core::serving();
+    let metrics = local.metrics.clone();
     let log = durable::open(dir.path(), core, local, options).await.expect("open");
     let open = CommandOp::CreateSession { timeout_ms: 60_000, secret: SessionSecret([4; 16]), owner: None };
     let session = match log.submit(cmd(SessionId(0), 0, open)).await.expect("applied").outcome {
         Outcome::SessionCreated(id) => id,
         other => panic!("{other:?}"),
     };
-    (log, session)
-}
-
-/// Log syncs so far, process-wide: the one test of this file is the only writer.
-fn syncs() -> u64 {
-    FSYNC.count()
+    (log, session, metrics)
 }
 
 async fn applied(pending: Pending) -> u64 {
@@ -51,7 +48,8 @@ async fn applied(pending: Pending) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiting_command_rides_with_the_next_one_or_goes_at_its_deadline() {
     let dir = TempDir::new("waiting");
-    let (log, session) = open(&dir, Duration::from_secs(600)).await;
+    let (log, session, metrics) = open(&dir, Duration::from_secs(600)).await;
+    let syncs = || metrics.log_fsyncs();
     let before = syncs();
     let mut waiting = log.submit_waiting(cmd(session, 1, create("/waiting")));
     // Held: not answered while nothing else is submitted (it would be, at once, if it went
@@ -66,7 +64,8 @@ async fn a_waiting_command_rides_with_the_next_one_or_goes_at_its_deadline() {
     log.shutdown().await;
 
     let dir = TempDir::new("waiting-alone");
-    let (log, session) = open(&dir, Duration::from_millis(20)).await;
+    let (log, session, metrics) = open(&dir, Duration::from_millis(20)).await;
+    let syncs = || metrics.log_fsyncs();
     let before = syncs();
     applied(log.submit_waiting(cmd(session, 1, create("/alone")))).await;
     assert_eq!(syncs(), before + 1, "it went alone, in a sync of its own");

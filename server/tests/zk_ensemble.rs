@@ -1,13 +1,15 @@
 //! ZooKeeper clients of an ensemble: a kazoo session, its ephemeral node and its kazoo Lock
-//! through a kill -9 of the member serving it, the leader.
+//! through a kill -9 of the member serving it, the leader; what the four-letter words say of
+//! each member.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use ward_client::SessionId;
+use ward_testkit::zk::raw::four_letters;
 use ward_testkit::zk::{Kazoo, SCRIPT_LIMIT};
-use ward_testkit::{bounded, connect, serial, within, Ensemble, DEADLINE};
+use ward_testkit::{bounded, connect, serial, wait_for, within, Ensemble, ServerProcess, DEADLINE};
 
 /// The kazoo scripts.
 const SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/zk");
@@ -155,6 +157,135 @@ async fn zookeeper_clients_write_and_read_through_every_member() {
         .expect("kazoo script");
         let want = "member 1 reads 1 2 3\nmember 2 reads 1 2 3\nmember 3 reads 1 2 3\ndone\n";
         assert_eq!(out, want, "ensemble_members.py output");
+    })
+    .await
+}
+
+// G15 for ZooKeeper clients: kazoo's own test_with_bad_sessionid against a three-member
+// ensemble. A session id the ensemble never had is answered "expired" (a zero timeout) by
+// whichever member kazoo reaches, once that member has caught up with the leader, so kazoo
+// starts a new session and connects instead of trying members forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoo_with_a_session_id_the_ensemble_never_had_gets_a_new_session() {
+    let Some(kazoo) = Kazoo::find() else { return };
+    bounded(async {
+        let ensemble = Ensemble::start(3, &[]).await;
+        ensemble.leader(&[]).await;
+        let hosts: Vec<String> = ensemble.ids().into_iter().map(|id| ensemble.zk_addr(id)).collect();
+        let out = tokio::task::spawn_blocking(move || kazoo.run(SCRIPTS, "bad_sessionid.py", &[&hosts.join(",")]))
+            .await
+            .expect("kazoo script");
+        assert_eq!(out, "connected: True\nnew session: True\nwrites: True\n", "bad_sessionid.py output");
+    })
+    .await
+}
+
+/// Each member's `Mode:` in `srvr` and `stat` and `zk_server_state` in `mntr`, once all
+/// three agree with each other; `None` while they do not (say during an election).
+async fn modes(ensemble: &Ensemble, among: &[u64]) -> Option<Vec<(u64, String)>> {
+    let mut modes = Vec::new();
+    for &id in among {
+        let zk = ensemble.zk_addr(id);
+        let srvr = four_letters(&zk, b"srvr").await;
+        let stat = four_letters(&zk, b"stat").await;
+        let mntr = four_letters(&zk, b"mntr").await;
+        let mode = |text: &str| text.lines().find_map(|l| l.strip_prefix("Mode: ")).map(str::to_owned);
+        let state = mntr.lines().find_map(|l| l.strip_prefix("zk_server_state\t")).map(str::to_owned);
+        let mode = mode(&srvr).filter(|m| Some(m) == mode(&stat).as_ref() && Some(m) == state.as_ref())?;
+        modes.push((id, mode));
+    }
+    Some(modes)
+}
+
+/// The member that says `leader` when exactly one of `among` does and every other says
+/// `follower`, in all three words.
+async fn one_leader(ensemble: &Ensemble, among: &[u64]) -> Option<u64> {
+    let modes = modes(ensemble, among).await?;
+    let leaders: Vec<u64> = modes.iter().filter(|(_, m)| m == "leader").map(|(id, _)| *id).collect();
+    let followers = modes.iter().filter(|(_, m)| m == "follower").count();
+    (leaders.len() == 1 && followers == among.len() - 1).then(|| leaders[0])
+}
+
+/// A numeric `mntr` row of member `id`.
+async fn mntr_row(ensemble: &Ensemble, id: u64, key: &str) -> Option<u64> {
+    let mntr = four_letters(&ensemble.zk_addr(id), b"mntr").await;
+    mntr.lines().find_map(|line| line.strip_prefix(key)?.strip_prefix('\t')?.trim().parse().ok())
+}
+
+// docs/zookeeper-compat.md, "Four-letter words": on an ensemble, `srvr`, `stat` and `mntr`
+// say `leader` on the leader and `follower` on the others, as ZooKeeper's do (Curator's and
+// kazoo's tools read `Mode:`), and the leader's `mntr` counts the followers it hears from.
+// After a kill -9 of the leader, one survivor says `leader`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn srvr_stat_and_mntr_say_leader_and_follower_and_a_new_leader_after_a_kill() {
+    bounded(async {
+        let mut ensemble = Ensemble::start(3, &[]).await;
+        let ids = ensemble.ids();
+        let leader =
+            wait_for("one member says leader, the others follower", DEADLINE, || one_leader(&ensemble, &ids)).await;
+        let synced = || async { (mntr_row(&ensemble, leader, "zk_synced_followers").await == Some(2)).then_some(()) };
+        wait_for("the leader's mntr counts two synced followers", DEADLINE, synced).await;
+        assert_eq!(mntr_row(&ensemble, leader, "zk_followers").await, Some(2));
+        let follower = ids.iter().copied().find(|&id| id != leader).expect("a follower");
+        assert_eq!(mntr_row(&ensemble, follower, "zk_synced_followers").await, None, "only a leader's mntr has it");
+
+        ensemble.member(leader).kill9_now();
+        let rest: Vec<u64> = ids.iter().copied().filter(|&id| id != leader).collect();
+        let next = wait_for("a survivor says leader", DEADLINE, || one_leader(&ensemble, &rest)).await;
+        assert_ne!(next, leader);
+        // The killed member was never heard from by the new leader.
+        let one = || async { (mntr_row(&ensemble, next, "zk_synced_followers").await == Some(1)).then_some(()) };
+        wait_for("the new leader's mntr counts one synced follower", DEADLINE, one).await;
+    })
+    .await
+}
+
+// docs/zookeeper-compat.md, "Four-letter words": a single server with a durable log is a
+// Raft group of one that leads, and still says `standalone`, as a standalone ZooKeeper does,
+// without the leader's follower counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_server_says_standalone() {
+    bounded(async {
+        let ward = ServerProcess::builder().zookeeper().start();
+        let zk = ward.zk_addr_str();
+        for word in [&b"srvr"[..], b"stat"] {
+            let answer = four_letters(&zk, word).await;
+            assert!(answer.contains("\nMode: standalone\n"), "{answer}");
+        }
+        let mntr = four_letters(&zk, b"mntr").await;
+        assert!(mntr.contains("zk_server_state\tstandalone\n") && !mntr.contains("zk_synced_followers"), "{mntr}");
+    })
+    .await
+}
+
+// docs/zookeeper-compat.md, "Four-letter words": `zk_approximate_data_size` is ZooKeeper's
+// DataTree.approximateDataSize, each node's path length plus data length, on every member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mntr_approximate_data_size_grows_and_shrinks_with_a_node() {
+    bounded(async {
+        let ensemble = Ensemble::start(3, &[]).await;
+        let leader = ensemble.leader(&[]).await;
+        let follower = ensemble.ids().into_iter().find(|&id| id != leader).expect("a follower");
+        // Connected to the follower: it answers a write once it has applied it itself.
+        let client = connect(&ensemble.addr(follower)).await;
+        let members = &ensemble;
+        let size = move |id| async move { mntr_row(members, id, "zk_approximate_data_size").await.expect("the row") };
+        let before = size(follower).await;
+        let (path, data) = ("/approximate-size", vec![7u8; 100]);
+        client.create(path, &data, ward_client::CreateMode::Persistent).await.expect("create");
+        let grown = before + (path.len() + data.len()) as u64;
+        assert_eq!(size(follower).await, grown, "after the create");
+        let everywhere = || async {
+            let mut sizes = Vec::new();
+            for id in ensemble.ids() {
+                sizes.push(size(id).await);
+            }
+            sizes.iter().all(|&s| s == grown).then_some(())
+        };
+        wait_for("every member counts the node", DEADLINE, everywhere).await;
+        client.delete(path, None).await.expect("delete");
+        assert_eq!(size(follower).await, before, "after the delete");
+        client.close().await.expect("close");
     })
     .await
 }

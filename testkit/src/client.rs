@@ -35,6 +35,22 @@ pub async fn connect_as(addrs: &str, auth: &[(&str, &str)]) -> Client {
     within("connect", DEADLINE, builder.connect()).await.unwrap_or_else(|e| panic!("connect to {addrs}: {e:?}"))
 }
 
+/// A session on the member at `addr` that has synced with the leader, if the member serves
+/// one now (a member cut off from the others turns its clients away). Short bounds: for
+/// polling under [`wait_until`](crate::wait_until).
+pub async fn synced(addr: &str) -> Option<Client> {
+    let connecting = Client::builder(addr).connect_timeout(Duration::from_secs(2)).connect();
+    let client = tokio::time::timeout(Duration::from_secs(5), connecting).await.ok()?.ok()?;
+    tokio::time::timeout(Duration::from_secs(5), client.sync("/")).await.ok()?.ok()?;
+    Some(client)
+}
+
+/// Whether the member at `addr`, synced with the leader, has the node `path` now.
+pub async fn member_has(addr: &str, path: &str) -> bool {
+    let Some(client) = synced(addr).await else { return false };
+    matches!(client.exists(path).await, Ok(Some(_)))
+}
+
 /// Waits until the client's session state is `want`, remembering every state seen on the
 /// way for the panic message.
 pub async fn wait_state(client: &Client, want: SessionState, limit: Duration) {

@@ -115,6 +115,16 @@ impl Ensemble {
         self.members.get_mut(&id).unwrap_or_else(|| panic!("no member {id}"))
     }
 
+    /// Waits (bounded by [`DEADLINE`]) until every member, synced with the leader, has the
+    /// node `path`: a write has reached them all.
+    pub async fn wait_all_have(&self, path: &str) {
+        for id in self.ids() {
+            let addr = self.addr(id);
+            let has = || crate::client::member_has(&addr, path);
+            crate::wait::wait_until(&format!("member {id} has {path}"), DEADLINE, has).await;
+        }
+    }
+
     /// The tail of member `id`'s stderr ([`ServerProcess::log_tail`]).
     pub fn log_tail(&self, id: u64) -> String {
         self.members[&id].log_tail()
@@ -176,6 +186,17 @@ impl Ensemble {
         for ((from, to), proxy) in &self.links {
             if *from == id || *to == id {
                 proxy.partition();
+            }
+        }
+    }
+
+    /// Cuts `id` off loudly: every peer connection to and from it is closed, and new ones are
+    /// closed as soon as they are accepted (to the others, its port serves nothing, as if it
+    /// were gone), while its clients still reach it. Until [`Ensemble::heal`].
+    pub fn cut_off(&self, id: u64) {
+        for ((from, to), proxy) in &self.links {
+            if *from == id || *to == id {
+                proxy.isolate();
             }
         }
     }

@@ -17,7 +17,8 @@
 //!   so a test can partition any member or any one direction.
 //! - [`error`]: [`HarnessError`], what the fallible forms return.
 //! - [`http`]: a plain HTTP GET for the admin listener.
-//! - [`locate`]: where the test's build lives, and the `ward-server` binary in it.
+//! - [`locate`]: where the test's build lives, and the `ward-server` binary (and the
+//!   client's examples) in it.
 //! - [`port`]: ports a server keeps over its restarts, outside the kernel's ephemeral range.
 //! - [`proxy`]: [`Proxy`], a TCP proxy between clients and a server that cuts, blocks,
 //!   mutes and partitions its links.
@@ -54,7 +55,7 @@ pub mod tree;
 pub mod wait;
 pub mod zk;
 
-pub use client::{connect, connect_as, connect_with, wait_state};
+pub use client::{connect, connect_as, connect_with, member_has, synced, wait_state};
 pub use ensemble::{Ensemble, EnsembleOptions};
 pub use error::HarnessError;
 pub use proxy::Proxy;

@@ -1,6 +1,7 @@
 //! Where the running test's build lives (`<target>/<profile>/deps/<test exe>`), and the
-//! `ward-server` and `ward-contender` binaries in it; and, for a program run outside
-//! `cargo test`, the `ward-server` installed beside it ([`server_binary_beside`]).
+//! `ward-server` and `ward-contender` binaries and the client's examples in it; and, for a
+//! program run outside `cargo test`, the `ward-server` installed beside it
+//! ([`server_binary_beside`]).
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -63,17 +64,28 @@ pub fn contender_binary() -> &'static PathBuf {
 fn built_binary(package: &str, bin: &str) -> PathBuf {
     let profile_dir = profile_dir();
     let path = profile_dir.join(format!("{bin}{}", std::env::consts::EXE_SUFFIX));
-    build(&profile_dir, package, bin, &path);
+    build(&profile_dir, package, ("--bin", bin), &path);
     path
 }
 
-/// Runs `cargo build` of `bin` even when it exists: `cargo test` of one package does not
-/// build other packages' binaries, and a stale one would test old code. When cargo is up to
-/// date this takes a fraction of a second.
-fn build(profile_dir: &Path, package: &str, bin: &str, path: &Path) {
+/// The example `example` of `package` (e.g. `ward-client`'s `client/examples/lock.rs`), in
+/// [`profile_dir`]`/examples`, after a `cargo build` of it there: the tests that run the
+/// examples against a real server, so that what the README points to keeps working.
+pub fn example_binary(package: &str, example: &str) -> PathBuf {
+    let profile_dir = profile_dir();
+    let path = profile_dir.join("examples").join(format!("{example}{}", std::env::consts::EXE_SUFFIX));
+    build(&profile_dir, package, ("--example", example), &path);
+    path
+}
+
+/// Runs `cargo build` of `target` (`("--bin", name)` or `("--example", name)`) even when it
+/// exists: `cargo test` of one package does not build other packages' binaries, and a stale
+/// one would test old code. When cargo is up to date this takes a fraction of a second.
+fn build(profile_dir: &Path, package: &str, target: (&str, &str), path: &Path) {
     let profile = profile();
+    let (kind, name) = target;
     let mut cmd = Command::new(cargo());
-    cmd.args(["build", "-q", "-p", package, "--bin", bin])
+    cmd.args(["build", "-q", "-p", package, kind, name])
         .arg("--profile")
         .arg(&profile)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -102,7 +114,7 @@ fn build(profile_dir: &Path, package: &str, bin: &str, path: &Path) {
         }
         child.wait().map(|status| (status, err))
     });
-    let what = format!("`cargo build -p {package} --bin {bin} --profile {profile}` into {}", profile_dir.display());
+    let what = format!("`cargo build -p {package} {kind} {name} --profile {profile}` into {}", profile_dir.display());
     match outcome {
         Ok((status, _)) if status.success() => {}
         Ok((status, err)) if !path.exists() => panic!("{what} failed ({status}):\n{err}"),

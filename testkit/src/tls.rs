@@ -103,6 +103,20 @@ pub fn self_signed(dir: &Path, name: &str) -> CertFiles {
     save(dir, name, &cert, &key)
 }
 
+/// What `openssl req -x509 -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -addext
+/// "subjectAltName=IP:127.0.0.1"` makes, the certificate most guides show for a server: self
+/// signed, for 127.0.0.1, and a CA certificate (basicConstraints CA:TRUE), which a server
+/// cannot use as its own (rustls: `CaUsedAsEndEntity`).
+pub fn self_signed_ca_for_127_0_0_1(dir: &Path, name: &str) -> CertFiles {
+    let key = KeyPair::generate().unwrap_or_else(|e| panic!("{name}: key: {e}"));
+    let mut params =
+        CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap_or_else(|e| panic!("{name}: params: {e}"));
+    params.distinguished_name = dn(&[(DnType::CommonName, "127.0.0.1")]);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let cert = params.self_signed(&key).unwrap_or_else(|e| panic!("{name}: self-sign: {e}"));
+    save(dir, name, &cert, &key)
+}
+
 fn leaf(
     name: &str,
     sans: Vec<String>,

@@ -1,9 +1,12 @@
 //! Integration tests of Ward: real `ward-server` processes driven through the public
 //! client API, the `ward` CLI and raw sockets. Each test names the guarantee of
-//! docs/guarantees.md (G1..G25) it checks: the lock, election and recipe tests (t90..t98)
+//! docs/guarantees.md (G1..G28) it checks: the lock, election and recipe tests (t90..t98)
 //! G12 and docs/recipes.md, the cleanup of containers and TTL nodes (t99) G20, the ensemble
 //! tests (t100..t105) G13..G19, t106 runs `ward check`, persistent watches (t51) G23 and
-//! lock-delay (t107) G25, members that come back behind the others (t108) G6, G16, G17.
+//! lock-delay (t107) G25, members that come back behind the others (t108) G6, G16, G17,
+//! planned leadership changes (t109) G26, a member cut off and back (t110) G27,
+//! a dead leader replaced at once (t111) G28, TLS with
+//! the CLI and certificates `ward tls` makes (t82, t83) G22.
 //!
 //! One test binary, so the server is built and started from one place (`harness`, over
 //! `ward-testkit`).
@@ -19,7 +22,10 @@ mod t105_session_moves;
 mod t106_ward_check;
 mod t107_lock_delay;
 mod t108_catch_up;
+mod t109_leader_transfer;
 mod t10_crud;
+mod t110_pre_vote;
+mod t111_dead_leader;
 mod t20_sequential;
 mod t30_multi;
 mod t40_sessions;
@@ -31,6 +37,9 @@ mod t80_cli;
 mod t81_cli_ops;
 mod t82_cli_acl;
 mod t82_cli_tls;
+mod t83_tls_certs;
+mod t90_blocking;
+mod t90_examples;
 mod t90_locks;
 mod t91_lock_faults;
 mod t92_election;

@@ -4,11 +4,9 @@
 
 use crate::harness::*;
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use tokio::task::JoinHandle;
-use ward_client::{Client, CreateMode, Error, Fence, LockGuard, SessionState};
+use ward_client::{Client, CreateMode, Error, Fence, SessionState};
 use ward_testkit::{serial, wait_state, Ensemble};
 
 const KILLS: usize = 10;
@@ -95,37 +93,6 @@ fn check_accepted_in_token_order(accepted: &[(u64, u64)]) {
             "the write of token {later} (zxid {then}) was accepted after token {earlier}'s ({at})"
         );
     }
-}
-
-/// Connects through `addrs` only, with a short bound, for polling whether they serve.
-async fn try_connect(addrs: &str, session_timeout: Duration) -> Option<Client> {
-    Client::builder(addrs).connect_timeout(Duration::from_secs(2)).session_timeout(session_timeout).connect().await.ok()
-}
-
-/// A client of `addrs` once one of them takes clients: a member takes none until a leader
-/// has acknowledged it, which can take longer than one connect's timeout.
-async fn connect_serving(addrs: &str, session_timeout: Duration) -> Client {
-    wait_for(&format!("one of {addrs} takes clients"), DEADLINE, || try_connect(addrs, session_timeout)).await
-}
-
-/// Runs `op` until it gives an answer other than "connection lost" or "unavailable" (for
-/// at most [`DEADLINE`]): after a kill or a heal the ensemble may still be electing. Only
-/// for operations that may safely be repeated.
-async fn answered<T, F, Fut>(what: &str, mut op: F) -> Result<T, Error>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, Error>>,
-{
-    wait_for(what, DEADLINE, || {
-        let attempt = op();
-        async move {
-            match attempt.await {
-                Err(Error::ConnectionLoss | Error::Unavailable) => None,
-                outcome => Some(outcome),
-            }
-        }
-    })
-    .await
 }
 
 /// Waits until member `id` takes clients again and has caught up with a sync.
@@ -288,21 +255,6 @@ async fn check_resource_holds_the_last_write(admin: &Client, accepted: &[(u64, u
     if stat.mzxid == zxid {
         assert_eq!(data, token.to_string().as_bytes());
     }
-}
-
-/// Queues `waiter` for the lock on `dir` behind its one holder; the task ends with when the
-/// waiter was granted the lock, and its guard.
-async fn queue_waiter(waiter: &Client, dir: &'static str) -> JoinHandle<(Instant, LockGuard)> {
-    let granted = {
-        let waiter = waiter.clone();
-        tokio::spawn(async move {
-            let guard = waiter.lock(dir).await.expect("waiter lock");
-            (Instant::now(), guard)
-        })
-    };
-    wait_until("the waiter is queued", DEADLINE, || async { waiter.get_children(dir).await.expect("ls").len() == 2 })
-        .await;
-    granted
 }
 
 // G16: a holder connected only to a follower that is then partitioned from the rest of the

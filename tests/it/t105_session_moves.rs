@@ -3,7 +3,9 @@
 
 use crate::harness::*;
 use std::net::SocketAddr;
-use ward_proto::{ClientMessage, CreateMode, ErrorCode, Hello, Request, Response, ServerMessage};
+use ward_proto::{
+    ClientMessage, CreateMode, ErrorCode, Hello, Request, Response, ServerMessage, SessionId, SessionSecret,
+};
 use ward_testkit::{wait_for, Ensemble, DEADLINE};
 
 /// How many times the move is tried: a member gives its clients up after 5 s without
@@ -107,6 +109,43 @@ async fn a_member_behind_a_sessions_creation_answers_try_another_never_expired()
         })
         .await;
         assert!(matches!(taken, Some(ServerMessage::Welcome(ref w)) if w.resumed), "{taken:?}");
+    })
+    .await;
+}
+
+// G15: a session id this ensemble never had (made up, or from a wiped or restored ensemble)
+// is answered "expired" by every member, followers included, once it has caught up with the
+// leader: the client then starts a new session instead of trying members forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ensemble_answers_a_session_it_never_had_expired() {
+    bounded(async {
+        let ensemble = Ensemble::start(3, &[]).await;
+        let addr = |id| ensemble.addr(id).parse::<SocketAddr>().expect("member address");
+        for id in ensemble.ids() {
+            wait_for("the member to welcome a session", DEADLINE, || welcomes(addr(id))).await;
+        }
+        // Far ahead of every member's state, as kazoo's own test_with_bad_sessionid uses.
+        let unknown = (SessionId(0x13_498b_ea18), SessionSecret([7; 16]));
+        for id in ensemble.ids() {
+            // "Try another" is allowed while a loaded member is slow to catch up; anything
+            // else must be the expiry.
+            let answer = wait_for("an answer other than try another", DEADLINE, || async move {
+                let mut conn = frame(raw_connect(addr(id)).await);
+                send(&mut conn, ClientMessage::Hello(Hello::new(Some(unknown), 10_000, 0))).await;
+                match recv(&mut conn).await {
+                    Some(ServerMessage::Refused { code: ErrorCode::Unavailable, reason }) => {
+                        eprintln!("member {id}: {reason}; asking again");
+                        None
+                    }
+                    other => Some(other),
+                }
+            })
+            .await;
+            assert!(
+                matches!(answer, Some(ServerMessage::Refused { code: ErrorCode::SessionExpired, .. })),
+                "member {id} must call a session it never had expired: {answer:?}"
+            );
+        }
     })
     .await;
 }

@@ -95,6 +95,50 @@ async fn cli_usage_errors_and_server_from_env() {
     .await
 }
 
+// G1: a create under a missing parent is `no node` and creates nothing; the CLI names the
+// missing parent, and any missing ancestor above it, and how to make them
+// (docs/operations.md, "The ward CLI").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_create_under_a_missing_parent_names_it() {
+    bounded(async {
+        let server = ServerProcess::start();
+        let addr = server.addr_str();
+        let deep = run_cli(&addr, &["create", "/a/b/c"]).await;
+        assert_eq!(deep.code(), Some(1), "{deep:?}");
+        assert_eq!(
+            deep.stderr.trim_end(),
+            "ward: create /a/b/c: no node: the parent /a/b does not exist, nor does /a; create them first: \
+             `ward create /a`, then `ward create /a/b`",
+        );
+        run_cli(&addr, &["create", "/a"]).await.success();
+        let under_a = run_cli(&addr, &["create", "-s", "/a/b/n-"]).await;
+        assert_eq!(
+            under_a.stderr.trim_end(),
+            "ward: create /a/b/n-: no node: the parent /a/b does not exist; create it first: `ward create /a/b`",
+        );
+        let c = connect(&addr).await;
+        assert_eq!(c.get_children("/a").await.expect("ls /a"), Vec::<String>::new());
+    })
+    .await
+}
+
+// G8: `ward check` with neither target is a usage error (exit 2) whose usage shows both
+// forms, the local ensemble and the running servers (docs/operations.md, "Checking an
+// ensemble with `ward check`").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_check_without_a_target_shows_both_forms() {
+    bounded(async {
+        let out = run_cli("127.0.0.1:1", &["check"]).await;
+        assert_eq!(out.code(), Some(2), "{out:?}");
+        for form in ["ward check --ensemble N", "ward check --servers ADDR", "--admin ADDR"] {
+            assert!(out.stderr.contains(form), "{form:?} missing: {out:?}");
+        }
+        let help = run_cli("127.0.0.1:1", &["check", "--help"]).await.success();
+        assert!(help.stdout.contains("ward check --servers ADDR --admin ADDR"), "{help:?}");
+    })
+    .await
+}
+
 // G7: a server that is not there is an error (exit 1), not a hang.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_unreachable_server_fails() {

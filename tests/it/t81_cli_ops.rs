@@ -111,14 +111,6 @@ async fn event(watch: &mut ClientProcess) -> (String, Option<u64>) {
     (format!("{kind} {path}"), line["zxid"].as_u64())
 }
 
-/// Waits until `ward watch`'s stderr file says the watch is armed.
-async fn armed(stderr: &std::path::Path) {
-    wait_until("ward watch is armed", DEADLINE, || async {
-        std::fs::read_to_string(stderr).is_ok_and(|text| text.contains("watching"))
-    })
-    .await;
-}
-
 /// `ward watch /x` prints a set on /x, the creation and deletion of a child and the delete
 /// of /x, one line each, with their zxids (G6: each re-armed watch misses nothing); with
 /// `--recursive --output json` a grandchild's changes too, as JSON lines. SIGTERM ends it
@@ -136,8 +128,9 @@ async fn cli_watch_streams_set_child_create_and_delete() {
         let stderr_json = record.path().with_file_name("watch-json-stderr.txt");
         let args = ["watch", "/x", "--recursive", "--output", "json"];
         let mut recursive = ClientProcess::spawn_logged(&addr, &args, &stderr_json);
-        armed(&stderr).await;
-        armed(&stderr_json).await;
+        // ward watch says so once the watch is armed.
+        stderr_says(&stderr, "watching").await;
+        stderr_says(&stderr_json, "watching").await;
 
         // One change at a time, each seen by both watchers before the next: quick changes
         // of one node may be reported as one event.
@@ -223,8 +216,31 @@ fn is_utc_time(text: &str) -> bool {
         && text.chars().zip(shape.chars()).all(|(c, s)| if s == 'd' { c.is_ascii_digit() } else { c == s })
 }
 
+/// G1: `ward stat` prints ctime and mtime as UTC dates, as zkCli prints dates
+/// (docs/operations.md, "The ward CLI"); `--output json` keeps them in milliseconds since
+/// the epoch, the same instants.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_stat_prints_times_as_utc_dates() {
+    bounded(async {
+        let server = ServerProcess::start();
+        let addr = server.addr_str();
+        run_cli(&addr, &["create", "/dated", "v1"]).await.success();
+        run_cli(&addr, &["set", "/dated", "v2"]).await.success();
+        let text = run_cli(&addr, &["stat", "/dated"]).await.success().stdout;
+        let stat = json(&run_cli(&addr, &["stat", "/dated", "--output", "json"]).await.success().stdout);
+        for field in ["ctime", "mtime"] {
+            let date = text.lines().find_map(|l| l.strip_prefix(&format!("{field} = "))).unwrap_or("");
+            assert!(is_utc_time(date), "{field}: {text}");
+            let ms = stat["stat"][field].as_i64().unwrap_or_else(|| panic!("{field} in ms: {stat}"));
+            // The seconds and milliseconds of the date are those of the number.
+            assert_eq!(date[17..23], format!("{:02}.{:03}", ms / 1000 % 60, ms % 1000), "{field}: {text} {stat}");
+        }
+    })
+    .await
+}
+
 /// `ward holders` marks every holder of a shared lock and the writer waiting behind them,
-/// with the time each joined in UTC (docs/recipes.md, "Lock context").
+/// with the time each joined the queue (`queued=`) in UTC (docs/recipes.md, "Lock context").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_holders_marks_holders_and_waiters_with_utc_times() {
     bounded(async {
@@ -243,14 +259,19 @@ async fn cli_holders_marks_holders_and_waiters_with_utc_times() {
         let roles: Vec<&str> = out.lines().map(|l| l.split(' ').next().unwrap_or("")).collect();
         assert_eq!(roles, ["holder", "holder", "waiter"], "{out}");
         for line in out.lines() {
-            let since = line.split(' ').find_map(|w| w.strip_prefix("since=")).unwrap_or("");
-            assert!(is_utc_time(since), "{line}");
+            let queued = line.split(' ').find_map(|w| w.strip_prefix("queued=")).unwrap_or("");
+            assert!(is_utc_time(queued), "{line}");
         }
         let listed = json(&run_cli(&addr, &["holders", "/rw", "--output", "json"]).await.success().stdout);
         let contenders = listed["contenders"].as_array().expect("contenders");
         assert_eq!(contenders.len(), 3, "{listed}");
         assert_eq!(contenders[2]["role"], "waiter");
-        assert!(is_utc_time(contenders[0]["since"].as_str().expect("since")), "{listed}");
+        assert!(is_utc_time(contenders[0]["queued"].as_str().expect("queued")), "{listed}");
+        // `since`, its name before, is kept for scripts: the same instant.
+        assert_eq!(contenders[0]["since_ms"], contenders[0]["queued_ms"], "{listed}");
+        // The help says what the time is: when the contender queued, not when it was granted.
+        let help = run_cli(&addr, &["holders", "--help"]).await.success().stdout;
+        assert!(help.contains("queued=TIME") && help.contains("not when it began to hold"), "{help}");
         reader_one.unlock().await.expect("unlock");
         reader_two.unlock().await.expect("unlock");
         within("the writer holds", DEADLINE, waiting).await.expect("task").expect("lock");

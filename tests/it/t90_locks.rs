@@ -1,13 +1,12 @@
 //! Locks (G12): mutual exclusion across processes, herd-free handoff, ZooKeeper-recipe
-//! waiters in the same queue, blocking guards.
+//! waiters in the same queue. The blocking client's guards are in `t90_blocking`.
 
 use crate::harness::*;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
-use ward_client::{blocking, Client, CreateMode, SessionState};
+use ward_client::{Client, CreateMode};
 
 /// 20 contenders × 101 acquisitions = 2,020 holders, 2,019 handoffs.
 const PROCESS_TASKS: [usize; 3] = [7, 7, 6];
@@ -195,87 +194,4 @@ async fn zookeeper_recipe_waiters_and_ward_locks_share_one_queue() {
         assert_eq!(w1.get_children("/mix").await.expect("ls"), Vec::<String>::new());
     })
     .await
-}
-
-/// A blocking client with a session timeout far longer than the `try_lock` waits below, so
-/// that only a release (never an expiry) can free the lock in time.
-fn blocking_client(addr: &str) -> blocking::Client {
-    blocking::Client::builder(addr)
-        .session_timeout(Duration::from_secs(30))
-        .connect_timeout(Duration::from_secs(20))
-        .connect()
-        .expect("blocking connect")
-}
-
-const SHORT_WAIT: Duration = Duration::from_secs(3);
-
-// G12: blocking guards release on drop and while a panic unwinds.
-#[test]
-fn blocking_guards_release_on_drop_and_on_panic() {
-    // Plain threads (the blocking client cannot run inside a runtime), bounded like the rest.
-    let (done, finished) = std::sync::mpsc::channel();
-    let body = std::thread::spawn(move || {
-        blocking_guards();
-        let _ = done.send(());
-    });
-    match finished.recv_timeout(Duration::from_secs(180)) {
-        Ok(()) => body.join().expect("test thread"),
-        // The body panicked: re-raise its panic here.
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-            std::panic::resume_unwind(body.join().expect_err("the test thread panicked"))
-        }
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("the test did not finish within 180 s"),
-    }
-}
-
-fn blocking_guards() {
-    let server = ServerProcess::start();
-    let addr = server.addr_str();
-    let (a, b) = (blocking_client(&addr), blocking_client(&addr));
-
-    let dropped = {
-        let a = a.clone();
-        std::thread::spawn(move || {
-            let guard = a.try_lock("/blk", DEADLINE).expect("lock").expect("free lock");
-            let token = guard.fencing_token();
-            drop(guard);
-            token
-        })
-    };
-    let dropped = dropped.join().expect("thread");
-    let guard = b.try_lock("/blk", SHORT_WAIT).expect("try_lock").expect("released by drop");
-    assert!(guard.fencing_token() > dropped);
-    drop(guard);
-
-    let held = Arc::new(AtomicU64::new(0));
-    let panicked = {
-        let (a, held) = (a.clone(), Arc::clone(&held));
-        std::thread::spawn(move || {
-            let guard = a.try_lock("/blk", DEADLINE).expect("lock").expect("free lock");
-            held.store(guard.fencing_token(), Ordering::SeqCst);
-            panic!("intentional panic while holding {} (test of release on unwind)", guard.path());
-        })
-    };
-    assert!(panicked.join().is_err(), "the thread panicked");
-    assert!(held.load(Ordering::SeqCst) > 0);
-    // Released before the unwinding thread finished, not later by anything else.
-    assert_eq!(b.get_children("/blk").expect("ls"), Vec::<String>::new());
-    let guard = b.try_lock("/blk", SHORT_WAIT).expect("try_lock").expect("released during unwinding");
-    assert!(guard.fencing_token() > held.load(Ordering::SeqCst));
-    guard.unlock().expect("unlock");
-    assert_eq!(a.state(), SessionState::Connected, "the panicking thread's session lives on");
-
-    let resigned = {
-        let a = a.clone();
-        std::thread::spawn(move || {
-            let _leadership = a.election("/blk-elect").campaign(b"a").expect("campaign");
-            panic!("intentional panic while leading (test of resign on unwind)");
-        })
-    };
-    assert!(resigned.join().is_err(), "the thread panicked");
-    assert_eq!(b.election("/blk-elect").leader().expect("leader"), None);
-    let leadership = b.election("/blk-elect").campaign(b"b").expect("campaign");
-    assert_eq!(b.election("/blk-elect").leader().expect("leader").map(|l| l.data), Some(b"b".to_vec()));
-    drop(leadership);
-    assert_eq!(a.get_children("/blk-elect").expect("ls"), Vec::<String>::new());
 }

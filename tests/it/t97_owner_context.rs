@@ -127,7 +127,7 @@ async fn holders_list_follows_the_queue_with_each_contenders_context() {
         wait_until("contender 4 has left", DEADLINE, queued(3)).await;
         expected.check("contender 4's session ended", &holders().await, &[1, 3, 5], &second);
 
-        // `ward holders` prints the same list: holder or waiter, path, token, since, session,
+        // `ward holders` prints the same list: holder or waiter, path, token, queued, session,
         // then the context (escaped: the newline as \n).
         let queue = holders().await;
         let out = run_cli(&addr, &["holders", "/ctx"]).await.success();
@@ -135,7 +135,7 @@ async fn holders_list_follows_the_queue_with_each_contenders_context() {
         assert_eq!(lines.len(), queue.len(), "{out:?}");
         for (i, (line, c)) in lines.iter().zip(&queue).enumerate() {
             let role = if i == 0 { "holder" } else { "waiter" };
-            let head = format!("{role} {} token={} since=", c.path, c.token);
+            let head = format!("{role} {} token={} queued=", c.path, c.token);
             assert!(line.starts_with(&head), "{line:?} for {c:?}");
             let data = String::from_utf8_lossy(&c.data).replace('\n', "\\n");
             let tail = format!(" session={} data={data}", c.session.expect("ephemeral"));

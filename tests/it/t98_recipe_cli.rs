@@ -1,9 +1,10 @@
 //! The recipe forms of the CLI (G12; docs/recipes.md): `ward lock --shared`, `ward lock
 //! PATH PATH...` and `ward semaphore --permits N`, with shell commands recording their
-//! sections in an outside file.
+//! sections in an outside file; and what a queued `ward lock` says on stderr while it waits.
 
 use crate::harness::*;
 use std::collections::HashMap;
+use std::time::Duration;
 use ward_client::Client;
 
 /// Sections that must overlap wait, inside CMD, until the record shows `count` lines
@@ -183,6 +184,120 @@ async fn cli_semaphore_never_runs_more_than_n_commands() {
         assert_eq!(seen.most_at_once, 3, "three permits never in use together:\n{text}");
         let c = connect(&addr).await;
         assert_eq!(c.get_children("/cli-sem3").await.expect("ls"), Vec::<String>::new());
+    })
+    .await
+}
+
+// G12 (CLI): a queued `ward lock` says on stderr, once, whom it waits behind: the holder's
+// context (another ward's pid, host and command); `--quiet` says nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_waiting_lock_names_its_holder_once() {
+    bounded(async {
+        let server = ServerProcess::start();
+        let addr = server.addr_str();
+        let observer = connect(&addr).await;
+        let record = RecordFile::new("cli-wait");
+        let script = format!("echo started >> '{}'; while :; do sleep 0.05; done", record.path_str());
+        let mut holder = ClientProcess::spawn(&addr, &["lock", "/cli-wait", "--", "sh", "-c", &script]);
+        wait_until("the holder's CMD runs", DEADLINE, || async { record.read().contains("started") }).await;
+        let quiet_stderr = record.path().with_file_name("quiet.txt");
+        let quiet_args = ["lock", "--quiet", "/cli-wait", "--", "true"];
+        let quiet = ClientProcess::spawn_logged(&addr, &quiet_args, &quiet_stderr);
+        wait_until("the quiet one is queued", DEADLINE, || async {
+            observer.get_children("/cli-wait").await.expect("ls").len() == 2
+        })
+        .await;
+        let stderr = record.path().with_file_name("stderr.txt");
+        let waiter = ClientProcess::spawn_logged(&addr, &["lock", "/cli-wait", "--", "true"], &stderr);
+        stderr_says(&stderr, "waiting for the lock /cli-wait").await;
+        let line = std::fs::read_to_string(&stderr).expect("stderr");
+        let context = format!("held by ward-cli pid={} host=", holder.pid());
+        assert!(line.contains(&context) && line.contains("cmd=sh -c echo started"), "{line:?}");
+        assert!(line.contains("and 1 more waiting ahead"), "the quiet one queued first: {line:?}");
+        assert_eq!(observer.get_children("/cli-wait").await.expect("ls").len(), 3);
+
+        holder.terminate();
+        assert_eq!(holder.wait_exit().await.code(), Some(128 + 15));
+        for mut run in [quiet, waiter] {
+            assert!(run.wait_exit().await.success());
+        }
+        assert_eq!(std::fs::read_to_string(&stderr).expect("stderr"), line, "one line, said once");
+        assert_eq!(std::fs::read_to_string(&quiet_stderr).expect("stderr"), "", "--quiet");
+    })
+    .await
+}
+
+// G12, G7 (CLI): a queued `ward lock` says when it loses the connection to the server and
+// when it is back (the server killed, then restarted on its port and data); its session and
+// its place in the queue survive, and it runs CMD once the holder releases. `--quiet` says
+// nothing of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_waiting_lock_says_when_the_connection_is_lost_and_back() {
+    bounded(async {
+        let mut server = ServerProcess::start();
+        let addr = server.addr_str();
+        let holder = connect_with(&addr, Duration::from_secs(30)).await;
+        let guard = holder.lock_with_data("/cli-cut", b"the test's holder").await.expect("lock");
+        let record = RecordFile::new("cli-cut");
+        let quiet_stderr = record.path().with_file_name("quiet.txt");
+        let stderr = record.path().with_file_name("stderr.txt");
+        let quiet_args = ["--session-timeout-ms", "30000", "lock", "--quiet", "/cli-cut", "--", "true"];
+        let quiet = ClientProcess::spawn_logged(&addr, &quiet_args, &quiet_stderr);
+        let args = ["--session-timeout-ms", "30000", "lock", "/cli-cut", "--", "true"];
+        let waiter = ClientProcess::spawn_logged(&addr, &args, &stderr);
+        stderr_says(&stderr, "waiting for the lock /cli-cut: held by the test's holder").await;
+
+        server.kill9_now();
+        stderr_says(&stderr, "lost the connection to the server").await;
+        server.restart_now();
+        stderr_says(&stderr, "connected to the server again").await;
+        guard.unlock().await.expect("unlock after the restart");
+        for mut run in [quiet, waiter] {
+            assert!(run.wait_exit().await.success(), "ward lock ran CMD after the restart");
+        }
+        let said = std::fs::read_to_string(&stderr).expect("stderr");
+        let lines: Vec<&str> = said.lines().collect();
+        assert_eq!(lines.len(), 3, "{said:?}");
+        assert!(lines[0].contains("waiting for the lock /cli-cut"), "{said:?}");
+        assert!(lines[1].contains("lost the connection") && lines[2].contains("again"), "{said:?}");
+        assert_eq!(std::fs::read_to_string(&quiet_stderr).expect("stderr"), "", "--quiet");
+    })
+    .await
+}
+
+// G12, G25 (CLI): a `lock` or `semaphore` that asks for what the directory was not fixed
+// with is refused (exit 1, CMD not run) with what the directory has: a semaphore's permits
+// for a plain lock or another number of permits, the lock-delay for another delay
+// (docs/recipes.md, "Semaphores" and "Lock-delay").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_refusals_name_the_directorys_permits_and_lock_delay() {
+    bounded(async {
+        let server = ServerProcess::start();
+        let addr = server.addr_str();
+        let c = connect(&addr).await;
+        // Held, so that the directories (containers) and what they record stay.
+        let _permit = c.acquire_permit("/sem", 3).await.expect("a permit of 3");
+        let options = ward_client::LockOptions::new().lock_delay(Duration::from_secs(5));
+        let _delayed = c.acquire_with(&["/ld"], ward_client::LockKind::Exclusive, b"", &options).await.expect("lock");
+        for (args, said) in [
+            (
+                &["lock", "--quiet", "/sem", "--", "true"][..],
+                "ward: lock /sem: /sem is a semaphore of 3 permits, not a lock (`ward semaphore --permits 3 /sem` \
+                 takes one)",
+            ),
+            (
+                &["semaphore", "--quiet", "--permits", "2", "/sem", "--", "true"],
+                "ward: permit (of 2) of /sem: /sem is a semaphore of 3 permits, not 2 (every contender must ask for 3)",
+            ),
+            (
+                &["lock", "--quiet", "--lock-delay", "2", "/ld", "--", "true"],
+                "ward: lock /ld: /ld has a lock-delay of 5s, not 2s (ask for 5s or for none)",
+            ),
+        ] {
+            let out = run_cli(&addr, args).await;
+            assert_eq!(out.code(), Some(1), "{args:?}: {out:?}");
+            assert_eq!(out.stderr.trim_end(), said, "{args:?}");
+        }
     })
     .await
 }

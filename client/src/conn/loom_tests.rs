@@ -152,8 +152,8 @@ fn guard_validity_is_lost_for_good() {
 }
 
 /// Model 4 (locks: release on drop): three guards, one unlocked, one dropped, one whose
-/// `unlock` is started and then abandoned (its future dropped, as a timed-out blocking drop
-/// does), while the task loses the connection and then learns that the session expired.
+/// `unlock` is started and then abandoned (its future dropped, as a caller's timeout around
+/// it does), while the task loses the connection and then learns that the session expired.
 /// Each guard's release reaches the task exactly once, and `unlock` returns `Ok` whether the
 /// release was queued before the expiry (and answered by it) or came after it.
 #[test]

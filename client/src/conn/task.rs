@@ -369,6 +369,9 @@ impl Task {
                     Err(DialError::Refused(ErrorCode::SessionExpired, _)) => return Err(End::Expired),
                     Err(DialError::Refused(code, reason)) => tracing::warn!(%addr, ?code, %reason, "refused"),
                     Err(DialError::Unreachable(why)) => tracing::debug!(reason = %why, "reconnect failed"),
+                    Err(DialError::Certificate(addr, problem)) => {
+                        tracing::warn!(%addr, %problem, "reconnect failed: TLS certificate refused");
+                    }
                 }
             }
             let pause = tokio::time::sleep(delay);

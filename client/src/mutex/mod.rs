@@ -115,6 +115,10 @@ impl MutexGuard {
         self.validity.is_lost()
     }
 
+    pub(crate) fn validity(&self) -> &Validity {
+        &self.validity
+    }
+
     /// Leaves the lock once (a reentrant holder still holds until its last guard goes) and
     /// waits until the next holder has it or the server has the release.
     pub async fn unlock(mut self) -> Result<()> {
@@ -150,8 +154,9 @@ async fn leave(shared: Arc<Shared>, handle: u64) -> Result<()> {
 /// handoff on the server and makes the new holder's token (the node's mzxid) larger than
 /// every earlier one, so a fenced write by the previous holder now fails.
 async fn hand_off(shared: &Shared) -> Result<()> {
-    // If this future is dropped halfway (a bounded blocking drop), the queue must not stay
-    // in hand-off with its waiters asleep: give the remote lock up and let them start over.
+    // If this future is dropped halfway (a caller's timeout, the runtime shutting down),
+    // the queue must not stay in hand-off with its waiters asleep: give the remote lock up
+    // and let them start over.
     struct Abandoned<'a>(&'a Shared, bool);
     impl Drop for Abandoned<'_> {
         fn drop(&mut self) {

@@ -1,8 +1,9 @@
-// Ensemble: the members with their roles, applied index and lag, this member's own Raft
-// figures, and the leader changes this server has seen.
+// Ensemble: the members with their roles, applied index, lag and contact with the leader
+// (and a transfer of the leadership in progress), this member's own Raft figures, and the
+// leader changes this server has seen.
 
 import { get } from './api.js';
-import { el, every, number, time, updated } from './format.js';
+import { duration, el, every, number, time, updated } from './format.js';
 
 export function mount(main) {
   const body = el('div', { id: 'ensemble' }, el('p', { class: 'muted' }, 'Loading…'));
@@ -36,14 +37,30 @@ function render(e) {
     'table',
     { id: 'members' },
     el('caption', {}, 'Members'),
-    el('thead', {}, el('tr', {}, ['Id', 'Peer address', 'Role', 'Applied index', 'Lag (entries)'].map((h) => el('th', { scope: 'col' }, h)))),
+    el('thead', {}, el('tr', {}, ['Id', 'Peer address', 'Role', 'Applied index', 'Lag (entries)', 'Contact with the leader'].map((h) => el('th', { scope: 'col' }, h)))),
     el(
       'tbody',
       {},
       e.members.map((m) =>
-        el('tr', { class: m.role === 'leader' ? 'selected' : null }, el('th', { scope: 'row' }, String(m.id)), el('td', { class: 'mono' }, m.addr || '—'), el('td', {}, m.role), el('td', { class: 'num' }, number(m.applied)), el('td', { class: 'num' }, number(m.lag))),
+        el(
+          'tr',
+          { class: m.role === 'leader' ? 'selected' : null, 'data-member': String(m.id) },
+          el('th', { scope: 'row' }, String(m.id)),
+          el('td', { class: 'mono' }, m.addr || '—'),
+          el('td', {}, m.role),
+          el('td', { class: 'num' }, number(m.applied)),
+          el('td', { class: 'num' }, number(m.lag)),
+          contact(m, e),
+        ),
       ),
     ),
+  );
+  const unknown = e.members.some((m) => m.contact === 'unknown');
+  const note = el(
+    'p',
+    { class: 'muted' },
+    unknown ? `Whether a member is reachable is known only to the leader${e.leader === null ? '' : ` (member ${e.leader})`}: open its console. ` : '',
+    e.members.length > 1 ? 'To hand the leadership over: ward members transfer-leader [ID].' : '',
   );
   const changes = e.leader_changes.length
     ? el(
@@ -54,5 +71,21 @@ function render(e) {
         el('tbody', {}, [...e.leader_changes].reverse().map((c) => el('tr', {}, el('td', {}, time(c.at_ms)), el('td', { class: 'num' }, String(c.term)), el('td', {}, c.leader === null ? 'none (election)' : String(c.leader))))),
       )
     : el('p', { class: 'muted' }, 'No leader changes recorded (a single server has none).');
-  return [own, e.members_error ? el('p', { class: 'error' }, `Member list unavailable: ${e.members_error}`) : members, changes];
+  const list = e.members_error ? [el('p', { class: 'error' }, `Member list unavailable: ${e.members_error}`)] : [members, note];
+  return [own, ...list, changes];
+}
+
+// What the leader knows of its contact with member `m`; a dead member's figures are left
+// out by the server, and this says why.
+function contact(m, e) {
+  switch (m.contact) {
+    case 'leader':
+      return el('td', { class: 'contact' }, e.handing_over_to === null ? 'leads' : `leads, handing over to ${e.handing_over_to}`);
+    case 'reachable':
+      return el('td', { class: 'contact' }, 'reachable');
+    case 'unreachable':
+      return el('td', { class: 'contact error' }, m.last_heard_ms === null ? 'unreachable (not heard from since this leader took over)' : `unreachable (last heard ${duration(m.last_heard_ms)} ago)`);
+    default:
+      return el('td', { class: 'contact muted' }, 'known to the leader only');
+  }
 }

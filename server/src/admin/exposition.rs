@@ -39,17 +39,17 @@ pub fn render(server: &Server) -> Result<String, std::fmt::Error> {
     registry.register(
         "connections_refused",
         "Client connections refused at accept, past --max-connections or --max-connections-per-ip",
-        ConstCounter::new(crate::metrics::refused_connections()),
+        ConstCounter::new(server.local.metrics.refused_connections()),
     );
     registry.register(
         "connections_overflowed",
         "Client connections closed for passing --max-outbound-bytes",
-        ConstCounter::new(crate::metrics::outbound_overflows()),
+        ConstCounter::new(server.local.metrics.outbound_overflows()),
     );
     registry.register(
         "connections_parked",
         "Client connections waiting with nothing in flight, holding no task state of their own (docs/architecture.md)",
-        gauge(crate::net::park::parked_now()),
+        gauge(server.local.metrics.parked.load(std::sync::atomic::Ordering::Relaxed)),
     );
     registry.register(
         "ready",
@@ -62,10 +62,11 @@ pub fn render(server: &Server) -> Result<String, std::fmt::Error> {
         connections.get_or_create(&vec![("listener", listener.to_string())]).set(count);
     }
     registry.register("connections", "Client connections open, per listener", connections);
-    traffic::register_requests(&mut registry);
-    traffic::register_log(&mut registry);
-    traffic::register_snapshots(&mut registry);
-    traffic::register_lock_handoffs(&mut registry);
+    let metrics = &server.local.metrics;
+    traffic::register_requests(&mut registry, metrics);
+    traffic::register_log(&mut registry, &metrics.log);
+    traffic::register_snapshots(&mut registry, &metrics.snapshots);
+    traffic::register_lock_handoffs(&mut registry, &metrics.locks);
     register_raft(&mut registry, server);
     register_locks(&mut registry, &survey, crate::now_ms());
     let mut text = String::new();
@@ -89,6 +90,11 @@ fn register_raft(registry: &mut Registry, server: &Server) {
         gauge(raft.last_log_index),
     );
     registry.register("raft_applied_index", "Index of the last entry applied here", gauge(raft.applied_index));
+    registry.register(
+        "raft_fast_elections",
+        "Elections this member started at once because its leader's peer port refused connections",
+        prometheus_client::metrics::counter::ConstCounter::new(raft.fast_elections),
+    );
     let lag = Family::<Labels, Gauge>::default();
     for (member, entries) in &raft.lag {
         lag.get_or_create(&vec![("member", member.to_string())]).set(i64::try_from(*entries).unwrap_or(i64::MAX));

@@ -4,7 +4,10 @@
 //! scrape carries the operations in use, not every pair that could be.
 
 use crate::metrics::histogram::{Series, NANOS};
-use crate::metrics::{locks, log, Failure, Listener, Op};
+use crate::metrics::locks::{LockFigures, MILLIS};
+use crate::metrics::log::LogFigures;
+use crate::metrics::snapshots::SnapshotFigures;
+use crate::metrics::{Failure, Listener, Metrics, Op};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -13,7 +16,7 @@ use std::sync::atomic::Ordering;
 
 type Labels = Vec<(&'static str, &'static str)>;
 
-pub fn register_requests(registry: &mut Registry) {
+pub fn register_requests(registry: &mut Registry, metrics: &Metrics) {
     let requests = Family::<Labels, Counter>::default();
     let mut durations = Series { series: Vec::new() };
     let errors = Family::<Labels, Counter>::default();
@@ -21,7 +24,7 @@ pub fn register_requests(registry: &mut Registry) {
     let bytes_in = Family::<Labels, Counter>::default();
     let bytes_out = Family::<Labels, Counter>::default();
     for listener in Listener::ALL {
-        let figures = listener.figures();
+        let figures = metrics.listener(listener);
         let of_listener = vec![("listener", listener.name())];
         for op in Op::ALL.iter().copied() {
             let latency = figures.latency(op);
@@ -61,73 +64,72 @@ pub fn register_requests(registry: &mut Registry) {
     registry.register_with_unit("sent", "Bytes written to clients, per listener", Unit::Bytes, bytes_out);
 }
 
-pub fn register_log(registry: &mut Registry) {
+pub fn register_log(registry: &mut Registry, log: &LogFigures) {
     registry.register_with_unit(
         "log_fsync_duration",
         "Time each fdatasync of the log took",
         Unit::Seconds,
-        log::FSYNC.snapshot(NANOS),
+        log.fsync.snapshot(NANOS),
     );
-    registry.register("log_append_entries", "Raft entries per durable log append", log::APPEND_ENTRIES.snapshot(1.0));
+    registry.register("log_append_entries", "Raft entries per durable log append", log.append_entries.snapshot(1.0));
     registry.register(
         "log_append_commands",
         "Commands per durable log append (group commit)",
-        log::APPEND_COMMANDS.snapshot(1.0),
+        log.append_commands.snapshot(1.0),
     );
 }
 
-pub fn register_snapshots(registry: &mut Registry) {
-    use crate::metrics::snapshots as snap;
+pub fn register_snapshots(registry: &mut Registry, snap: &SnapshotFigures) {
     use std::sync::atomic::Ordering::Relaxed;
     let gauge = |v: &std::sync::atomic::AtomicU64| ConstGauge::new(i64::try_from(v.load(Relaxed)).unwrap_or(i64::MAX));
     let seconds = |v: &std::sync::atomic::AtomicU64| ConstGauge::new(v.load(Relaxed) as f64 / 1e9);
     registry.register(
         "snapshots_begun",
         "Snapshots begun (the state captured)",
-        ConstCounter::new(snap::BEGUN.load(Relaxed)),
+        ConstCounter::new(snap.begun.load(Relaxed)),
     );
     registry.register(
         "snapshots_finished",
         "Snapshots written or failed (one is in progress while this is below ward_snapshots_begun_total)",
-        ConstCounter::new(snap::FINISHED.load(Relaxed)),
+        ConstCounter::new(snap.finished.load(Relaxed)),
     );
-    registry.register_with_unit("snapshot", "Size of the last snapshot", Unit::Bytes, gauge(&snap::SNAPSHOT_BYTES));
+    registry.register_with_unit("snapshot", "Size of the last snapshot", Unit::Bytes, gauge(&snap.snapshot_bytes));
     registry.register_with_unit(
         "snapshot_log",
         "Log written since the last snapshot began",
         Unit::Bytes,
-        gauge(&snap::LOG_BYTES),
+        gauge(&snap.log_bytes),
     );
     registry.register_with_unit(
         "snapshot_threshold",
         "Log size at which the next snapshot is due",
         Unit::Bytes,
-        gauge(&snap::THRESHOLD_BYTES),
+        gauge(&snap.threshold_bytes),
     );
     registry.register_with_unit(
         "snapshot_capture",
         "How long the last snapshot held the state's lock (writes waited)",
         Unit::Seconds,
-        seconds(&snap::CAPTURE_NS),
+        seconds(&snap.capture_ns),
     );
     registry.register_with_unit(
         "snapshot_build",
         "How long the last snapshot took from capture to its file in place (writes went on)",
         Unit::Seconds,
-        seconds(&snap::BUILD_NS),
+        seconds(&snap.build_ns),
     );
 }
 
-pub fn register_lock_handoffs(registry: &mut Registry) {
+pub fn register_lock_handoffs(registry: &mut Registry, locks: &LockFigures) {
     registry.register_with_unit(
         "lock_wait",
         "Per grant after waiting: time from the waiter's contender creation to its grant",
         Unit::Seconds,
-        locks::WAITS.snapshot(locks::MILLIS),
+        locks.waits.snapshot(MILLIS),
     );
     registry.register(
         "lock_involuntary_releases",
         "Locks released because the holder's session expired",
-        ConstCounter::new(locks::involuntary_releases()),
+        ConstCounter::new(locks.involuntary_releases()),
     );
 }

@@ -1,5 +1,5 @@
 //! Lock handoffs: how long granted waiters waited, and holders that lost their lock because
-//! their session expired. Process-wide: one server runs per process.
+//! their session expired.
 //!
 //! A wait runs from the creation of the waiter's contender node (its `ctime`, stamped by
 //! the member that accepted the acquire) to the moment this server applies the release
@@ -8,7 +8,6 @@
 
 use super::histogram::Histogram;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 
 /// Upper bounds of a lock wait, in milliseconds: 1 ms to an hour.
 pub const WAIT_MS: [u64; 21] = [
@@ -38,34 +37,39 @@ pub const WAIT_MS: [u64; 21] = [
 /// Milliseconds per second, to expose [`WAIT_MS`] in seconds.
 pub const MILLIS: f64 = 1e3;
 
-/// Waits of the grants this server delivered, in milliseconds.
-pub static WAITS: Histogram<{ WAIT_MS.len() }> = Histogram::new(&WAIT_MS);
-
-/// Locks released because their holder's session expired.
-static INVOLUNTARY: AtomicU64 = AtomicU64::new(0);
-
-/// This server pushed a grant to a waiter whose contender was created at `ctime_ms`.
-pub fn granted(ctime_ms: i64) {
-    let waited = crate::now_ms().saturating_sub(ctime_ms).max(0);
-    WAITS.observe(u64::try_from(waited).unwrap_or(0));
+#[derive(Debug)]
+pub struct LockFigures {
+    /// Waits of the grants this server delivered, in milliseconds.
+    pub waits: Histogram<{ WAIT_MS.len() }>,
+    /// Locks released because their holder's session expired.
+    involuntary: AtomicU64,
+    /// When this server started, by the wall clock: its log opens (and replays) after that.
+    started_ms: i64,
 }
 
-/// An expiry stamped at `stamped_ms` released `held` locks. Expiries stamped before this
-/// process started are history a restarted member replays from its log: they were counted
-/// (if at all) by the process that saw them happen.
-pub fn released_by_expiry(held: usize, stamped_ms: i64) {
-    if held > 0 && stamped_ms >= started_ms() {
-        INVOLUNTARY.fetch_add(held as u64, Ordering::Relaxed);
+impl Default for LockFigures {
+    fn default() -> Self {
+        LockFigures { waits: Histogram::new(&WAIT_MS), involuntary: AtomicU64::new(0), started_ms: crate::now_ms() }
     }
 }
 
-pub fn involuntary_releases() -> u64 {
-    INVOLUNTARY.load(Ordering::Relaxed)
-}
+impl LockFigures {
+    /// This server pushed a grant to a waiter whose contender was created at `ctime_ms`.
+    pub fn granted(&self, ctime_ms: i64) {
+        let waited = crate::now_ms().saturating_sub(ctime_ms).max(0);
+        self.waits.observe(u64::try_from(waited).unwrap_or(0));
+    }
 
-/// When this process started serving, as the first caller saw the clock: the log opens
-/// (and replays) after that.
-pub fn started_ms() -> i64 {
-    static STARTED: OnceLock<i64> = OnceLock::new();
-    *STARTED.get_or_init(crate::now_ms)
+    /// An expiry stamped at `stamped_ms` released `held` locks. Expiries stamped before this
+    /// server started are history a restarted member replays from its log: they were counted
+    /// (if at all) by the process that saw them happen.
+    pub fn released_by_expiry(&self, held: usize, stamped_ms: i64) {
+        if held > 0 && stamped_ms >= self.started_ms {
+            self.involuntary.fetch_add(held as u64, Ordering::Relaxed);
+        }
+    }
+
+    pub fn involuntary_releases(&self) -> u64 {
+        self.involuntary.load(Ordering::Relaxed)
+    }
 }

@@ -2,14 +2,13 @@
 //! ([`crate::admin::exposition`]) and ZooKeeper's four-letter words.
 //!
 //! * [`histogram`]: lock-free fixed-bucket histograms for hot paths.
-//! * [`requests`]: per listener and operation: answered requests, latency, errors, bytes
-//!   (process-wide).
-//! * [`log`]: log fsync latency and append batch sizes (process-wide).
-//! * [`locks`]: lock wait times and involuntary releases (process-wide).
+//! * [`requests`]: per listener and operation: answered requests, latency, errors, bytes.
+//! * [`log`]: log fsync latency and append batch sizes.
+//! * [`locks`]: lock wait times and involuntary releases.
 //! * [`snapshots`]: when the next snapshot is due, and how long the last one took.
 //!
-//! Process-wide figures are that server's in production, where one server runs per process;
-//! several in-process test servers share them.
+//! All of them belong to one server ([`Metrics`], held by its [`crate::local::Local`]), so
+//! that servers sharing a process (tests, a simulated ensemble) count apart.
 
 pub mod histogram;
 pub mod locks;
@@ -19,36 +18,55 @@ pub mod snapshots;
 
 pub use requests::{Failure, Listener, ListenerFigures, Op, Stamp};
 
-use crate::watch::ConnId;
+use crate::conn::ConnId;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// `fdatasync` calls that made log appends durable.
-pub fn log_fsyncs() -> u64 {
-    log::FSYNC.count()
+/// Every figure of one server.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub ward: ListenerFigures,
+    pub zookeeper: ListenerFigures,
+    pub log: std::sync::Arc<log::LogFigures>,
+    pub locks: locks::LockFigures,
+    pub snapshots: std::sync::Arc<snapshots::SnapshotFigures>,
+    /// Connections closed for passing their bound on queued outbound bytes.
+    outbound_overflows: AtomicU64,
+    /// Connections refused at accept for passing a connection limit (per address or in total).
+    refused_connections: AtomicU64,
+    /// Connections parked now (no request in flight, nothing queued; `conn::park`).
+    pub parked: AtomicU64,
 }
 
-/// Connections closed for passing their bound on queued outbound bytes.
-static OUTBOUND_OVERFLOWS: AtomicU64 = AtomicU64::new(0);
+impl Metrics {
+    pub fn listener(&self, listener: Listener) -> &ListenerFigures {
+        match listener {
+            Listener::Ward => &self.ward,
+            Listener::ZooKeeper => &self.zookeeper,
+        }
+    }
 
-pub fn count_outbound_overflow() {
-    OUTBOUND_OVERFLOWS.fetch_add(1, Ordering::Relaxed);
-}
+    /// `fdatasync` calls that made log appends durable.
+    pub fn log_fsyncs(&self) -> u64 {
+        self.log.fsync.count()
+    }
 
-pub fn outbound_overflows() -> u64 {
-    OUTBOUND_OVERFLOWS.load(Ordering::Relaxed)
-}
+    pub fn count_outbound_overflow(&self) {
+        self.outbound_overflows.fetch_add(1, Ordering::Relaxed);
+    }
 
-/// Connections refused at accept for passing a connection limit (per address or in total).
-static REFUSED_CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+    pub fn outbound_overflows(&self) -> u64 {
+        self.outbound_overflows.load(Ordering::Relaxed)
+    }
 
-pub fn count_refused_connection() {
-    REFUSED_CONNECTIONS.fetch_add(1, Ordering::Relaxed);
-}
+    pub fn count_refused_connection(&self) {
+        self.refused_connections.fetch_add(1, Ordering::Relaxed);
+    }
 
-pub fn refused_connections() -> u64 {
-    REFUSED_CONNECTIONS.load(Ordering::Relaxed)
+    pub fn refused_connections(&self) -> u64 {
+        self.refused_connections.load(Ordering::Relaxed)
+    }
 }
 
 /// Connections open on one client listener, and who is at the other end of each (for the
@@ -122,4 +140,19 @@ pub struct RaftFigures {
     /// On the leader: each other member's id and how many entries it lags behind the
     /// leader's last log index.
     pub lag: Vec<(u64, u64)>,
+    /// Elections this member started at once because its leader's peer port refused
+    /// connections (`raft::gone_leader`).
+    pub fast_elections: u64,
+    /// On the leader: the other members it hears from.
+    pub heard: Option<HeardFrom>,
+}
+
+/// How many other members a leader has heard from within its lease, as `mntr` counts
+/// ZooKeeper's learners.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeardFrom {
+    /// Voters (ZooKeeper's synced followers).
+    pub voters: usize,
+    /// Members that do not vote (ZooKeeper's non-voting followers).
+    pub learners: usize,
 }

@@ -19,19 +19,8 @@ pub enum Listener {
     ZooKeeper,
 }
 
-/// The listeners' figures: process-wide, like the server they belong to.
-static WARD: ListenerFigures = ListenerFigures::new();
-static ZOOKEEPER: ListenerFigures = ListenerFigures::new();
-
 impl Listener {
     pub const ALL: [Listener; 2] = [Listener::Ward, Listener::ZooKeeper];
-
-    pub fn figures(self) -> &'static ListenerFigures {
-        match self {
-            Listener::Ward => &WARD,
-            Listener::ZooKeeper => &ZOOKEEPER,
-        }
-    }
 
     /// The `listener` label.
     pub fn name(self) -> &'static str {
@@ -151,8 +140,8 @@ impl Op {
             Request::GetAcl { .. } | Request::SetAcl { .. } => Op::Acl,
             Request::AddAuth { .. } => Op::Auth,
             Request::Stats => Op::Stats,
-            Request::Members => Op::Members,
-            Request::AddMember { .. } | Request::RemoveMember { .. } => Op::Reconfig,
+            Request::Members | Request::MemberList => Op::Members,
+            Request::AddMember { .. } | Request::RemoveMember { .. } | Request::TransferLeader { .. } => Op::Reconfig,
             // A resent write is the same operation, asked again.
             Request::Resend(inner) => Op::of(inner),
         }
@@ -186,6 +175,14 @@ impl From<ErrorCode> for Failure {
 }
 
 impl Failure {
+    /// Whether this answer to `op` is an error worth counting. A lock acquire's `NoNode` is
+    /// not: it is how the client learns that the lock directory is missing, which it then
+    /// creates and asks again (client `Client::acquire_with`), so it is the first answer of
+    /// every new lock, expected, and never what the caller sees.
+    pub fn is_error(self, op: Op) -> bool {
+        !(op == Op::Lock && self == Failure::NoNode)
+    }
+
     /// How a write's result failed, if it did: its error, or for a multi that was rolled
     /// back, the error of the op that failed it.
     pub fn of_write(result: &Result<Response, ErrorCode>) -> Option<Failure> {
@@ -229,9 +226,11 @@ fn monotonic_ns() -> u64 {
 /// One listener's figures.
 #[derive(Debug)]
 pub struct ListenerFigures {
-    /// Per [`Op`], in nanoseconds; the count is the number of requests answered.
-    latency: [Latency; OPS],
-    errors: [[AtomicU64; FAILURES]; OPS],
+    /// Per [`Op`], in nanoseconds; the count is the number of requests answered. On the
+    /// heap (tens of KiB in all): a server's figures are built once, and never on a small
+    /// stack.
+    latency: Box<[Latency]>,
+    errors: Box<[[AtomicU64; FAILURES]]>,
     /// Extremes over every op, for ZooKeeper's `mntr` (`u64::MAX`: none yet).
     min_ns: AtomicU64,
     max_ns: AtomicU64,
@@ -248,10 +247,10 @@ impl Default for ListenerFigures {
 }
 
 impl ListenerFigures {
-    pub const fn new() -> Self {
+    pub fn new() -> Self {
         ListenerFigures {
-            latency: [const { Histogram::new(&LATENCY_NS) }; OPS],
-            errors: [const { [const { AtomicU64::new(0) }; FAILURES] }; OPS],
+            latency: (0..OPS).map(|_| Histogram::new(&LATENCY_NS)).collect(),
+            errors: (0..OPS).map(|_| [const { AtomicU64::new(0) }; FAILURES]).collect(),
             min_ns: AtomicU64::new(u64::MAX),
             max_ns: AtomicU64::new(0),
             pushed: AtomicU64::new(0),
@@ -260,11 +259,12 @@ impl ListenerFigures {
         }
     }
 
-    /// The reply to the request stamped `stamp` is queued; it failed with `failure`, if set.
+    /// The reply to the request stamped `stamp` is queued; it failed with `failure`, if set
+    /// and if it is an error ([`Failure::is_error`]).
     pub fn answered(&self, stamp: Stamp, failure: Option<Failure>) {
         let ns = stamp.elapsed_ns();
         self.latency[stamp.op as usize].observe(ns);
-        if let Some(failure) = failure {
+        if let Some(failure) = failure.filter(|f| f.is_error(stamp.op)) {
             self.errors[stamp.op as usize][failure as usize].fetch_add(1, Ordering::Relaxed);
         }
         // Loads first: the extremes rarely move, and a read does not take the cache line.
@@ -334,7 +334,10 @@ mod tests {
         figures.answered(Stamp::now(Op::Get), None);
         assert_eq!(figures.latency(Op::Create).count(), 2);
         assert_eq!(figures.errors(Op::Create, Failure::NodeExists), 1);
-        assert_eq!(figures.answered_total(), 3);
+        // A lock's missing directory is created by the client: answered, not an error.
+        figures.answered(Stamp::now(Op::Lock), Some(Failure::NoNode));
+        assert_eq!((figures.latency(Op::Lock).count(), figures.errors(Op::Lock, Failure::NoNode)), (1, 0));
+        assert_eq!(figures.answered_total(), 4);
         let (min, max) = figures.extremes_ns().expect("answered");
         assert!(min <= max);
     }

@@ -7,19 +7,19 @@
 //! so a read sees exactly the session's earlier writes. The reader also records how many
 //! events were queued on the connection when the read looked at the state; the writer sends
 //! at least those before the read's reply, so an event for any change the read can see goes
-//! out first (G6). The machinery is in `order.rs`, shared with the ZooKeeper listener.
+//! out first (G6). The machinery is in `session_conn.rs`, shared with the ZooKeeper listener.
 
-use super::counted::Counted;
 use super::handshake;
-use super::order::{ReadSide, SessionConn};
-use super::park::Idle;
-use super::writer::{Item, ItemTx, Shrink, Wire};
 use crate::acl::Identity;
+use crate::conn::counted::Counted;
+use crate::conn::outbox::{Outbox, OutboxRx};
+use crate::conn::park::Idle;
+use crate::conn::session_conn::{ReadSide, SessionConn};
+use crate::conn::writer::{Item, ItemTx, Shrink, Wire};
+use crate::conn::{ConnId, Outbound};
 use crate::metrics::{Failure, Listener, Op, Stamp};
-use crate::outbox::{Outbox, OutboxRx};
 use crate::read::Reader as ReadCtx;
 use crate::tls::stream::{Incoming, ReadHalf, WriteHalf};
-use crate::watch::{ConnId, Outbound};
 use crate::Server;
 use bytes::BytesMut;
 use futures_util::{FutureExt, StreamExt};
@@ -70,7 +70,7 @@ impl<T, E> Shrink for FramedWrite<T, E> {
 
 /// The next frame from `reader`. Between frames an idle connection holds no read buffer: an
 /// empty one is given back, and a plain TCP connection waits for the socket to become
-/// readable before it takes a new one, marked idle meanwhile (`net/park.rs`). (A TLS
+/// readable before it takes a new one, marked idle meanwhile (`conn/park.rs`). (A TLS
 /// connection cannot wait so through tokio's `split`; it keeps a small buffer, beside the
 /// TLS state's own much larger ones, and never parks.)
 pub(crate) async fn next_frame<W, D>(
@@ -155,7 +155,8 @@ async fn open(
     let deadline = Instant::now() + server.config.handshake_timeout;
     let stream = incoming.open(peer, deadline, &cancel).await?;
     let (r, w, cert_subject) = stream.into_parts();
-    let (r, w) = (Counted::new(r), Counted::new(w));
+    let metrics = &server.local.metrics;
+    let (r, w) = (Counted::new(r, metrics.clone()), Counted::new(w, metrics.clone()));
     let max = server.config.max_frame_len();
     // A small first read buffer: most connections carry small frames, and tokio-util's 8 KiB
     // defaults were most of a session's memory. It grows when a large frame comes. The
@@ -236,7 +237,7 @@ impl Wire for WardWire {
                 children.iter().map(|c| std::mem::size_of::<String>() + c.len()).sum()
             }
             Ok(Response::WatchesAdded { replay, .. }) => {
-                replay.iter().map(|s| crate::outbox::event_weight(&s.event) as usize).sum()
+                replay.iter().map(|s| crate::conn::outbox::event_weight(&s.event) as usize).sum()
             }
             _ => 0,
         };

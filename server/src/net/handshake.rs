@@ -2,23 +2,15 @@
 
 use super::connection::{Reader, Writer};
 use crate::command::{Command, CommandOp, Outcome};
-use crate::watch::{ConnId, OutboundTx};
+use crate::conn::{Attached, ConnId, OutboundTx};
 use crate::{now_ms, Server};
 use futures_util::{SinkExt, StreamExt};
 use std::net::SocketAddr;
+use std::time::Duration;
 use ward_proto::{
     ClientMessage, CodecError, ErrorCode, HelloPrefix, ServerMessage, SessionId, SessionSecret, Welcome, Zxid, MAGIC,
     PROTOCOL_VERSION,
 };
-
-/// A session bound to a connection. `epoch` is the zxid of that binding in the log, which
-/// the connection's writes carry so that apply refuses them once the session has moved on
-/// (`CommandOp::Fenced`); 0 where nothing is fenced (a single server).
-#[derive(Clone, Copy, Debug)]
-pub struct Attached {
-    pub session: SessionId,
-    pub epoch: Zxid,
-}
 
 /// Reads the hello and answers it. Returns the session now bound to this connection, or
 /// `None` when the connection must close (the reason is logged and, where the peer can
@@ -93,9 +85,25 @@ pub(crate) async fn resume(
     tx: &OutboundTx,
 ) -> Result<(Welcome, Zxid), (ErrorCode, String)> {
     refuse_out_of_contact(server)?;
-    let (known, last_zxid, attached_at) = server.core.read(|s| {
-        (s.session(session).map(|r| (r.secret == secret, r.timeout_ms)), s.last_zxid(), s.attached_at(session))
-    });
+    let look = || {
+        server.core.read(|s| {
+            (s.session(session).map(|r| (r.secret == secret, r.timeout_ms)), s.last_zxid(), s.attached_at(session))
+        })
+    };
+    let (mut known, last_zxid, mut attached_at) = look();
+    // A session's id is the zxid that created it. A member of an ensemble that has not
+    // applied that far (restarted and still replaying, lagging, or cut off) cannot tell a
+    // session it has not seen yet from one that never existed here (another history of the
+    // ensemble, a restored backup, a made-up id). Its client's earlier welcome came after
+    // the creation committed, so once this member has applied everything committed before
+    // now (a read index), an id still missing is expired for good.
+    if known.is_none() && session.0 > last_zxid && server.log.may_lag() {
+        match tokio::time::timeout(CATCH_UP_WAIT, server.log.barrier()).await {
+            Ok(Ok(())) => (known, _, attached_at) = look(),
+            Ok(Err(why)) => return Err(newer_than_here(session, last_zxid, &why.to_string())),
+            Err(_) => return Err(newer_than_here(session, last_zxid, "no answer in time")),
+        }
+    }
     match known {
         Some((true, timeout_ms)) if server.local.sessions.attach(session, conn, tx.clone()) => {
             let attached = async {
@@ -122,13 +130,6 @@ pub(crate) async fn resume(
                 }
             }
         }
-        // A session's id is the zxid that created it. An ensemble member that has not applied
-        // that far (restarted and still replaying, or lagging) cannot know the session:
-        // calling it expired would end, for good, a session the leader keeps alive.
-        None if session.0 > last_zxid && server.log.may_lag() => Err((
-            ErrorCode::Unavailable,
-            format!("session {session} is newer than this member's state (zxid {last_zxid}); try another"),
-        )),
         // Known and live in the state, but this member proposed its expiry: only the expiry
         // applied decides it, and a member of an ensemble may have proposed it while it
         // led and then lost the lead (or been cut off), while the leader keeps the session.
@@ -139,6 +140,21 @@ pub(crate) async fn resume(
         // A wrong secret gets the same answer as an unknown session: no probing for ids.
         _ => Err((ErrorCode::SessionExpired, format!("session {session} has expired or is unknown"))),
     }
+}
+
+/// How long a handshake waits for its member to catch up with the leader before it can
+/// call an unknown session expired: well within the connect timeouts of ZooKeeper clients
+/// (kazoo's and Curator's are seconds), which then try another member.
+const CATCH_UP_WAIT: Duration = Duration::from_secs(3);
+
+/// The answer of a member that could not catch up with the leader to a session newer than
+/// its state: calling it expired would end, for good, a session the leader may keep alive.
+fn newer_than_here(session: SessionId, last_zxid: Zxid, why: &str) -> (ErrorCode, String) {
+    let reason = format!(
+        "session {session} is newer than this member's state (zxid {last_zxid}), which could not catch up \
+         with the leader ({why}); try another"
+    );
+    (ErrorCode::Unavailable, reason)
 }
 
 /// Logs that `session` attached here, unless it attached anywhere since `seen` (its

@@ -7,6 +7,7 @@
 //! Refusals are logged at most once per [`LOG_EVERY`], each line saying how many were not
 //! logged since the one before, so a flood of connections does not flood the log.
 
+use crate::metrics::Metrics;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -17,6 +18,7 @@ pub const LOG_EVERY: Duration = Duration::from_secs(1);
 
 /// The connections open now, against the limits (0: none).
 pub struct ConnLimits {
+    metrics: Arc<Metrics>,
     max_total: usize,
     max_per_ip: usize,
     // std mutexes: held for a counter update, never across an await.
@@ -53,8 +55,8 @@ pub struct Admitted {
 }
 
 impl ConnLimits {
-    pub fn new(max_total: usize, max_per_ip: usize) -> Self {
-        ConnLimits { max_total, max_per_ip, counts: Mutex::default(), log: Mutex::default() }
+    pub fn new(max_total: usize, max_per_ip: usize, metrics: Arc<Metrics>) -> Self {
+        ConnLimits { metrics, max_total, max_per_ip, counts: Mutex::default(), log: Mutex::default() }
     }
 
     fn counts(&self) -> MutexGuard<'_, Counts> {
@@ -84,7 +86,7 @@ impl ConnLimits {
     /// Counts a refused connection, and logs it unless another was logged less than
     /// [`LOG_EVERY`] ago.
     pub fn refused(&self, peer: SocketAddr, protocol: &'static str, why: Refusal) {
-        crate::metrics::count_refused_connection();
+        self.metrics.count_refused_connection();
         if let Some(unlogged) = self.to_log(Instant::now()) {
             tracing::warn!(%peer, protocol, reason = %why, unlogged, "refusing connection");
         }
@@ -132,7 +134,7 @@ mod tests {
 
     #[test]
     fn limits_per_address_and_in_total_and_a_closed_connection_frees_its_place() {
-        let limits = Arc::new(ConnLimits::new(3, 2));
+        let limits = Arc::new(ConnLimits::new(3, 2, Arc::default()));
         let a1 = limits.admit(ip(1)).expect("first from .1");
         let a2 = limits.admit(ip(1)).expect("second from .1");
         assert_eq!(limits.admit(ip(1)).err(), Some(Refusal::PerAddress(2)));
@@ -151,7 +153,7 @@ mod tests {
 
     #[test]
     fn zero_means_no_limit() {
-        let limits = Arc::new(ConnLimits::new(0, 0));
+        let limits = Arc::new(ConnLimits::new(0, 0, Arc::default()));
         let open: Vec<Admitted> = (0..1000).map(|_| limits.admit(ip(1)).expect("no limit")).collect();
         assert_eq!(limits.open(ip(1)), (1000, 0), "no per-address counts without a per-address limit");
         drop(open);
@@ -160,7 +162,7 @@ mod tests {
 
     #[test]
     fn a_burst_of_refusals_is_logged_once_a_second_with_the_count_left_out() {
-        let limits = ConnLimits::new(1, 1);
+        let limits = ConnLimits::new(1, 1, Arc::default());
         let start = Instant::now();
         let at = |ms: u64| start + Duration::from_millis(ms);
         assert_eq!(limits.to_log(at(0)), Some(0));
@@ -174,8 +176,8 @@ mod tests {
 
     #[test]
     fn refusals_are_counted() {
-        let before = crate::metrics::refused_connections();
-        ConnLimits::new(1, 1).refused(SocketAddr::from(([10, 0, 0, 1], 1)), "Ward", Refusal::Total(1));
-        assert!(crate::metrics::refused_connections() > before);
+        let metrics = Arc::new(Metrics::default());
+        ConnLimits::new(1, 1, metrics.clone()).refused(SocketAddr::from(([10, 0, 0, 1], 1)), "Ward", Refusal::Total(1));
+        assert_eq!(metrics.refused_connections(), 1);
     }
 }

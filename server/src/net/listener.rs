@@ -1,9 +1,9 @@
 //! The accept loop.
 
 use super::connection;
+use crate::conn::ConnId;
 use crate::tls::stream::Incoming;
 use crate::tls::ServerTls;
-use crate::watch::ConnId;
 use crate::Server;
 use futures_util::FutureExt;
 use std::future::Future;

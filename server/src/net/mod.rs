@@ -1,13 +1,7 @@
-//! The network edge: accepting connections, the handshake, and each connection's reader and
-//! writer.
+//! Ward's protocol at the network edge: accepting connections and their limits, the
+//! handshake, and the connection's decoding and encoding around [`crate::conn`].
 
 pub mod connection;
-pub mod counted;
 pub mod handshake;
 pub mod limits;
 pub mod listener;
-pub mod order;
-pub mod ordering;
-pub mod park;
-pub mod queue;
-pub mod writer;

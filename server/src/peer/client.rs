@@ -116,6 +116,13 @@ impl PeerClient {
         }
     }
 
+    /// The token cancelled when the connection open now closes, if one is open (and not
+    /// being opened: nobody waits here for a connect).
+    pub fn open_connection(&self) -> Option<CancellationToken> {
+        let slot = self.conn.try_lock().ok()?;
+        slot.as_ref().filter(|c| !c.closed.is_cancelled()).map(|c| c.closed.clone())
+    }
+
     /// Closes the connection, if any; the next call opens a new one.
     pub async fn close(&self) {
         if let Some(conn) = self.conn.lock().await.take() {
@@ -148,7 +155,15 @@ impl PeerClient {
         hello_out.send(hello).await.map_err(|e| format!("hello to {addr}: {e}"))?;
         match hello_in.next().await {
             Some(Ok(HelloAnswer::Accepted)) => {}
-            Some(Ok(HelloAnswer::Refused(why))) => return Err(format!("{addr} refused: {why}")),
+            Some(Ok(HelloAnswer::Refused(why))) => {
+                // A member of another release says "peer protocol N here, M there".
+                let theirs = why.strip_prefix("peer protocol ").and_then(|r| r.split(' ').next()?.parse().ok());
+                if let Some(theirs) = theirs.filter(|v| *v != PEER_VERSION) {
+                    let told = super::wire::version_mismatch(PEER_VERSION, theirs);
+                    tracing::error!(member = self.target, %addr, reason = %why, "{told}");
+                }
+                return Err(format!("{addr} refused: {why}"));
+            }
             Some(Err(e)) => return Err(format!("hello answer from {addr}: {e}")),
             None => return Err(format!("{addr} closed the connection during the hello")),
         }

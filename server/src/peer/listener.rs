@@ -44,7 +44,7 @@ pub fn check_hello(hello: &PeerHello, identity: &Identity) -> Result<(), String>
         return Err("not a Ward peer".into());
     }
     if hello.version != PEER_VERSION {
-        return Err(format!("peer protocol {} here, {} there", PEER_VERSION, hello.version));
+        return Err(super::wire::version_mismatch(PEER_VERSION, hello.version));
     }
     if *hello.ensemble != *identity.ensemble {
         return Err(format!("this is ensemble {:?}, not {:?}", identity.ensemble, hello.ensemble));
@@ -85,7 +85,10 @@ async fn connection<S: PeerService>(
         Err(_) => return tracing::info!(%peer, "peer connection: no hello in time"),
     };
     if let Err(why) = check_hello(&hello, &identity) {
-        tracing::warn!(%peer, from = hello.from, reason = %why, "peer connection refused");
+        match hello.version == PEER_VERSION {
+            true => tracing::warn!(%peer, from = hello.from, reason = %why, "peer connection refused"),
+            false => tracing::error!(%peer, from = hello.from, reason = %why, "peer connection refused"),
+        }
         let _ = hello_out.send(HelloAnswer::Refused(why)).await;
         return;
     }

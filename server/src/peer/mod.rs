@@ -21,7 +21,7 @@ pub mod wire;
 pub use client::{Identity, PeerError};
 pub use listener::PeerService;
 pub use pool::Peers;
-pub use wire::{AdminReply, AdminRequest, Channel, ForwardError, PeerRequest, PeerResponse};
+pub use wire::{AdminReply, AdminRequest, Channel, ForwardError, GoneAnswer, PeerRequest, PeerResponse, SnapshotChunk};
 
 #[cfg(test)]
 mod tests;

@@ -35,6 +35,11 @@ impl Peers {
             .clone()
     }
 
+    /// Where `target`, whose peer address is `addr`, is reached: its route, if it has one.
+    pub fn route(&self, target: NodeId, addr: &str) -> String {
+        self.routes.get(&target).map_or(addr, String::as_str).to_string()
+    }
+
     /// Calls `target` at peer address `addr` (or at its route, if it has one).
     pub async fn call(
         &self,

@@ -5,13 +5,11 @@ use super::client::{Identity, PeerClient, PeerError};
 use super::listener::{check_hello, serve, PeerService};
 use super::wire::*;
 use crate::command::{Applied, Command, CommandOp, Outcome};
+use crate::raft::types::LeaderId;
 use crate::raft::types::{Entry, LogId, TypeConfig, Vote};
-use openraft::error::{Fatal, InstallSnapshotError, RaftError, SnapshotMismatch};
-use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest,
-    VoteResponse,
-};
-use openraft::{CommittedLeaderId, EntryPayload, SnapshotMeta, SnapshotSegmentId};
+use openraft::error::{Fatal, RaftError};
+use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, TransferLeaderRequest, VoteRequest, VoteResponse};
+use openraft::{EntryPayload, SnapshotMeta};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::sync::Arc;
@@ -28,7 +26,7 @@ fn round_trip<T: Serialize + DeserializeOwned + std::fmt::Debug>(value: T) {
 }
 
 fn log_id(term: u64, index: u64) -> LogId {
-    LogId::new(CommittedLeaderId::new(term, 2), index)
+    LogId::new(LeaderId { term, node_id: 2 }, index)
 }
 
 fn command() -> Command {
@@ -58,17 +56,15 @@ fn every_request_round_trips() {
         entries,
     }));
     round_trip(PeerRequest::Vote(VoteRequest::new(vote, Some(log_id(2, 4)))));
-    round_trip(PeerRequest::InstallSnapshot(InstallSnapshotRequest::<TypeConfig> {
+    round_trip(PeerRequest::PreVote(VoteRequest::new(vote, Some(log_id(2, 4)))));
+    round_trip(PeerRequest::SnapshotChunk(SnapshotChunk {
         vote,
-        meta: SnapshotMeta {
-            last_log_id: Some(log_id(3, 5)),
-            last_membership: Default::default(),
-            snapshot_id: "s".into(),
-        },
+        meta: SnapshotMeta { last_log_id: Some(log_id(3, 5)), last_membership: Default::default() },
         offset: 1 << 20,
         data: vec![1, 2, 3],
         done: true,
     }));
+    round_trip(PeerRequest::TransferLeader(TransferLeaderRequest::new(vote, 3, Some(log_id(3, 9)))));
     round_trip(PeerRequest::Forward(vec![
         command(),
         Command {
@@ -103,11 +99,10 @@ fn every_response_round_trips() {
     round_trip(PeerResponse::AppendEntries(Ok(AppendEntriesResponse::HigherVote(vote))));
     round_trip(PeerResponse::AppendEntries(Err(RaftError::Fatal(Fatal::Stopped))));
     round_trip(PeerResponse::Vote(Ok(VoteResponse::new(vote, Some(log_id(1, 1)), true))));
-    round_trip(PeerResponse::InstallSnapshot(Ok(InstallSnapshotResponse { vote })));
-    let segment = |offset| SnapshotSegmentId { id: "s".into(), offset };
-    round_trip(PeerResponse::InstallSnapshot(Err(RaftError::APIError(InstallSnapshotError::SnapshotMismatch(
-        SnapshotMismatch { expect: segment(0), got: segment(5) },
-    )))));
+    round_trip(PeerResponse::PreVote(Ok(VoteResponse::new(vote, Some(log_id(1, 1)), false))));
+    round_trip(PeerResponse::SnapshotChunk(Ok(vote)));
+    round_trip(PeerResponse::SnapshotChunk(Err("out of order".into())));
+    round_trip(PeerResponse::TransferLeader(Ok(Ok(()))));
     let applied = Applied { zxid: 77, outcome: Outcome::Reply(Err(ErrorCode::NodeExists)) };
     let created = Applied { zxid: 78, outcome: Outcome::SessionCreated(SessionId(78)) };
     let ok = Applied { zxid: 79, outcome: Outcome::Reply(Ok(Response::Deleted)) };
@@ -144,6 +139,11 @@ fn the_hello_is_checked() {
     assert!(check_hello(&PeerHello { to: 3, ..hello.clone() }, &me).is_err(), "meant for another member");
     assert!(check_hello(&PeerHello { ensemble: "test".into(), ..hello.clone() }, &me).is_err(), "another ensemble");
     assert!(check_hello(&PeerHello { version: PEER_VERSION + 1, ..hello.clone() }, &me).is_err());
+    // A member of the previous release (openraft 0.9, peer protocol 1) is told, in words an
+    // operator can act on, why it cannot join and what to do.
+    let refused = check_hello(&PeerHello { version: 1, ..hello.clone() }, &me).expect_err("version 1 refused");
+    assert!(refused.starts_with("peer protocol 2 here, 1 there"), "{refused}");
+    assert!(refused.contains("stop every member") && refused.contains("Upgrading"), "{refused}");
     assert!(check_hello(&PeerHello { magic: *b"WARD", ..hello }, &me).is_err());
 }
 

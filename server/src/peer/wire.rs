@@ -7,10 +7,10 @@
 //! so one connection carries many calls at once.
 
 use crate::command::{Applied, Command};
-use crate::raft::types::{NodeId, TypeConfig};
-use openraft::error::{InstallSnapshotError, RaftError};
+use crate::raft::types::{NodeId, SnapshotMeta, TypeConfig, Vote};
+use openraft::error::RaftError;
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest,
+    AppendEntriesRequest, AppendEntriesResponse, TransferLeaderRequest, TransferLeaderResponse, VoteRequest,
     VoteResponse,
 };
 use serde::{Deserialize, Serialize};
@@ -18,8 +18,19 @@ use ward_proto::{MemberInfo, SessionId};
 
 /// "Ward peer": not a client hello, which starts with Ward's client magic.
 pub const PEER_MAGIC: [u8; 4] = *b"WRDP";
-/// Bumped when a message changes shape; members of one ensemble must agree.
-pub const PEER_VERSION: u32 = 1;
+/// Bumped when a message changes shape; members of one ensemble must agree. Version 2 is
+/// openraft 0.10's messages (pre-vote, leader transfer, snapshots sent whole in chunks of
+/// Ward's own); a member of version 1 is refused at the hello, with both versions named.
+pub const PEER_VERSION: u32 = 2;
+/// Why a member refuses a peer of another protocol version, in words an operator can act on.
+pub fn version_mismatch(here: u32, there: u32) -> String {
+    format!(
+        "peer protocol {here} here, {there} there: members of releases with different peer protocols cannot \
+         form one ensemble (version 2 is openraft 0.10's); stop every member, then start them all on one \
+         release (docs/operations.md, \"Upgrading\")"
+    )
+}
+
 /// Largest peer frame: a batch entry is at most about 1 MiB and an append carries a few,
 /// snapshot chunks are 1 MiB.
 pub const MAX_PEER_FRAME: usize = 64 << 20;
@@ -66,8 +77,12 @@ pub struct Envelope<T> {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum PeerRequest {
     AppendEntries(AppendEntriesRequest<TypeConfig>),
-    Vote(VoteRequest<NodeId>),
-    InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
+    Vote(VoteRequest<TypeConfig>),
+    /// A candidate asks whether it would get a vote before it raises its term (Pre-Vote).
+    PreVote(VoteRequest<TypeConfig>),
+    SnapshotChunk(SnapshotChunk),
+    /// The leader hands its leadership to the receiver.
+    TransferLeader(TransferLeaderRequest<TypeConfig>),
     /// A follower's batch of client writes, for the leader to order as one entry.
     Forward(Vec<Command>),
     /// Sessions whose clients were heard from on the sender since its last touch, and the
@@ -79,19 +94,51 @@ pub enum PeerRequest {
     /// Confirm leadership and name the log index a linearizable read must wait for.
     ReadIndex,
     Admin(AdminRequest),
+    /// The sender found the leader of `vote` refusing connections: is it gone here too?
+    /// (`raft::gone_leader`; `last_log` is the sender's last log index.)
+    LeaderGone {
+        vote: Vote,
+        last_log: u64,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
 pub enum PeerResponse {
-    AppendEntries(Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>),
-    Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
-    InstallSnapshot(Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>),
+    AppendEntries(Result<AppendEntriesResponse<TypeConfig>, RaftError<TypeConfig>>),
+    Vote(Result<VoteResponse<TypeConfig>, RaftError<TypeConfig>>),
+    PreVote(Result<VoteResponse<TypeConfig>, RaftError<TypeConfig>>),
+    /// The receiver's vote; a chunk is refused (`Err`) only when the file cannot be written
+    /// or the snapshot not installed.
+    SnapshotChunk(Result<Vote, String>),
+    TransferLeader(Result<TransferLeaderResponse<TypeConfig>, String>),
     /// The log index of the entry holding the batch, and each command's result.
     Forward(Result<(u64, Vec<Applied>), ForwardError>),
     /// The touched sessions the leader does not know (or is expiring): they are gone.
     Touch(Result<Vec<SessionId>, ForwardError>),
     ReadIndex(Result<u64, ForwardError>),
     Admin(Result<AdminReply, ForwardError>),
+    LeaderGone(GoneAnswer),
+}
+
+/// A voter's answer to "is the leader of this vote gone for you too?".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GoneAnswer {
+    pub gone: bool,
+    /// The answering voter's last log index, so that the longest log stands.
+    pub last_log: u64,
+}
+
+/// A piece of the leader's snapshot file (`docs/storage.md`), sent in order; the one with
+/// `done` set is the last, and the receiver installs the snapshot when it has it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SnapshotChunk {
+    /// The sending leader's vote.
+    pub vote: Vote,
+    pub meta: SnapshotMeta,
+    /// Where in the file `data` starts; a transfer starts at 0.
+    pub offset: u64,
+    pub data: Vec<u8>,
+    pub done: bool,
 }
 
 /// Why the leader did not do what a follower forwarded.
@@ -119,10 +166,14 @@ pub enum AdminRequest {
     RemoveMember { id: NodeId },
     /// The member list, as the leader knows it.
     Members,
+    /// Hands the leadership to `to`, or to the voter most up to date.
+    TransferLeader { to: Option<NodeId> },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AdminReply {
     Done,
     Members(Vec<MemberInfo>),
+    /// The member that leads after a transfer.
+    Leader(NodeId),
 }

@@ -111,6 +111,13 @@ impl std::fmt::Debug for Batch {
     }
 }
 
+/// openraft names an entry's payload in its logs: the count, not the commands.
+impl std::fmt::Display for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} commands", self.commands.len())
+    }
+}
+
 /// The bytes a command adds to an entry, roughly.
 pub fn approx_size(cmd: &Command) -> usize {
     const FIXED: usize = 48;

@@ -15,10 +15,13 @@
 
 use super::quorum::QuorumClock;
 use super::rounds::Rounds;
+use super::transfer::HandingOver;
 use super::types::Raft;
+use crate::conn::CloseReason;
 use crate::local::Local;
 use crate::peer::{Channel, PeerRequest, PeerResponse, Peers};
-use crate::watch::CloseReason;
+use openraft::async_runtime::WatchReceiver;
+use openraft::Instant as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -91,7 +94,7 @@ impl Contact {
 pub async fn run(
     contact: Arc<Contact>,
     raft: Raft,
-    quorum: Arc<QuorumClock>,
+    (quorum, handing): (Arc<QuorumClock>, HandingOver),
     (local, peers): (Arc<Local>, Arc<Peers>),
     cancel: CancellationToken,
 ) {
@@ -114,15 +117,17 @@ pub async fn run(
         // Whether the leader acknowledged the round, and which of its touches it refused.
         let acknowledged = match leader_of(&raft) {
             Leader::Me { single } => {
-                (single || (local.sessions.is_sweeping() && lease_fresh(&raft, &quorum))).then(Vec::new)
+                (single || (local.sessions.is_sweeping() && lease_fresh(&raft, &quorum, &handing))).then(Vec::new)
             }
             Leader::Other(leader, addr) => {
-                let applied = raft.metrics().borrow().last_applied.map(|id| id.index);
+                let applied = raft.metrics().borrow_watched().last_applied.map(|id| id.index);
                 let request = PeerRequest::Touch { sessions: touched.clone(), applied };
                 match peers.call(leader, &addr, Channel::Client, request, ROUND_EVERY * 3).await {
                     // Only from the leader of now: a deposed one's answer (this member may
                     // have been elected meanwhile) neither confirms pings nor refuses sessions.
-                    Ok(PeerResponse::Touch(Ok(gone))) if raft.metrics().borrow().current_leader == Some(leader) => {
+                    Ok(PeerResponse::Touch(Ok(gone)))
+                        if raft.metrics().borrow_watched().current_leader == Some(leader) =>
+                    {
                         Some(gone)
                     }
                     answer => {
@@ -164,7 +169,7 @@ enum Leader {
 }
 
 fn leader_of(raft: &Raft) -> Leader {
-    let m = raft.metrics().borrow().clone();
+    let m = raft.metrics().borrow_watched().clone();
     match m.current_leader {
         Some(leader) if leader == m.id => {
             Leader::Me { single: m.membership_config.membership().voter_ids().eq([m.id]) }
@@ -181,13 +186,21 @@ fn leader_of(raft: &Raft) -> Leader {
 /// ([`super::timing::touch_lease`]): no other leader can have been elected meanwhile without
 /// this one's acknowledgements being covered by the new leader's grace. Judged now, from when
 /// the accepted appends were sent ([`QuorumClock`]), and also by openraft's own figure.
-pub fn lease_fresh(raft: &Raft, quorum: &QuorumClock) -> bool {
-    let m = raft.metrics().borrow().clone();
+///
+/// A leader handing its leadership over has given the lease up: the member it hands to is
+/// elected without waiting for the voters' leases to pass, so from the moment the hand-over
+/// begins this leader acknowledges no touch (G16, G26), and the new leader's grace covers
+/// every touch acknowledged before.
+pub fn lease_fresh(raft: &Raft, quorum: &QuorumClock, handing: &HandingOver) -> bool {
+    if handing.is_set() {
+        return false;
+    }
+    let m = raft.metrics().borrow_watched().clone();
     let membership = m.membership_config.membership();
     if membership.voter_ids().eq([m.id]) {
         return true;
     }
     let lease = super::timing::touch_lease(raft.config());
-    m.millis_since_quorum_ack.is_some_and(|ms| Duration::from_millis(ms) < lease)
+    m.last_quorum_acked.as_ref().is_some_and(|at| at.elapsed() < lease)
         && quorum.fresh(m.id, membership.get_joint_config(), std::time::Instant::now(), lease)
 }

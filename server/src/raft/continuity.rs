@@ -77,7 +77,9 @@ pub async fn check(
             on_loss.handle(OpenError::DataLoss { path, reason })?;
             // What follows the gap cannot be applied without the entries before it.
             match first {
-                Some(first) => store.truncate(first).await.map_err(store_error("dropping the log after a gap")),
+                Some(first) => {
+                    store.truncate_since(first.index).await.map_err(store_error("dropping the log after a gap"))
+                }
                 None => Ok(()),
             }
         }

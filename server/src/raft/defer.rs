@@ -1,7 +1,7 @@
 //! Holding back a batch that nobody waits for ([`crate::log::CommandLog::submit_waiting`]).
 //!
-//! openraft 0.9 keeps one append in flight, so a batch sent alone takes a sync of its own and
-//! makes whatever arrives next wait for that sync. Under a contended lock with awaited
+//! The proposer keeps one batch at the disk at a time, so a batch sent alone takes a sync of
+//! its own and makes whatever arrives next wait for that sync. Under a contended lock with awaited
 //! releases, the holder that just released queues again at the moment its successor's release
 //! is on its way: sent alone, that re-queue's sync sits in front of the release, and each
 //! handoff costs two syncs in sequence. A re-queue will wait for the grant anyway, so while

@@ -39,11 +39,7 @@ impl Forwards {
     }
 
     pub fn has_room(&self) -> bool {
-        static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-        let max = *MAX.get_or_init(|| {
-            std::env::var("WARD_MAX_FORWARDS").ok().and_then(|v| v.parse().ok()).unwrap_or(MAX_FORWARDS)
-        });
-        self.running.len() < max
+        self.running.len() < MAX_FORWARDS
     }
 
     /// Takes from `held`, in order, the proposals whose session has no batch running and no

@@ -10,6 +10,8 @@
 
 use super::types::Raft;
 use crate::local::Local;
+use openraft::async_runtime::WatchReceiver;
+use openraft::raft::ReadPolicy;
 use openraft::ServerState;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +23,7 @@ pub async fn run_duties(raft: Raft, local: Arc<Local>, grace: Duration, cancel: 
     let mut led_term = None;
     loop {
         let (leading, term) = {
-            let m = metrics.borrow_and_update();
+            let m = metrics.borrow_watched();
             (m.state == ServerState::Leader, m.current_term)
         };
         // Also when it leads again in a later term without this task having seen it follow
@@ -32,7 +34,7 @@ pub async fn run_duties(raft: Raft, local: Arc<Local>, grace: Duration, cancel: 
         }
         if leading && led_term != Some(term) {
             // Every entry of earlier terms is applied once a read index of this term is.
-            match raft.ensure_linearizable().await {
+            match raft.ensure_linearizable(ReadPolicy::ReadIndex).await {
                 Ok(_) => {
                     local.sessions.restart_deadlines(grace);
                     local.sessions.set_sweeping(true);

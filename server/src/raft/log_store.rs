@@ -1,8 +1,9 @@
-//! openraft's log store over the [`Wal`]: every append, truncate and purge is one record,
-//! written and made durable by the log's I/O thread ([`Writer`]); the vote is a small file
-//! replaced atomically. An append returns once its entries are readable and queued for the
-//! disk; openraft hears that they are flushed (`LogFlushed`) only once the `fdatasync` that
-//! covers them has returned.
+//! openraft's log store over the [`Wal`]: every append, truncate and purge goes to the log's
+//! I/O thread ([`Writer`]), which writes appends queued together as one record and makes
+//! it durable; the vote is a small file replaced atomically. An append returns once its
+//! entries are readable and queued for the disk; openraft hears that they are flushed
+//! (`IOFlushed`) only once the `fdatasync` that covers them has returned, and meanwhile
+//! hands the store the next ones.
 //!
 //! Entries not yet applied are also kept in memory: openraft reads every committed entry
 //! back to apply it, and a store that went to disk for that would pay for the write twice.
@@ -21,13 +22,15 @@ use super::readback;
 use super::record::{Record, RecordRef};
 use super::snapshot_file::InPlace;
 use super::snapshot_trigger::SnapshotTrigger;
-use super::types::{Entry, LogId, LogState, NodeId, StorageError, TypeConfig, Vote};
+use super::types::{Entry, LogId, LogState, NodeId, TypeConfig, Vote};
 use super::wal::{encode_payload, OnLoss, Replayed, Wal};
 use super::writer::Writer;
-use openraft::storage::{LogFlushed, RaftLogStorage};
-use openraft::{AnyError, RaftLogReader, StorageIOError};
+use crate::metrics::log::LogFigures;
+use openraft::storage::{IOFlushed, RaftLogStorage};
+use openraft::RaftLogReader;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
+use std::io;
 use std::ops::{Bound, Range, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -47,6 +50,9 @@ struct Cache {
     last_evicted: Option<LogId>,
     /// Where reading those back may start (the I/O thread adds to them).
     marks: Arc<Marks>,
+    /// The vote as saved: replication reads it beside the entries, to stop sending a
+    /// leader's entries once its vote is no longer the one saved here.
+    vote: Option<Vote>,
 }
 
 /// The log store handed to openraft. Only openraft's core writes through it, one call at a
@@ -56,7 +62,6 @@ pub struct LogStore {
     log_dir: PathBuf,
     cache: Arc<RwLock<Cache>>,
     vote_path: PathBuf,
-    vote: Option<Vote>,
     /// The oldest segment's number when the log was opened.
     oldest_segment: u64,
     /// The bytes of the records found when the log was opened.
@@ -64,6 +69,8 @@ pub struct LogStore {
     activity: Arc<Activity>,
     /// Counts the bytes appended, to decide when a snapshot is due.
     trigger: Option<Arc<SnapshotTrigger>>,
+    /// Where durable appends are counted.
+    figures: Arc<LogFigures>,
     /// Appends acknowledged before they are written: only under `--unsafe-break
     /// ack-before-fsync` (`raft/late.rs`); `None` always otherwise.
     late: Option<Late>,
@@ -114,11 +121,17 @@ impl LogStore {
     /// Opens the log in `dir/log` and the vote in `dir/vote`; refuses a log that lost
     /// durable data.
     pub fn open(dir: &Path, segment_bytes: u64) -> Result<LogStore, OpenError> {
-        LogStore::open_with(dir, segment_bytes, OnLoss::Refuse)
+        LogStore::open_with(dir, segment_bytes, OnLoss::Refuse, Arc::default())
     }
 
-    /// [`LogStore::open`], with what to do about lost data.
-    pub fn open_with(dir: &Path, segment_bytes: u64, on_loss: OnLoss) -> Result<LogStore, OpenError> {
+    /// [`LogStore::open`], with what to do about lost data, counting its syncs and appends
+    /// in `figures`.
+    pub fn open_with(
+        dir: &Path,
+        segment_bytes: u64,
+        on_loss: OnLoss,
+        figures: Arc<LogFigures>,
+    ) -> Result<LogStore, OpenError> {
         let vote_path = dir.join("vote");
         remove_stale_tmp(&vote_path)?;
         let vote = match read_versioned(&vote_path, VOTE_KIND, VOTE_VERSION)? {
@@ -129,8 +142,9 @@ impl LogStore {
             None => None,
         };
         let log_dir = dir.join("log");
-        let (wal, replayed) = Wal::open_with(&log_dir, segment_bytes, on_loss)?;
-        let mut cache = Cache::default();
+        let (mut wal, replayed) = Wal::open_with(&log_dir, segment_bytes, on_loss)?;
+        wal.report_to(figures.clone());
+        let mut cache = Cache { vote, ..Cache::default() };
         let mut segment_max = BTreeMap::new();
         for Replayed { segment, record } in replayed {
             match record {
@@ -159,27 +173,28 @@ impl LogStore {
             log_dir,
             cache,
             vote_path,
-            vote,
             oldest_segment,
             found_bytes,
             activity,
             trigger: None,
             late: None,
             snapshot: None,
+            figures,
         })
     }
 
     /// For an ensemble member: a vote of its own that a quorum had granted is read back as
     /// not yet granted, so that a member restarted while it led campaigns for a new term
-    /// rather than leading again at once. openraft 0.9 resumes such leadership without an
-    /// election, and its read index is then the first entry of the old term or the last one
+    /// rather than leading again at once. openraft would resume such leadership without an
+    /// election (0.10 does not for an ensemble, `enable_leader_restore` off, and this keeps
+    /// it so whatever the setting), and its read index is then the first entry of the old term or the last one
     /// the snapshot applied, whichever is later (the commit index is not stored): it misses
     /// writes this member acknowledged before it stopped, and a follower that had not yet
     /// heard they were committed would answer a `sync` without them (G17). The vote still
     /// promises what matters, no second vote in its term; a new term's first entry follows
     /// every write committed before.
     pub fn forget_leadership(&mut self, me: NodeId) {
-        if let Some(vote) = self.vote.as_mut().filter(|v| v.committed && v.leader_id.node_id == me) {
+        if let Some(vote) = write(&self.cache).vote.as_mut().filter(|v| v.committed && v.leader_id.node_id == me) {
             tracing::info!(term = vote.leader_id.term, "led before this start: leads again only if elected");
             vote.committed = false;
         }
@@ -250,7 +265,15 @@ impl LogStore {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.writer.write(payload, Some(indexes), Box::new(move |result| drop(tx.send(result))));
         rx.await.unwrap_or(Err(FileError::Failed))?;
-        crate::metrics::log::appended(entries.len(), commands(entries));
+        self.figures.appended(entries.len(), commands(entries));
+        Ok(())
+    }
+
+    /// Removes the entries from index `since` on, durably.
+    pub async fn truncate_since(&mut self, since: u64) -> Result<(), io::Error> {
+        self.write_late().await.map_err(|e| write_failed(&e))?;
+        self.write_durably(&RecordRef::Truncate { since }).await.map_err(|e| write_failed(&e))?;
+        drop(write(&self.cache).entries.split_off(&since));
         Ok(())
     }
 
@@ -321,14 +344,14 @@ impl Cache {
 }
 
 /// Reading applied entries back from the segment files failed (damage found, or I/O).
-fn read_failed(e: &FileError) -> StorageError {
+fn read_failed(e: &FileError) -> io::Error {
     tracing::error!(error = %e, "reading log entries back from disk failed");
-    StorageIOError::read_logs(AnyError::new(e)).into()
+    io::Error::other(format!("reading log entries: {e}"))
 }
 
 /// openraft stops on a storage error: nothing is acknowledged after a failed write or fsync.
-fn write_failed(e: &FileError) -> StorageError {
-    StorageIOError::write_logs(AnyError::new(e)).into()
+fn write_failed(e: &FileError) -> io::Error {
+    io::Error::other(format!("writing the log: {e}"))
 }
 
 fn read(cache: &RwLock<Cache>) -> RwLockReadGuard<'_, Cache> {
@@ -343,8 +366,12 @@ impl RaftLogReader<TypeConfig> for LogReader {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
         &mut self,
         range: RB,
-    ) -> Result<Vec<Entry>, StorageError> {
+    ) -> Result<Vec<Entry>, io::Error> {
         read(&self.cache).range(range, &self.log_dir).map_err(|e| read_failed(&e))
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
+        Ok(read(&self.cache).vote)
     }
 }
 
@@ -352,15 +379,19 @@ impl RaftLogReader<TypeConfig> for LogStore {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
         &mut self,
         range: RB,
-    ) -> Result<Vec<Entry>, StorageError> {
+    ) -> Result<Vec<Entry>, io::Error> {
         read(&self.cache).range(range, &self.log_dir).map_err(|e| read_failed(&e))
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
+        Ok(read(&self.cache).vote)
     }
 }
 
 impl RaftLogStorage<TypeConfig> for LogStore {
     type LogReader = LogReader;
 
-    async fn get_log_state(&mut self) -> Result<LogState, StorageError> {
+    async fn get_log_state(&mut self) -> Result<LogState, io::Error> {
         let cache = read(&self.cache);
         let last_purged_log_id = cache.last_purged;
         let last_log_id = cache.last_log_id();
@@ -371,21 +402,17 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         LogReader { cache: self.cache.clone(), log_dir: self.log_dir.clone() }
     }
 
-    async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {
-        let bytes = postcard::to_allocvec(vote).map_err(|e| StorageIOError::write_vote(AnyError::new(&e)))?;
+    async fn save_vote(&mut self, vote: &Vote) -> Result<(), io::Error> {
+        let bytes = postcard::to_allocvec(vote).map_err(|e| io::Error::other(format!("encoding the vote: {e}")))?;
         write_checked(&self.vote_path, &magic(VOTE_KIND, VOTE_VERSION), &bytes).map_err(|e| {
             tracing::error!(error = %e, "saving the vote failed");
-            StorageIOError::write_vote(AnyError::new(&e))
+            io::Error::other(format!("saving the vote: {e}"))
         })?;
-        self.vote = Some(*vote);
+        write(&self.cache).vote = Some(*vote);
         Ok(())
     }
 
-    async fn read_vote(&mut self) -> Result<Option<Vote>, StorageError> {
-        Ok(self.vote)
-    }
-
-    async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> Result<(), StorageError>
+    async fn append<I>(&mut self, entries: I, callback: IOFlushed<TypeConfig>) -> Result<(), io::Error>
     where
         I: IntoIterator<Item = Entry> + Send,
         I::IntoIter: Send,
@@ -397,13 +424,13 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             }
         }
         let Some(indexes) = index_range(&entries) else {
-            callback.log_io_completed(Ok(()));
+            callback.io_completed(Ok(()));
             return Ok(());
         };
         if let Some(late) = self.late.as_mut() {
             // Broken on purpose (`late.rs`): acknowledged first, written later.
             write(&self.cache).entries.extend(entries.iter().map(|e| (e.log_id.index, e.clone())));
-            callback.log_io_completed(Ok(()));
+            callback.io_completed(Ok(()));
             let due = late.hold(entries);
             return self.write_entries(&due).await.map_err(|e| write_failed(&e));
         }
@@ -411,7 +438,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             Ok(payload) => payload,
             Err(e) => {
                 tracing::error!(error = %e, "log entries cannot be encoded");
-                callback.log_io_completed(Err(std::io::Error::other(e.to_string())));
+                callback.io_completed(Err(std::io::Error::other(e.to_string())));
                 return Err(write_failed(&e));
             }
         };
@@ -424,6 +451,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         write(&self.cache).entries.extend(entries.into_iter().map(|e| (e.log_id.index, e)));
         self.activity.started();
         let activity = self.activity.clone();
+        let counted = self.figures.clone();
         self.writer.write(
             payload,
             Some(indexes),
@@ -433,24 +461,21 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                 activity.flushed();
                 match result {
                     Ok(_sync) => {
-                        crate::metrics::log::appended(figures.0, figures.1);
-                        callback.log_io_completed(Ok(()));
+                        counted.appended(figures.0, figures.1);
+                        callback.io_completed(Ok(()));
                     }
-                    Err(e) => callback.log_io_completed(Err(std::io::Error::other(e.to_string()))),
+                    Err(e) => callback.io_completed(Err(std::io::Error::other(e.to_string()))),
                 }
             }),
         );
         Ok(())
     }
 
-    async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
-        self.write_late().await.map_err(|e| write_failed(&e))?;
-        self.write_durably(&RecordRef::Truncate { since: log_id.index }).await.map_err(|e| write_failed(&e))?;
-        drop(write(&self.cache).entries.split_off(&log_id.index));
-        Ok(())
+    async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
+        self.truncate_since(last_log_id.map_or(0, |id| id.index + 1)).await
     }
 
-    async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
+    async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
         self.write_late().await.map_err(|e| write_failed(&e))?;
         // Not past the snapshot file in place: a follower's openraft purges behind a snapshot
         // received from the leader as soon as it hands it to the state machine, which may

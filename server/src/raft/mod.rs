@@ -3,8 +3,9 @@
 //! more members (and a real [`network`]).
 //!
 //! ```text
-//! submit ─► proposer queue ─► one client_write per batch ─► log store: 1 record
-//!                                                                │ I/O thread: pwrite, fdatasync
+//! submit ─► proposer queue ─► one client_write per batch ─► log store: encode, queue
+//!                                     I/O thread: the appends queued together as 1 record,
+//!                                                            │ pwrite, fdatasync
 //!   reply ◄── state machine: Core::apply, command by command ◄───┘ (committed)
 //! ```
 //!
@@ -28,15 +29,21 @@
 //!   it keeps several batches on their way to the leader (`forwards`), and refuses the
 //!   later writes of a connection whose forwarded write has an unknown outcome (`unsettled`).
 //! * [`route`]: a batch into Raft here, or to the leader; the read index for `sync`.
-//! * [`network`]: openraft's RPCs over the peer link ([`crate::peer`]).
+//! * [`network`]: openraft's RPCs over the peer link ([`crate::peer`]), a snapshot sent as
+//!   chunks of the leader's file; `snapshot_receive`: the follower's side, which writes them
+//!   into a file beside its snapshot and installs it at the last.
 //! * [`service`]: what this member does with its peers' requests.
+//! * `transfer`: handing the leadership to another voter (on request, and when a leader is
+//!   stopped cleanly), during which new writes go to the next leader.
 //! * [`leadership`]: leader-only duties (session expiry); `standing`: a follower whose log is
 //!   ahead of a candidate's stands at once; `silence`: a follower stands once its leader has
-//!   been silent for openraft's lease, without the random timeout after it.
+//!   been silent for openraft's lease, without the random timeout after it; `gone_leader`:
+//!   followers whose leader's peer port refuses connections elect the next one at once.
 //! * [`contact`]: touch rounds with the leader; when a ping may be answered ([`rounds`]: the
 //!   bookkeeping, checked by loom); [`quorum`]: when a quorum last accepted this leader's
 //!   appends, by which the leader's touch lease is judged.
-//! * [`membership`]: adding and removing members.
+//! * [`membership`]: adding and removing members; the member list, with whom the leader hears
+//!   from (`liveness`).
 //! * [`identity`]: which member a data directory belongs to.
 
 pub mod activity;
@@ -49,9 +56,11 @@ pub mod error;
 pub mod extent;
 mod forwards;
 pub mod fsutil;
+mod gone_leader;
 pub mod identity;
 mod late;
 pub mod leadership;
+mod liveness;
 pub mod log_store;
 mod marks;
 pub mod membership;
@@ -67,10 +76,12 @@ pub mod service;
 mod silence;
 pub mod snapshot_file;
 mod snapshot_format;
+mod snapshot_receive;
 pub mod snapshot_trigger;
 mod standing;
 pub mod state_machine;
 pub mod timing;
+mod transfer;
 pub mod types;
 mod unsettled;
 pub mod wal;
@@ -89,12 +100,13 @@ use crate::peer::{AdminReply, AdminRequest};
 use crate::peer::{Identity, Peers};
 use log_store::LogStore;
 use network::PeerNetworkFactory;
+use openraft::async_runtime::WatchReceiver;
 use openraft::{BasicNode, ServerState, SnapshotPolicy};
 use proposer::Proposer;
 use route::Route;
 use snapshot_trigger::SnapshotTrigger;
 use state_machine::StateMachineStore;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -177,6 +189,7 @@ pub struct RaftLog {
     route: Route,
     contact: Arc<contact::Contact>,
     reports: membership::AppliedReports,
+    gone: Arc<gone_leader::GoneLeader>,
     /// An ensemble member (not a one-member group), whose state can be behind the group's.
     replicated: bool,
     task: JoinHandle<()>,
@@ -213,7 +226,7 @@ impl CommandLog for RaftLog {
     }
 
     fn raft_figures(&self) -> Option<crate::metrics::RaftFigures> {
-        let metrics = self.raft.metrics().borrow().clone();
+        let metrics = self.raft.metrics().borrow_watched().clone();
         let last = metrics.last_log_index.unwrap_or(0);
         let lag = metrics.replication.iter().flatten().filter(|(id, _)| **id != metrics.id);
         Some(crate::metrics::RaftFigures {
@@ -230,6 +243,13 @@ impl CommandLog for RaftLog {
             last_log_index: last,
             applied_index: metrics.last_applied.map_or(0, |id| id.index),
             lag: lag.map(|(id, matched)| (*id, last.saturating_sub(matched.map_or(0, |m| m.index)))).collect(),
+            fast_elections: self.gone.elections(),
+            heard: liveness::contacts(&metrics, Duration::from_millis(self.raft.config().election_timeout_max)).map(
+                |contacts| {
+                    let voters: BTreeSet<NodeId> = metrics.membership_config.membership().voter_ids().collect();
+                    liveness::heard(&contacts, |id| voters.contains(&id))
+                },
+            ),
         })
     }
 
@@ -244,9 +264,12 @@ impl CommandLog for RaftLog {
     fn members(&self) -> Members {
         let (route, reports) = (self.route.clone(), self.reports.clone());
         Box::pin(async move {
+            if let Ok(list) = membership::list_here(&route.raft, &reports, &route.handing) {
+                return Ok(list);
+            }
             match route.admin(AdminRequest::Members, &reports).await? {
-                AdminReply::Members(members) => Ok(members),
-                AdminReply::Done => Err(Rejected::Unknown("the leader answered without a member list".into())),
+                AdminReply::Members(members) => Ok(membership::forwarded(members)),
+                _ => Err(Rejected::Unknown("the leader answered without a member list".into())),
             }
         })
     }
@@ -258,6 +281,16 @@ impl CommandLog for RaftLog {
             MemberChange::Remove { id } => AdminRequest::RemoveMember { id },
         };
         Box::pin(async move { route.admin(request, &reports).await.map(|_| ()) })
+    }
+
+    fn transfer_leader(&self, to: Option<u64>) -> crate::log::Transfer {
+        let (route, reports) = (self.route.clone(), self.reports.clone());
+        Box::pin(async move {
+            match route.admin(AdminRequest::TransferLeader { to }, &reports).await? {
+                AdminReply::Leader(leader) => Ok(leader),
+                _ => Err(Rejected::Unknown("the leader answered a transfer without naming the new leader".into())),
+            }
+        })
     }
 
     fn propose_expiry(&self, cmd: Command) -> Pending {
@@ -301,8 +334,6 @@ pub async fn open_member(
     options: RaftOptions,
     ensemble: Option<EnsembleOptions>,
 ) -> Result<RaftLog, OpenError> {
-    // Commands replayed from the log are stamped before this: not news to the metrics.
-    crate::metrics::locks::started_ms();
     std::fs::create_dir_all(data_dir).map_err(|source| FileError::Io {
         path: data_dir.into(),
         op: "create",
@@ -311,7 +342,8 @@ pub async fn open_member(
     let dir_lock = lock_dir(data_dir)?;
     let mut sm = StateMachineStore::open(data_dir, core.clone())?;
     continuity::before_log_opens(data_dir, sm.applied(), options.on_loss)?;
-    let mut store = LogStore::open_with(data_dir, options.segment_bytes, options.on_loss)?;
+    let metrics = local.metrics.clone();
+    let mut store = LogStore::open_with(data_dir, options.segment_bytes, options.on_loss, metrics.log.clone())?;
     if options.ack_before_fsync {
         store.acknowledge_before_writing();
     }
@@ -335,10 +367,10 @@ pub async fn open_member(
         fsutil::sync_dir(parent)?;
     }
     let trigger = SnapshotTrigger::new(
-        options.segment_bytes,
-        options.snapshot_log_percent,
+        (options.segment_bytes, options.snapshot_log_percent),
         sm.loaded_bytes(),
         store.found_bytes(),
+        metrics.snapshots.clone(),
     );
     store.count_towards(trigger.clone());
     store.purge_behind(sm.in_place(), log_store::PURGE_WAIT);
@@ -361,6 +393,16 @@ pub async fn open_member(
             max_payload_entries: 16,
             snapshot_policy: policy,
             max_in_snapshot_log_to_keep: options.keep_after_snapshot,
+            // A member cut off and back raises no term before it knows it could win: it
+            // does not depose a leader the others still follow.
+            enable_pre_vote: Some(true),
+            // Entries go to the followers as soon as they are handed to the log store, while
+            // the leader's own fsync runs: a write waits for one fsync's time, not two.
+            broadcast_submitted_on_append: Some(true),
+            // A member restarted while it led is elected again before it leads: its commit
+            // index is not stored, and a read index from it would miss writes it had
+            // acknowledged (G17; `LogStore::forget_leadership` reads its vote back the same way).
+            enable_leader_restore: Some(false),
             ..Default::default()
         },
         None => openraft::Config {
@@ -402,12 +444,14 @@ pub async fn open_member(
         raft.initialize(members).await.map_err(|e| OpenError::raft("initializing")(e.into()))?;
         tracing::info!(dir = %data_dir.display(), "new data directory initialized");
     }
-    let route = Route { raft: raft.clone(), peers: peers.clone(), me: id };
+    let handing = transfer::HandingOver::default();
+    let gone = gone_leader::GoneLeader::new(timing::grace(raft.config()));
+    let route = Route { raft: raft.clone(), peers: peers.clone(), me: id, handing: handing.clone() };
     let (proposer, task) = Proposer::start(route.clone(), options.batch, disk);
     match ensemble {
         None => {
             become_leader(&raft).await?;
-            let last = raft.metrics().borrow().last_log_index;
+            let last = raft.metrics().borrow_watched().last_log_index;
             raft.wait(Some(options.replay_timeout))
                 .applied_index_at_least(last, "replay the log")
                 .await
@@ -422,12 +466,17 @@ pub async fn open_member(
                 chunks: proposer.chunks(),
                 standing: standing::Standing::new(timing::grace(raft.config())),
                 quorum: quorum.clone(),
+                handing: handing.clone(),
+                snapshots: tokio::sync::Mutex::new(snapshot_receive::SnapshotReceiver::new(data_dir.join("snapshot"))),
+                gone: gone.clone(),
+                peers: peers.clone(),
             });
             let identity = peers.identity().clone();
             let peer_tls = identity.tls.is_some();
             let waits = (timing::grace(raft.config()), options.timing.heartbeat, options.timing.election / 2);
             let (heard, running) = (member.standing.heard(), member.standing.running());
             tasks.spawn(silence::watch(raft.clone(), heard, running, waits, cancel.clone()));
+            tasks.spawn(gone_leader::watch(raft.clone(), peers.clone(), gone.clone(), cancel.clone()));
             tasks.spawn(crate::peer::listener::serve(e.peer_listener, identity, member, cancel.clone(), tasks.clone()));
             let members: Vec<String> = e.members.iter().map(|(id, addr)| format!("{id}={addr}")).collect();
             tracing::info!(
@@ -445,13 +494,15 @@ pub async fn open_member(
     tasks.spawn(snapshot_trigger::run(raft.clone(), trigger, cancel.clone()));
     tasks.spawn(leadership::run_duties(raft.clone(), local.clone(), grace, cancel.clone()));
     let contact = contact::Contact::new(!replicated);
-    tasks.spawn(contact::run(contact.clone(), raft.clone(), quorum, (local.clone(), peers.clone()), cancel.clone()));
+    let leases = (quorum, handing);
+    tasks.spawn(contact::run(contact.clone(), raft.clone(), leases, (local.clone(), peers.clone()), cancel.clone()));
     Ok(RaftLog {
         raft,
         proposer,
         route,
         contact,
         reports,
+        gone,
         replicated,
         task,
         background: (cancel, tasks),
@@ -477,7 +528,7 @@ async fn become_leader(raft: &Raft) -> Result<(), OpenError> {
     if quick.is_ok() {
         return Ok(());
     }
-    raft.trigger().elect().await.map_err(|e| OpenError::raft("calling an election")(e.into()))?;
+    raft.trigger().elect(false).await.map_err(|e| OpenError::raft("calling an election")(e.into()))?;
     raft.wait(Some(Duration::from_secs(30)))
         .state(ServerState::Leader, "leader")
         .await
@@ -493,7 +544,7 @@ impl RaftLog {
 
     /// Takes a snapshot now and waits until it is on disk; returns the log id it covers.
     pub async fn snapshot(&self, timeout: Duration) -> Result<Option<LogId>, OpenError> {
-        let applied = self.raft.metrics().borrow().last_applied;
+        let applied = self.raft.metrics().borrow_watched().last_applied;
         self.raft.trigger().snapshot().await.map_err(|e| OpenError::raft("triggering a snapshot")(e.into()))?;
         let m = self
             .raft
@@ -506,15 +557,35 @@ impl RaftLog {
 
     /// Resolves when Raft has stopped, with why: a storage error (a write or fsync failed)
     /// stops it for good, and the server should then stop rather than serve stale reads.
-    pub async fn failed(&self) -> openraft::error::Fatal<NodeId> {
+    pub async fn failed(&self) -> openraft::error::Fatal<types::TypeConfig> {
         let mut metrics = self.raft.metrics();
         loop {
-            let state = metrics.borrow().running_state.clone();
+            let state = metrics.borrow_watched().running_state.clone();
             if let Err(fatal) = state {
                 return fatal;
             }
             if metrics.changed().await.is_err() {
                 return openraft::error::Fatal::Stopped;
+            }
+        }
+    }
+
+    /// If this member leads an ensemble, hands the leadership to the follower most up to
+    /// date and waits (at most `wait`) until it leads: a clean stop of the leader then costs
+    /// no election. Whether it handed over; a failure is logged, and the stop goes on.
+    pub async fn hand_over_leadership(&self, wait: Duration) -> bool {
+        let leads_others = {
+            let m = self.raft.metrics().borrow_watched().clone();
+            m.current_leader == Some(m.id) && m.membership_config.membership().voter_ids().any(|id| id != m.id)
+        };
+        if !self.replicated || !leads_others {
+            return false;
+        }
+        match transfer::hand_over(&self.raft, &self.route.handing, None, wait).await {
+            Ok(_) => true,
+            Err(error) => {
+                tracing::warn!(%error, "could not hand the leadership over before stopping; the others will elect one");
+                false
             }
         }
     }

@@ -1,9 +1,13 @@
 //! Group commit in front of openraft: queued commands become one Raft entry per batch.
 //!
-//! openraft 0.9 turns each `client_write` into its own entry and its own fsync, with one
-//! append in flight, which caps durable writes at one per fsync (~6k/s here). The proposer
-//! drains everything queued while the previous batch was being made durable into the next
-//! entry, so many commands share one fsync (docs/storage.md, "Group commit").
+//! openraft turns each `client_write` into an entry of its own, with its own log id, apply
+//! call and response, and an ensemble sends at most `max_payload_entries` entries per append
+//! to a follower. The proposer drains everything queued while the previous batch was being
+//! made durable into the next entry, so many commands share one entry, one record and one
+//! fsync (docs/storage.md, "Group commit"). openraft 0.10 no longer waits for an append's
+//! flush before it takes the next, and the log's I/O thread merges the appends queued
+//! together into one record ([`super::writer`]); the proposer still decides how large an
+//! entry grows.
 //!
 //! It keeps the disk busy: the next batch goes to openraft as soon as the previous one's
 //! fdatasync has returned ([`super::activity`]), while that one is still being applied and
@@ -21,10 +25,14 @@
 //!
 //! On the leader, a batch a follower forwarded joins this queue whole, as a *chunk*
 //! ([`Chunks`]), and so the leader's next entry with everything else queued: one entry and
-//! one fsync for the writes of every member, where each forwarded batch used to be an entry
-//! of its own, and openraft 0.9 makes each entry's fsync wait for the one before. A chunk is
-//! never split between entries, so its commands succeed or fail together, and its answer
-//! names the entry's index, which the follower waits to have applied before it replies.
+//! one fsync for the writes of every member, rather than an entry per forwarded batch. A
+//! chunk is never split between entries, so its commands succeed or fail together, and its
+//! answer names the entry's index, which the follower waits to have applied before it
+//! replies.
+//!
+//! While this member hands its leadership over (`transfer.rs`), [`Route::leads_here`]
+//! is false: what is queued goes to the next leader, as on a follower, since openraft would
+//! refuse it here.
 
 use super::activity::Watch;
 use super::answers::{Answers, Assembled, ChunkResult, Outcome, Proposal};
@@ -37,6 +45,7 @@ use super::unsettled::Unsettled;
 use crate::command::Command;
 use crate::log::{CommandLog, Pending, Rejected};
 use openraft::error::ClientWriteError;
+use openraft::impls::ProgressResponder;
 use openraft::raft::ClientWriteResult;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -263,8 +272,9 @@ impl Task {
         let (commands, answers) = batch.split();
         let entry = Batch::answered(commands, &answers.replies);
         self.sent_at = self.disk.now().started;
-        match self.route.raft.client_write_ff(entry).await {
-            Ok(response) => {
+        let (responder, response) = ProgressResponder::complete_only();
+        match self.route.raft.client_write_ff(entry, Some(responder)).await {
+            Ok(()) => {
                 let deadline = Instant::now() + COMMIT_TIMEOUT;
                 self.in_flight.push_back(InFlight { response, answers, deadline });
             }

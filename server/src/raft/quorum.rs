@@ -6,10 +6,10 @@
 //! reads "fresh", and the leader would acknowledge touches that a leader elected meanwhile
 //! never saw. So the network records here when it *sent* each append (a heartbeat is one)
 //! that a voter accepted, and the lease is judged from those instants at the moment of the
-//! check. An acceptance means the voter took the append after it was sent and then refuses
-//! every vote for openraft's lease: a majority of every configuration having accepted
-//! appends sent after `q` means no other leader before `q` plus that lease, whichever vote
-//! the appends carried.
+//! check. An acceptance means the voter took the append after it was sent, and before any
+//! vote it gave a later leader (after which it takes nothing from this one): a majority of
+//! every configuration having accepted appends sent after `q` means no other leader elected
+//! before `q`, whether or not the voters kept openraft's lease (`gone_leader` waives it).
 
 use crate::sync::Mutex;
 use std::collections::{BTreeMap, BTreeSet};

@@ -162,7 +162,7 @@ mod tests {
             }),
         };
         openraft::Entry {
-            log_id: openraft::LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
+            log_id: openraft::LogId::new(crate::raft::types::LeaderId { term: 1, node_id: 1 }, index),
             payload: openraft::EntryPayload::Normal(vec![command].into()),
         }
     }

@@ -1,8 +1,9 @@
 //! The log's record format: pure encoding and decoding, no I/O.
 //!
-//! Every `append` openraft makes becomes exactly one record, written with one `pwrite` and
-//! one `fdatasync`. A crash can therefore tear at most the last record, and any damage
-//! followed by an intact later record is damage at rest, not a torn write.
+//! At most one record is ever unsynced: the log's I/O thread merges the appends queued
+//! together into one record ([`merge_entries`]) and syncs before any other record. A crash
+//! can therefore tear at most the last record, and any damage followed by an intact later
+//! record is damage at rest, not a torn write.
 //!
 //! ```text
 //! segment header (32 bytes)                 record (8-byte aligned)
@@ -129,6 +130,54 @@ pub fn encode(rsn: u64, payload: &[u8], out: &mut Vec<u8>) {
     out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
 }
 
+/// The payloads of several [`Record::Entries`] records (from [`super::wal::encode_payload`],
+/// consecutive in the log) as the payload of one record of all their entries, or `None` if
+/// one of them is not such a payload.
+///
+/// Postcard writes an enum as its variant's index and a list as its length, both varints,
+/// then the elements: the merged payload is variant 0, the summed length, and each payload's
+/// elements as they are, so no entry is decoded or encoded again.
+pub fn merge_entries(payloads: &[Vec<u8>]) -> Option<Vec<u8>> {
+    let mut count = 0u64;
+    let mut bodies = Vec::with_capacity(payloads.len());
+    for payload in payloads {
+        let (variant, rest) = varint(payload)?;
+        let (len, body) = varint(rest)?;
+        if variant != 0 {
+            return None;
+        }
+        count = count.checked_add(len)?;
+        bodies.push(body);
+    }
+    let mut out = Vec::with_capacity(20 + bodies.iter().map(|b| b.len()).sum::<usize>());
+    put_varint(0, &mut out);
+    put_varint(count, &mut out);
+    for body in bodies {
+        out.extend_from_slice(body);
+    }
+    Some(out)
+}
+
+/// A postcard varint (LEB128, at most 10 bytes) at the start of `bytes`, and what follows it.
+fn varint(bytes: &[u8]) -> Option<(u64, &[u8])> {
+    let mut value = 0u64;
+    for (i, byte) in bytes.iter().enumerate().take(10) {
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((value, &bytes[i + 1..]));
+        }
+    }
+    None
+}
+
+fn put_varint(mut value: u64, out: &mut Vec<u8>) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
 fn checksum(len: &[u8], rsn: &[u8], payload: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
     h.update(len);
@@ -214,6 +263,27 @@ mod tests {
         let crc = crc32fast::hash(&h[..28]);
         h[28..].copy_from_slice(&crc.to_le_bytes());
         h
+    }
+
+    fn entries(from: u64, to: u64) -> Vec<Entry> {
+        let leader = openraft::impls::leader_id_adv::LeaderId { term: 2, node_id: 1 };
+        (from..to).map(|i| Entry { log_id: LogId::new(leader, i), payload: openraft::EntryPayload::Blank }).collect()
+    }
+
+    /// Appends queued together are written as one record of all their entries, in order,
+    /// as if one append had carried them all.
+    #[test]
+    fn merged_entries_payloads_decode_as_one_record_of_all_their_entries() {
+        // 200 entries: a length that takes two varint bytes, beside ones that take one.
+        let parts = [entries(1, 3), entries(3, 203), entries(203, 204)];
+        let payloads: Vec<Vec<u8>> =
+            parts.iter().map(|p| postcard::to_allocvec(&RecordRef::Entries(p)).expect("encode")).collect();
+        let merged = merge_entries(&payloads).expect("entries payloads merge");
+        let Ok(Record::Entries(all)) = postcard::from_bytes::<Record>(&merged) else { panic!("not entries") };
+        let indexes: Vec<u64> = all.iter().map(|e| e.log_id.index).collect();
+        assert_eq!(indexes, (1..204).collect::<Vec<_>>());
+        let purge = postcard::to_allocvec(&RecordRef::Purge { upto: LogId::new(parts[0][0].log_id.leader_id, 1) });
+        assert_eq!(merge_entries(&[payloads[0].clone(), purge.expect("encode")]), None, "a purge never merges");
     }
 
     #[test]

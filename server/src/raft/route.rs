@@ -10,11 +10,15 @@
 
 use super::batch::{Batch, Replies};
 use super::membership::{self, AppliedReports};
-use super::types::{NodeId, Raft};
+use super::transfer::HandingOver;
+use super::types::{NodeId, Raft, TypeConfig};
 use crate::command::{Applied, Command};
 use crate::log::Rejected;
 use crate::peer::{AdminReply, AdminRequest, Channel, ForwardError, PeerError, PeerRequest, PeerResponse, Peers};
-use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
+use openraft::async_runtime::WatchReceiver;
+use openraft::error::{ClientWriteError, LinearizableReadError, RaftError};
+use openraft::raft::ReadPolicy;
+use openraft::Instant as _;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -35,12 +39,31 @@ pub struct Route {
     pub raft: Raft,
     pub peers: Arc<Peers>,
     pub me: NodeId,
+    /// Set while this member hands its leadership over: it is then no longer the leader to
+    /// write to, and the next is awaited.
+    pub handing: HandingOver,
 }
 
 impl Route {
-    /// Whether this member leads, as far as it knows.
+    /// Whether this member leads, as far as it knows, and takes writes now (see
+    /// `writable_here`).
     pub fn leads_here(&self) -> bool {
-        self.raft.metrics().borrow().current_leader == Some(self.me)
+        self.writable_here(&self.raft.metrics().borrow_watched())
+    }
+
+    /// Whether openraft takes a write here now: this member leads, is not handing the
+    /// leadership over, and holds its lease (a quorum acknowledged it within
+    /// `election_timeout_max`). A leader without the lease refuses writes before logging them
+    /// ("forward to the leader"): a new leader elected by a transfer does until the others'
+    /// first acknowledgement, and a write handed to it then would fail for nothing. Until
+    /// then writes wait in [`Route::leader`] as for an election.
+    fn writable_here(&self, m: &openraft::RaftMetrics<TypeConfig>) -> bool {
+        if m.current_leader != Some(self.me) || self.handing.is_set() {
+            return false;
+        }
+        let lease = Duration::from_millis(self.raft.config().election_timeout_max);
+        m.membership_config.membership().voter_ids().eq([self.me])
+            || m.last_quorum_acked.as_ref().is_some_and(|at| at.elapsed() < lease)
     }
 
     /// The leader this member knows of and its peer address, waiting (until `deadline`) for
@@ -49,17 +72,21 @@ impl Route {
         let mut metrics = self.raft.metrics();
         loop {
             {
-                let m = metrics.borrow_and_update();
-                if let Some(leader) = m.current_leader {
+                let m = metrics.borrow_watched();
+                let leader = m.current_leader.filter(|l| *l != self.me || self.writable_here(&m));
+                if let Some(leader) = leader {
                     let addr = m.membership_config.membership().get_node(&leader).map(|n| n.addr.clone());
                     if let Some(addr) = addr {
                         return Ok((leader, addr));
                     }
                 }
             }
-            match tokio::time::timeout_at(deadline, metrics.changed()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => return Err(Rejected::Stopped),
+            // While handing over, this member's leadership may also end without a change of
+            // metrics (the transfer failed): look again soon.
+            let changed = tokio::time::timeout(RETRY_PAUSE, metrics.changed());
+            match tokio::time::timeout_at(deadline, changed).await {
+                Ok(Ok(Ok(()))) | Ok(Err(_)) => {}
+                Ok(Ok(Err(_))) => return Err(Rejected::Stopped),
                 Err(_) => return Err(Rejected::NotApplied("no leader elected".into())),
             }
         }
@@ -79,7 +106,7 @@ impl Route {
         let mut metrics = self.raft.metrics();
         let deposed = async {
             loop {
-                if metrics.borrow_and_update().current_leader != Some(leader) {
+                if metrics.borrow_watched().current_leader != Some(leader) {
                     return;
                 }
                 if metrics.changed().await.is_err() {
@@ -173,12 +200,19 @@ impl Route {
         loop {
             let (leader, addr) = self.leader(deadline).await?;
             let answer = if leader == self.me {
-                membership::run(&self.raft, reports, request.clone()).await
+                membership::run(&self.raft, reports, &self.handing, request.clone()).await
             } else {
                 let call = PeerRequest::Admin(request.clone());
                 // Listing members is quick; a membership change waits for a learner to catch up.
                 let limit = if request == AdminRequest::Members { COMMIT_TIMEOUT } else { ADMIN_TIMEOUT };
-                match self.call_leader(leader, &addr, call, limit).await {
+                let answer = match request {
+                    // The leader stops leading by design; its answer says who leads now.
+                    AdminRequest::TransferLeader { .. } => {
+                        self.peers.call(leader, &addr, Channel::Client, call, limit).await
+                    }
+                    _ => self.call_leader(leader, &addr, call, limit).await,
+                };
+                match answer {
                     Ok(PeerResponse::Admin(r)) => r,
                     Ok(_) => Err(ForwardError::Unknown("wrong reply to a membership request".into())),
                     Err(PeerError::Unreachable(..)) => Err(ForwardError::NotLeader(None)),
@@ -231,13 +265,13 @@ pub async fn write_here(raft: &Raft, batch: Vec<Command>) -> Result<(u64, Vec<Ap
 /// The read index on this member, which must lead: `get_read_log_id` confirms leadership
 /// with a quorum of heartbeats.
 pub async fn read_index_here(raft: &Raft) -> Result<u64, ForwardError> {
-    match tokio::time::timeout(COMMIT_TIMEOUT, raft.get_read_log_id()).await {
-        Ok(Ok((read, _applied))) => Ok(read.map_or(0, |id| id.index)),
-        Ok(Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)))) => {
+    match tokio::time::timeout(COMMIT_TIMEOUT, raft.get_read_log_id(ReadPolicy::ReadIndex)).await {
+        Ok(Ok((read, _applied))) => Ok(read.log_id().index),
+        Ok(Err(RaftError::APIError(LinearizableReadError::ForwardToLeader(f)))) => {
             Err(ForwardError::NotLeader(f.leader_id))
         }
         // No quorum answered: perhaps deposed; the caller asks again.
-        Ok(Err(RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(_)))) => Err(ForwardError::NotLeader(None)),
+        Ok(Err(RaftError::APIError(LinearizableReadError::QuorumNotEnough(_)))) => Err(ForwardError::NotLeader(None)),
         Ok(Err(e)) => Err(ForwardError::Unknown(e.to_string())),
         Err(_) => Err(ForwardError::Unknown(format!("leadership not confirmed within {COMMIT_TIMEOUT:?}"))),
     }

@@ -131,16 +131,15 @@ impl Segment {
     }
 
     /// Makes every byte written so far durable (one `fdatasync`, none if nothing was written
-    /// since the last).
-    pub fn sync(&mut self) -> Result<(), FileError> {
+    /// since the last), and says how long the `fdatasync` took, if there was one.
+    pub fn sync(&mut self) -> Result<Option<std::time::Duration>, FileError> {
         if self.synced_pos == self.write_pos {
-            return Ok(());
+            return Ok(None);
         }
         let started = std::time::Instant::now();
         self.file.sync_data().map_err(FileError::io(&self.path, "fdatasync"))?;
-        crate::metrics::log::fsynced(started.elapsed());
         self.synced_pos = self.write_pos;
-        Ok(())
+        Ok(Some(started.elapsed()))
     }
 }
 

@@ -2,16 +2,19 @@
 //! forwarded batch, a read index and a membership change are the leader's to do; touches
 //! keep the sessions of clients connected elsewhere alive in the leader's deadlines.
 
+use super::gone_leader::{self, GoneLeader};
 use super::membership;
 use super::proposer::Chunks;
 use super::quorum::QuorumClock;
 use super::route::read_index_here;
+use super::snapshot_receive::SnapshotReceiver;
 use super::standing::Standing;
 use super::types::{NodeId, Raft};
 use crate::command::{Applied, Command};
 use crate::local::Local;
 use crate::log::Rejected;
-use crate::peer::{ForwardError, PeerRequest, PeerResponse, PeerService};
+use crate::peer::{ForwardError, PeerRequest, PeerResponse, PeerService, Peers};
+use openraft::async_runtime::WatchReceiver;
 use openraft::raft::AppendEntriesResponse;
 use std::sync::Arc;
 
@@ -24,6 +27,13 @@ pub struct Member {
     pub standing: Standing,
     /// When a quorum last accepted this member's appends: the touch lease.
     pub quorum: Arc<QuorumClock>,
+    /// Set while this member hands its leadership over.
+    pub handing: super::transfer::HandingOver,
+    /// A snapshot being received from the leader, a chunk at a time.
+    pub snapshots: tokio::sync::Mutex<SnapshotReceiver>,
+    /// A leader this member found gone, whose lease it waives (`gone_leader`).
+    pub gone: Arc<GoneLeader>,
+    pub peers: Arc<Peers>,
 }
 
 impl PeerService for Member {
@@ -33,26 +43,38 @@ impl PeerService for Member {
                 let answer = self.raft.append_entries(rpc).await;
                 if answer.as_ref().is_ok_and(|r| !matches!(r, AppendEntriesResponse::HigherVote(_))) {
                     self.standing.heard_leader();
+                    self.gone.heard_leader();
                 }
                 PeerResponse::AppendEntries(answer)
             }
-            PeerRequest::Vote(rpc) => {
+            PeerRequest::Vote(mut rpc) => {
+                // A voter that found its leader's port refusing connections has no live
+                // leader to keep the lease for (G16 does not rest on it: `gone_leader`).
+                let current = self.raft.server_metrics().borrow_watched().vote;
+                if !rpc.leadership_transfer && self.gone.waives(&current) {
+                    tracing::info!(from, vote = %rpc.vote, "the leader is gone here: its lease is waived for this vote");
+                    rpc.leadership_transfer = true;
+                }
                 let answer = self.raft.vote(rpc.clone()).await;
                 if let Ok(response) = &answer {
                     self.standing.after_vote(&self.raft, &rpc, response);
                 }
                 PeerResponse::Vote(answer)
             }
-            PeerRequest::InstallSnapshot(rpc) => {
-                // openraft renews its lease on a snapshot's chunks; counting every accepted chunk
-                // keeps this member's record close to openraft's (a decision to stand still
-                // checks openraft's own, see `standing` and `silence`).
-                let leader = rpc.vote;
-                let answer = self.raft.install_snapshot(rpc).await;
-                if answer.as_ref().is_ok_and(|r| r.vote == leader) {
+            PeerRequest::PreVote(rpc) => PeerResponse::PreVote(self.raft.pre_vote(rpc).await),
+            PeerRequest::SnapshotChunk(chunk) => {
+                // Every accepted chunk from the leader counts as hearing from it, as an
+                // append does (see `standing` and `silence`).
+                let leader = chunk.vote;
+                let answer = self.snapshots.lock().await.chunk(&self.raft, chunk).await;
+                if answer.as_ref().is_ok_and(|vote| *vote == leader) {
                     self.standing.heard_leader();
                 }
-                PeerResponse::InstallSnapshot(answer)
+                PeerResponse::SnapshotChunk(answer)
+            }
+            PeerRequest::TransferLeader(request) => {
+                let answer = self.raft.handle_transfer_leader(request).await.map_err(|fatal| fatal.to_string());
+                PeerResponse::TransferLeader(answer)
             }
             PeerRequest::Forward(batch) => {
                 tracing::trace!(from, commands = batch.len(), "forwarded batch");
@@ -65,7 +87,13 @@ impl PeerService for Member {
                 }
                 PeerResponse::Touch(self.touch(sessions))
             }
-            PeerRequest::Admin(admin) => PeerResponse::Admin(membership::run(&self.raft, &self.reports, admin).await),
+            PeerRequest::LeaderGone { vote, last_log } => {
+                let asked = (from, vote, last_log);
+                PeerResponse::LeaderGone(gone_leader::answer(&self.raft, &self.peers, &self.gone, asked).await)
+            }
+            PeerRequest::Admin(admin) => {
+                PeerResponse::Admin(membership::run(&self.raft, &self.reports, &self.handing, admin).await)
+            }
         }
     }
 }
@@ -76,7 +104,7 @@ impl Member {
     async fn forwarded(&self, batch: Vec<Command>) -> Result<(u64, Vec<Applied>), ForwardError> {
         let (me, leader) = {
             let metrics = self.raft.metrics();
-            let m = metrics.borrow();
+            let m = metrics.borrow_watched();
             (m.id, m.current_leader)
         };
         if leader != Some(me) {
@@ -94,10 +122,10 @@ impl Member {
     fn touch(&self, sessions: Vec<ward_proto::SessionId>) -> Result<Vec<ward_proto::SessionId>, ForwardError> {
         // R1: acknowledged only by a leader that is ready (every earlier entry applied,
         // deadlines restarted) and still holds its lease.
-        if !self.raft.metrics().borrow().state.is_leader() {
-            return Err(ForwardError::NotLeader(self.raft.metrics().borrow().current_leader));
+        if !self.raft.metrics().borrow_watched().state.is_leader() {
+            return Err(ForwardError::NotLeader(self.raft.metrics().borrow_watched().current_leader));
         }
-        if !self.local.sessions.is_sweeping() || !super::contact::lease_fresh(&self.raft, &self.quorum) {
+        if !self.local.sessions.is_sweeping() || !super::contact::lease_fresh(&self.raft, &self.quorum, &self.handing) {
             return Err(ForwardError::NotLeader(None));
         }
         Ok(sessions.into_iter().filter(|s| !self.local.sessions.touch(*s)).collect())

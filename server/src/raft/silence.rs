@@ -1,6 +1,6 @@
 //! Standing for election once the leader has been silent for openraft's lease.
 //!
-//! openraft 0.9 lets a follower of a known leader call an election only once the leader has
+//! openraft lets a follower of a known leader call an election only once the leader has
 //! been silent for its lease (`election_timeout_max`) and then for a random election timeout
 //! more (`handle_tick_election`). The lease is what keeps a new leader from being elected
 //! while the old one may still acknowledge touches (G16); the timeout after it only spreads
@@ -12,7 +12,8 @@
 //! to half an election timeout, different on every member, so that two followers rarely stand
 //! at once. If they do, both lose that term and openraft's own timer, unchanged, decides the
 //! next. Safety stays openraft's: any member may stand at any time, and every voter still
-//! refuses votes for its lease. This member stands sooner than openraft's timer would (which
+//! refuses votes for its lease. It stands with a Pre-Vote round, so a member whose own link
+//! to the leader broke, while the others still hear it, raises no term. This member stands sooner than openraft's timer would (which
 //! adds at least `election_timeout_min` to the lease), but never within its own lease: the
 //! decision is taken inside openraft's core, from openraft's own record of when it last heard
 //! the leader, after every message that arrived before it (this member's `heard`, set when an
@@ -22,6 +23,8 @@
 
 use super::standing::Heard;
 use super::types::{NodeId, Raft};
+use openraft::async_runtime::WatchReceiver;
+use openraft::Instant as _;
 use openraft::ServerState;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
@@ -50,7 +53,7 @@ pub async fn watch(
     (lease, heartbeat, spread): (Duration, Duration, Duration),
     cancel: CancellationToken,
 ) {
-    let me = raft.metrics().borrow().id;
+    let me = raft.metrics().borrow_watched().id;
     let mut stood_for = None;
     loop {
         let last = *heard.lock().unwrap_or_else(PoisonError::into_inner);
@@ -76,7 +79,9 @@ pub async fn watch(
             continue;
         }
         tracing::info!(silent_ms = at.elapsed().as_millis(), "no word from the leader for its lease: standing");
-        if let Err(error) = raft.trigger().elect().await {
+        // Pre-Vote first: a member that only lost its own link to a leader the others still
+        // follow raises no term, and does not depose that leader when the link is back.
+        if let Err(error) = raft.trigger().elect(true).await {
             tracing::warn!(%error, "standing after the leader's silence");
         }
         running.store(false, Ordering::Release);

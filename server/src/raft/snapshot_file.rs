@@ -2,12 +2,12 @@
 //! received chunk by chunk and never held in memory whole.
 //!
 //! The leader sends its current snapshot file as it is on disk, header and checksum
-//! included (`get_current_snapshot` opens it); openraft reads it a chunk at a time
-//! (`snapshot_max_chunk_size`). A follower writes the chunks into a file of its own,
+//! included (`get_current_snapshot` opens it); the network reads it a chunk at a time
+//! (`raft/network.rs`). A follower writes the chunks into a file of its own,
 //! `snapshot.receiving-N` beside `snapshot`, which is checked, fsynced and renamed over
 //! `snapshot` when the snapshot is installed. A receive that is abandoned (the leader gave
 //! up, or sent a newer snapshot, or the snapshot was not newer than the state after all)
-//! removes its file when openraft drops it, at the latest as the next receive begins; one
+//! removes its file when it is dropped, at the latest as the next receive begins; one
 //! that a crash interrupted is removed when the directory is next opened
 //! ([`remove_stale`]). So a half-received snapshot is never taken for the current one.
 

@@ -8,7 +8,7 @@ use super::*;
 use crate::command::{Command, CommandOp};
 use crate::raft::fsutil::write_checked;
 use crate::raft::snapshot_format::{magic, BodyRef, SNAPSHOT_VERSION};
-use openraft::{CommittedLeaderId, LogId as RaftLogId};
+use openraft::LogId as RaftLogId;
 use tokio::io::{AsyncSeekExt, AsyncWriteExt};
 use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
 use ward_testkit::TempDir;
@@ -23,9 +23,8 @@ fn snapshot_of(path: &str, index: u64) -> (SnapshotMeta, StateMachine) {
     let create = Op::Create { path: path.into(), data: vec![7; 100], mode: CreateMode::Persistent };
     state.apply_command(&command(1, CommandOp::Op(create)));
     let meta = SnapshotMeta {
-        last_log_id: Some(RaftLogId::new(CommittedLeaderId::new(1, 1), index)),
+        last_log_id: Some(RaftLogId::new(crate::raft::types::LeaderId { term: 1, node_id: 1 }, index)),
         last_membership: StoredMembership::default(),
-        snapshot_id: format!("1-{index}-1"),
     };
     (meta, state)
 }
@@ -45,6 +44,12 @@ async fn send(into: &mut SnapshotFile, bytes: &[u8], chunk: usize) {
         into.seek(std::io::SeekFrom::Start((i * chunk) as u64)).await.expect("seek");
         into.write_all(piece).await.expect("write a chunk");
     }
+}
+
+/// A new file beside `sm`'s snapshot, as the peer service opens one for a transfer.
+async fn begin_receiving(sm: &mut StateMachineStore) -> SnapshotFile {
+    sm.received += 1;
+    SnapshotFile::receiving(&sm.snapshot_path, sm.received).await.expect("begin")
 }
 
 fn receiving_files(dir: &Path) -> Vec<String> {
@@ -71,7 +76,7 @@ async fn a_receive_abandoned_midway_leaves_the_previous_snapshot_current_after_r
     assert!(holds(&sm, "/old"));
 
     // Abandoned: openraft drops the file it was writing.
-    let mut receiving = sm.begin_receiving_snapshot().await.expect("begin");
+    let mut receiving = begin_receiving(&mut sm).await;
     send(&mut receiving, &new_file[..new_file.len() / 2], 64).await;
     receiving.flush().await.expect("flush");
     assert_eq!(receiving_files(dir.path()).len(), 1, "chunks go into a file beside the snapshot");
@@ -79,7 +84,7 @@ async fn a_receive_abandoned_midway_leaves_the_previous_snapshot_current_after_r
     assert_eq!(receiving_files(dir.path()), Vec::<String>::new(), "an abandoned receive leaves no file");
 
     // Cut short by a crash: the file stays until the directory is opened again.
-    let mut receiving = sm.begin_receiving_snapshot().await.expect("begin");
+    let mut receiving = begin_receiving(&mut sm).await;
     send(&mut receiving, &new_file[..new_file.len() / 2], 64).await;
     receiving.flush().await.expect("flush");
     std::mem::forget(receiving);
@@ -94,7 +99,7 @@ async fn a_receive_abandoned_midway_leaves_the_previous_snapshot_current_after_r
     let mut damaged = new_file.clone();
     let last = damaged.len() - 1;
     damaged[last] ^= 0x40;
-    let mut receiving = sm.begin_receiving_snapshot().await.expect("begin");
+    let mut receiving = begin_receiving(&mut sm).await;
     send(&mut receiving, &damaged, 64).await;
     receiving.shutdown().await.expect("shutdown");
     let refused = sm.install_snapshot(&new_meta, receiving).await;
@@ -104,7 +109,7 @@ async fn a_receive_abandoned_midway_leaves_the_previous_snapshot_current_after_r
     assert_eq!(current(&mut sm).await, Some(old_meta.clone()));
 
     // Whole and sound, in many chunks: installed, and current after a restart.
-    let mut receiving = sm.begin_receiving_snapshot().await.expect("begin");
+    let mut receiving = begin_receiving(&mut sm).await;
     send(&mut receiving, &new_file, 64).await;
     receiving.shutdown().await.expect("shutdown");
     sm.install_snapshot(&new_meta, receiving).await.expect("install");
@@ -140,7 +145,7 @@ async fn the_current_snapshot_is_sent_as_its_file() {
 fn a_build_ending_after_a_newer_install_does_not_replace_it() {
     let dir = TempDir::new("snapshot-in-place");
     let (current, built) = (dir.path().join("snapshot"), dir.path().join("snapshot.tmp"));
-    let at = |index| Some(RaftLogId::new(CommittedLeaderId::new(1, 1), index));
+    let at = |index| Some(RaftLogId::new(crate::raft::types::LeaderId { term: 1, node_id: 1 }, index));
     std::fs::write(&current, b"installed").expect("write");
     let in_place = InPlace::new(at(9));
     std::fs::write(&built, b"built before").expect("write");
@@ -172,7 +177,7 @@ async fn an_older_snapshot_version_is_sent_and_installed_as_it_is() {
     let mut bytes = Vec::new();
     sent.snapshot.read_to_end(&mut bytes).await.expect("read the file");
     assert_eq!(&bytes[..8], b"WARDSNP5", "sent as it is");
-    let mut receiving = follower.begin_receiving_snapshot().await.expect("begin");
+    let mut receiving = begin_receiving(&mut follower).await;
     send(&mut receiving, &bytes, 1 << 10).await;
     receiving.shutdown().await.expect("shutdown");
     follower.install_snapshot(&meta, receiving).await.expect("install");
@@ -184,7 +189,7 @@ async fn an_older_snapshot_version_is_sent_and_installed_as_it_is() {
 async fn a_build_dropped_before_it_ran_lets_the_next_snapshot_be_asked_for() {
     let dir = TempDir::new("snapshot-dropped-build");
     let mut sm = StateMachineStore::open(dir.path(), Core::serving().0).expect("open");
-    let trigger = SnapshotTrigger::new(10, 100, 0, 0);
+    let trigger = SnapshotTrigger::new((10, 100), 0, 0, Arc::default());
     sm.report_snapshots(trigger.clone());
     trigger.logged(10);
     assert!(trigger.is_due());

@@ -10,9 +10,10 @@
 //! when one is due and none is being built.
 
 use super::types::Raft;
-use crate::metrics::snapshots as figures;
+use crate::metrics::snapshots::SnapshotFigures;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -26,12 +27,19 @@ pub struct SnapshotTrigger {
     snapshot_bytes: AtomicU64,
     building: AtomicBool,
     due: Notify,
+    /// Where the server's snapshot figures are published.
+    figures: Arc<SnapshotFigures>,
 }
 
 impl SnapshotTrigger {
     /// `snapshot_bytes`: the size of the snapshot the server started from (0 if none);
     /// `log_bytes`: the log it found.
-    pub fn new(floor: u64, percent: u64, snapshot_bytes: u64, log_bytes: u64) -> Arc<SnapshotTrigger> {
+    pub fn new(
+        (floor, percent): (u64, u64),
+        snapshot_bytes: u64,
+        log_bytes: u64,
+        figures: Arc<SnapshotFigures>,
+    ) -> Arc<SnapshotTrigger> {
         let trigger = SnapshotTrigger {
             floor,
             percent,
@@ -39,6 +47,7 @@ impl SnapshotTrigger {
             snapshot_bytes: AtomicU64::new(snapshot_bytes),
             building: AtomicBool::new(false),
             due: Notify::new(),
+            figures,
         };
         trigger.publish();
         Arc::new(trigger)
@@ -60,23 +69,26 @@ impl SnapshotTrigger {
     /// `bytes` more were written to the log.
     pub fn logged(&self, bytes: u64) {
         let total = self.log_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
-        figures::LOG_BYTES.store(total, Ordering::Relaxed);
+        self.figures.log_bytes.store(total, Ordering::Relaxed);
         if self.is_due() {
             self.due.notify_one();
         }
     }
 
-    /// A snapshot of the state as applied so far begins: the log is counted from here.
-    pub fn began(&self) {
+    /// A snapshot of the state as applied so far begins (capturing it held the state's lock
+    /// for `held`): the log is counted from here.
+    pub fn began(&self, held: Duration) {
         self.building.store(true, Ordering::Relaxed);
         self.log_bytes.store(0, Ordering::Relaxed);
-        figures::LOG_BYTES.store(0, Ordering::Relaxed);
+        self.figures.log_bytes.store(0, Ordering::Relaxed);
+        self.figures.begun(held);
     }
 
     /// The snapshot begun last is written, `bytes` long (`None`: it failed or was dropped).
     /// A failed build leaves the log counted from when it began: the next try waits for a
     /// threshold more of log, not hammering a failing disk with one build after another.
-    pub fn finished(&self, bytes: Option<u64>) {
+    pub fn finished(&self, bytes: Option<u64>, took: Duration) {
+        self.figures.finished(took);
         if let Some(bytes) = bytes {
             self.snapshot_bytes.store(bytes, Ordering::Relaxed);
         }
@@ -96,9 +108,9 @@ impl SnapshotTrigger {
     }
 
     fn publish(&self) {
-        figures::LOG_BYTES.store(self.log_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
-        figures::SNAPSHOT_BYTES.store(self.snapshot_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
-        figures::THRESHOLD_BYTES.store(self.threshold(), Ordering::Relaxed);
+        self.figures.log_bytes.store(self.log_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.figures.snapshot_bytes.store(self.snapshot_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.figures.threshold_bytes.store(self.threshold(), Ordering::Relaxed);
     }
 }
 
@@ -126,21 +138,21 @@ mod tests {
 
     #[test]
     fn due_once_the_log_outgrows_its_share_of_the_snapshot_and_a_segment() {
-        let trigger = SnapshotTrigger::new(1000, 50, 0, 0);
+        let trigger = SnapshotTrigger::new((1000, 50), 0, 0, Arc::default());
         trigger.logged(999);
         assert!(!trigger.is_due(), "below one segment");
         trigger.logged(1);
         assert!(trigger.is_due());
-        trigger.began();
+        trigger.began(Duration::ZERO);
         assert!(!trigger.is_due(), "being built, and the log is counted afresh");
         trigger.logged(5000);
         assert!(!trigger.is_due(), "one at a time");
-        trigger.finished(Some(10_000));
+        trigger.finished(Some(10_000), Duration::ZERO);
         assert_eq!(trigger.threshold(), 5000, "half the snapshot's size");
         assert!(trigger.is_due(), "the log grew past it while the snapshot was built");
-        trigger.began();
-        trigger.finished(None);
+        trigger.began(Duration::ZERO);
+        trigger.finished(None, Duration::ZERO);
         assert_eq!(trigger.threshold(), 5000, "a failed snapshot changes no size");
-        assert!(!SnapshotTrigger::new(1, 0, 0, u64::MAX).is_due(), "0 % turns it off");
+        assert!(!SnapshotTrigger::new((1, 0), 0, u64::MAX, Arc::default()).is_due(), "0 % turns it off");
     }
 }

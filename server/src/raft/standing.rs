@@ -12,8 +12,7 @@
 //! leader within openraft's leader lease, stands itself at once, and at a term above the
 //! candidate's. Safety is openraft's, unchanged: any member may stand at any time. What must
 //! not happen is a live leader deposed, and it is not: a follower still hearing from its
-//! leader (within the lease) never stands here, a leader ignores the trigger (openraft
-//! 0.9.25), and it stands only in a group of at most three voters, where the refused
+//! leader (within the lease) never stands here, a leader ignores the trigger, and it stands only in a group of at most three voters, where the refused
 //! candidate cannot have won without this member's vote (with the old leader gone). In a
 //! larger group the candidate may win with the others' votes, and a member standing above it
 //! before its first append arrives would depose it; there openraft's own timer decides, as
@@ -21,8 +20,10 @@
 //! (both candidates, neither able to win); one that voted for another member in that term, or
 //! knows its leader, leaves it alone, and a request below its term is stale.
 
-use super::types::{NodeId, Raft};
+use super::types::{NodeId, Raft, TypeConfig};
+use openraft::async_runtime::WatchReceiver;
 use openraft::raft::{VoteRequest, VoteResponse};
+use openraft::Instant as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -67,12 +68,12 @@ impl Standing {
     }
 
     /// After answering `request` with `response`: stands if it should (see the module).
-    pub fn after_vote(&self, raft: &Raft, request: &VoteRequest<NodeId>, response: &VoteResponse<NodeId>) {
+    pub fn after_vote(&self, raft: &Raft, request: &VoteRequest<TypeConfig>, response: &VoteResponse<TypeConfig>) {
         let heard = *self.heard.lock().unwrap_or_else(PoisonError::into_inner);
         let lease_over = heard.is_none_or(|at| at.elapsed() > self.lease);
         let (me, voters) = {
             let metrics = raft.metrics();
-            let metrics = metrics.borrow();
+            let metrics = metrics.borrow_watched();
             (metrics.id, metrics.membership_config.membership().voter_ids().count())
         };
         let elections = if voters <= 3 { elections_to_stand(me, request, response, lease_over) } else { 0 };
@@ -80,7 +81,7 @@ impl Standing {
             return;
         }
         tracing::info!(
-            candidate = request.vote.leader_id().voted_for(),
+            candidate = request.vote.leader_id.node_id,
             candidate_last = %super::types::shown(request.last_log_id),
             mine = %super::types::shown(response.last_log_id),
             elections,
@@ -98,7 +99,7 @@ impl Standing {
             }
             for _ in 0..elections {
                 // Each raises this member's term by one; only the last can win.
-                if raft.trigger().elect().await.is_err() {
+                if raft.trigger().elect(false).await.is_err() {
                     break;
                 }
             }
@@ -111,16 +112,16 @@ impl Standing {
 /// `request` that it refused with `response`; 0: it should not stand.
 pub fn elections_to_stand(
     me: NodeId,
-    request: &VoteRequest<NodeId>,
-    response: &VoteResponse<NodeId>,
+    request: &VoteRequest<TypeConfig>,
+    response: &VoteResponse<TypeConfig>,
     lease_over: bool,
 ) -> u64 {
     let refused_for_its_log = !response.vote_granted && response.last_log_id > request.last_log_id;
     if !refused_for_its_log || !lease_over {
         return 0;
     }
-    let candidate = request.vote.leader_id().get_term();
-    let mine = response.vote.leader_id().get_term();
+    let candidate = request.vote.leader_id.term;
+    let mine = response.vote.leader_id.term;
     if mine > candidate {
         // A stale request: this member's own next election is above it already.
         return 0;
@@ -130,7 +131,7 @@ pub fn elections_to_stand(
         // voter is the leader that died), and each would wait a whole election timeout for
         // the next. One election more ends the tie at once. Having voted for another member
         // in that term, or knowing its leader, this member leaves it alone.
-        let own_candidacy = !response.vote.is_committed() && response.vote.leader_id().voted_for() == Some(me);
+        let own_candidacy = !response.vote.committed && response.vote.leader_id.node_id == me;
         return u64::from(own_candidacy);
     }
     // Our next election is in `mine + 1`; at the candidate's term it loses to the candidate's
@@ -146,17 +147,17 @@ pub fn elections_to_stand(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use openraft::{CommittedLeaderId, LogId, Vote};
+    use crate::raft::types::{LeaderId, LogId, Vote};
 
-    fn log(term: u64, index: u64) -> Option<LogId<NodeId>> {
-        Some(LogId::new(CommittedLeaderId::new(term, 1), index))
+    fn log(term: u64, index: u64) -> Option<LogId> {
+        Some(LogId::new(LeaderId { term, node_id: 1 }, index))
     }
 
-    fn request(term: u64, candidate: NodeId, last: u64) -> VoteRequest<NodeId> {
+    fn request(term: u64, candidate: NodeId, last: u64) -> VoteRequest<TypeConfig> {
         VoteRequest::new(Vote::new(term, candidate), log(2, last))
     }
 
-    fn refusal(term: u64, leader: NodeId, last: u64) -> VoteResponse<NodeId> {
+    fn refusal(term: u64, leader: NodeId, last: u64) -> VoteResponse<TypeConfig> {
         VoteResponse::new(Vote::new_committed(term, leader), log(2, last), false)
     }
 

@@ -17,13 +17,14 @@ use super::log_store::Evictor;
 use super::snapshot_file::{self, InPlace, SnapshotFile, Temp};
 use super::snapshot_format::{magic, read_checked, Body, BodyRef, KIND, SNAPSHOT_VERSION};
 use super::snapshot_trigger::SnapshotTrigger;
-use super::types::{Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
-use crate::command::Applied;
+use super::types::{LogId, Snapshot, SnapshotMeta, StoredMembership, TypeConfig};
 use crate::core::Core;
 use crate::state::StateMachine;
-use openraft::storage::RaftStateMachine;
-use openraft::{AnyError, EntryPayload, RaftSnapshotBuilder, StorageIOError};
+use futures_util::{Stream, TryStreamExt};
+use openraft::storage::{EntryResponder, RaftStateMachine};
+use openraft::{EntryPayload, RaftSnapshotBuilder};
 use std::fs::File;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -33,8 +34,6 @@ pub struct StateMachineStore {
     last_applied: Option<LogId>,
     membership: StoredMembership,
     snapshot_path: PathBuf,
-    /// Snapshots built by this process, to make snapshot ids unique.
-    built: u64,
     /// Drops applied entries from the log store's memory.
     evictor: Option<Evictor>,
     /// Told of each snapshot begun and written, to decide when the next is due.
@@ -58,7 +57,6 @@ impl StateMachineStore {
             last_applied: None,
             membership: StoredMembership::default(),
             snapshot_path,
-            built: 0,
             evictor: None,
             trigger: None,
             loaded_bytes: 0,
@@ -141,9 +139,9 @@ pub struct Builder {
 struct Tell(Option<Arc<SnapshotTrigger>>);
 
 impl Tell {
-    fn finished(mut self, bytes: Option<u64>) {
+    fn finished(mut self, bytes: Option<u64>, took: std::time::Duration) {
         if let Some(trigger) = self.0.take() {
-            trigger.finished(bytes);
+            trigger.finished(bytes, took);
         }
     }
 }
@@ -151,22 +149,22 @@ impl Tell {
 impl Drop for Tell {
     fn drop(&mut self) {
         if let Some(trigger) = self.0.take() {
-            trigger.finished(None);
+            trigger.finished(None, std::time::Duration::ZERO);
         }
     }
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for Builder {
-    async fn build_snapshot(&mut self) -> Result<Snapshot, StorageError> {
-        let signature = Some(self.meta.signature());
+    type SnapshotData = SnapshotFile;
+
+    async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
         let Some(state) = self.state.take() else {
-            let e = AnyError::error("this snapshot builder has already built its snapshot");
-            return Err(StorageIOError::write_snapshot(signature, e).into());
+            return Err(io::Error::other("this snapshot builder has already built its snapshot"));
         };
         let (meta, path, in_place) = (self.meta.clone(), self.path.clone(), self.in_place.clone());
         // Told by the blocking write itself: this future may be dropped while it runs, and
         // the next build must not begin before it ends.
-        let tell = std::mem::take(&mut self.trigger);
+        let (tell, began) = (std::mem::take(&mut self.trigger), self.began);
         // Serializing a large tree takes CPU for a while: on a thread of its own, not a
         // worker of the runtime. The copy is dropped there too.
         let written = tokio::task::spawn_blocking(move || {
@@ -174,41 +172,37 @@ impl RaftSnapshotBuilder<TypeConfig> for Builder {
                 postcard::to_io(&BodyRef { meta: &meta, state: &state }, w).map(drop).map_err(std::io::Error::other)
             })
             .and_then(|bytes| in_place.put(&tmp_path(&path), &path, meta.last_log_id).map(|_| bytes));
-            tell.finished(written.as_ref().ok().copied());
+            tell.finished(written.as_ref().ok().copied(), began.elapsed());
             written
         })
         .await
         .unwrap_or_else(|e| Err(FileError::Io { path: self.path.clone(), op: "serialize into", source: e.into() }));
-        crate::metrics::snapshots::finished(self.began.elapsed());
         let bytes = written.map_err(|e| {
             tracing::error!(error = %e, "writing the snapshot failed");
-            StorageIOError::write_snapshot(signature, AnyError::new(&e))
+            io::Error::other(format!("writing the snapshot: {e}"))
         })?;
         let took = self.began.elapsed();
         tracing::info!(last = %super::types::shown(self.meta.last_log_id), bytes, ?took, "snapshot written");
-        // openraft 0.9 keeps only the metadata of a snapshot it had built; followers are sent
-        // the file as `get_current_snapshot` opens it.
-        let file = File::open(&self.path)
-            .and_then(SnapshotFile::sending)
-            .map_err(|e| StorageIOError::write_snapshot(Some(self.meta.signature()), AnyError::new(&e)))?;
-        Ok(Snapshot { meta: self.meta.clone(), snapshot: Box::new(file) })
+        // openraft keeps only the metadata of a snapshot it had built; followers are sent the
+        // file as `get_current_snapshot` opens it.
+        let file = File::open(&self.path).and_then(SnapshotFile::sending)?;
+        Ok(Snapshot { meta: self.meta.clone(), snapshot: file })
     }
 }
 
 impl RaftStateMachine<TypeConfig> for StateMachineStore {
+    type SnapshotData = SnapshotFile;
     type SnapshotBuilder = Builder;
 
-    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), StorageError> {
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), io::Error> {
         Ok((self.last_applied, self.membership.clone()))
     }
 
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Vec<Applied>>, StorageError>
+    async fn apply<S>(&mut self, mut entries: S) -> Result<(), io::Error>
     where
-        I: IntoIterator<Item = Entry> + Send,
-        I::IntoIter: Send,
+        S: Stream<Item = Result<EntryResponder<TypeConfig>, io::Error>> + Unpin + Send,
     {
-        let mut replies = Vec::new();
-        for entry in entries {
+        while let Some((entry, responder)) = entries.try_next().await? {
             self.last_applied = Some(entry.log_id);
             let reply = match entry.payload {
                 EntryPayload::Blank => Vec::new(),
@@ -233,54 +227,41 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                     Vec::new()
                 }
             };
-            replies.push(reply);
+            if let Some(responder) = responder {
+                responder.send(reply);
+            }
         }
         self.evict();
-        Ok(replies)
+        Ok(())
     }
 
     /// Serializes the state now, under the state's read lock (reads go on, applies wait):
     /// openraft builds the file in another task while applies continue.
     async fn get_snapshot_builder(&mut self) -> Builder {
-        self.built += 1;
-        let id = match self.last_applied {
-            Some(id) => format!("{}-{}-{}", id.leader_id.term, id.index, self.built),
-            None => format!("0-0-{}", self.built),
-        };
-        let meta =
-            SnapshotMeta { last_log_id: self.last_applied, last_membership: self.membership.clone(), snapshot_id: id };
+        let meta = SnapshotMeta { last_log_id: self.last_applied, last_membership: self.membership.clone() };
         // Under the state's read lock only for the copy (see `Builder::state`); this task
         // is the one that applies, so no apply runs meanwhile either way.
         let began = Instant::now();
         let state = self.core.read(StateMachine::clone);
-        crate::metrics::snapshots::begun(began.elapsed());
         if let Some(trigger) = &self.trigger {
-            trigger.began();
+            trigger.began(began.elapsed());
         }
         let (path, in_place, trigger) = (self.snapshot_path.clone(), self.in_place.clone(), Tell(self.trigger.clone()));
         Builder { meta, state: Some(state), path, in_place, trigger, began }
-    }
-
-    /// A new file beside the current snapshot, which openraft writes the chunks into.
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotFile>, StorageError> {
-        self.received += 1;
-        let file = SnapshotFile::receiving(&self.snapshot_path, self.received).await;
-        file.map(Box::new).map_err(|e| StorageIOError::write_snapshot(None, AnyError::new(&e)).into())
     }
 
     /// Checks the received file as a snapshot file is checked at startup (kind, version,
     /// length, checksum, and that it decodes), makes it the current snapshot (fsynced,
     /// renamed over `snapshot`, the directory fsynced), and only then replaces the state.
     /// A file refused is removed; the snapshot before stays current.
-    async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: Box<SnapshotFile>) -> Result<(), StorageError> {
-        let signature = Some(meta.signature());
-        let failed = |e: OpenError| -> StorageError {
+    async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: SnapshotFile) -> Result<(), io::Error> {
+        let failed = |e: OpenError| -> io::Error {
             tracing::error!(error = %e, "installing a snapshot from the leader failed");
-            StorageIOError::read_snapshot(signature.clone(), AnyError::new(&e)).into()
+            io::Error::other(format!("installing a snapshot: {e}"))
         };
         let received = match snapshot.is_received_beside(&self.snapshot_path) {
-            true => *snapshot,
-            false => self.copy_in(*snapshot).await.map_err(|e| failed(e.into()))?,
+            true => snapshot,
+            false => self.copy_in(snapshot).await.map_err(|e| failed(e.into()))?,
         };
         let (file, temp) = received.into_synced().await.map_err(|e| failed(e.into()))?;
         let (current, announced, in_place) = (self.snapshot_path.clone(), meta.clone(), self.in_place.clone());
@@ -298,17 +279,17 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
     /// The snapshot file, opened once its header and checksum are checked; it is sent as
     /// it is (a snapshot of an older version too: a follower reads every version this one
     /// does).
-    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, StorageError> {
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
         let path = self.snapshot_path.clone();
         let opened = blocking(&self.snapshot_path, move || match CheckedReader::open(&path, KIND, SNAPSHOT_VERSION)? {
             Some(reader) => read_checked::<SnapshotMeta>(reader).map(Some),
             None => Ok(None),
         });
-        let failed = |e: OpenError| StorageIOError::read_snapshot(None, AnyError::new(&e));
+        let failed = |e: OpenError| io::Error::other(format!("opening the snapshot: {e}"));
         let Some((meta, file)) = opened.await.map_err(failed)? else { return Ok(None) };
         let sending = SnapshotFile::sending(file)
             .map_err(|source| failed(FileError::Io { path: self.snapshot_path.clone(), op: "seek", source }.into()))?;
-        Ok(Some(Snapshot { meta, snapshot: Box::new(sending) }))
+        Ok(Some(Snapshot { meta, snapshot: sending }))
     }
 }
 
@@ -340,7 +321,7 @@ fn install_file(
     let (body, file) = read_checked::<Body>(reader)?;
     drop(file);
     if body.meta != *announced {
-        let shown = |meta: &SnapshotMeta| format!("{} ({})", meta.snapshot_id, super::types::shown(meta.last_log_id));
+        let shown = |meta: &SnapshotMeta| super::types::shown(meta.last_log_id);
         return Err(OpenError::NotAnnounced {
             path: temp.path().to_path_buf(),
             found: shown(&body.meta),

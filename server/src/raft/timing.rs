@@ -1,17 +1,20 @@
 //! How fast an ensemble notices a lost leader, and the leases that keep that safe.
 //!
-//! openraft 0.9 gives a voter that has heard from its leader a lease of
+//! openraft gives a voter that has heard from its leader a lease of
 //! `election_timeout_max`: it refuses every vote until the lease has passed in silence, and
 //! only then, after a random `election_timeout_min..max` more, calls an election itself
 //! (`silence` stands sooner: after the lease, a heartbeat interval and a jitter). So
-//! a leader kill costs at least the lease; nothing the other members see (a closed connection
-//! included) can cut the lease short. Ward's own lease for touches (G16: a leader
+//! a leader kill costs at least the lease, unless its followers find its peer port serving
+//! nothing and waive it (`gone_leader`). Ward's own lease for touches (G16: a leader
 //! acknowledges a session's touch round only if a quorum accepted appends it sent within
-//! this, `quorum`) is the election timeout. G16 needs a new leader's election plus the grace
-//! it gives every session to come after the last touch an old leader could acknowledge,
-//! which holds as long as openraft's lease and the grace together exceed the touch lease.
-//! Ward keeps the lease alone above it, by one heartbeat interval, and the grace equal to
-//! it; no more, because every millisecond of the lease is a millisecond of every failover.
+//! this, `quorum`) is the election timeout. G16 needs the grace a new leader gives every
+//! session to carry it past the last touch an old leader could acknowledge; a new leader is
+//! elected after that touch less the touch lease (quorum intersection), so the grace must be
+//! at least the touch lease. Ward keeps openraft's lease and the grace one heartbeat interval
+//! above it; no more, because every millisecond of the lease is a millisecond of every
+//! failover that waits it out.
+//! A leadership transfer elects the new leader without the voters' leases: the old leader
+//! gives its touch lease up before it begins one (`transfer::HandingOver`, `contact::lease_fresh`).
 
 use std::time::Duration;
 

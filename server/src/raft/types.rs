@@ -1,11 +1,16 @@
 //! The openraft type configuration: what a Raft entry carries and what applying it returns.
 //!
-//! An entry's payload is a *batch* of commands, not one command: openraft 0.9 writes one
-//! entry per `client_write` and keeps one append in flight, so group commit has to happen
-//! in front of it (see [`super::proposer`]).
+//! An entry's payload is a *batch* of commands, not one command: group commit happens in
+//! front of openraft (see [`super::proposer`]), so that one entry, one record and one
+//! fdatasync carry many commands.
+//!
+//! The leader id is openraft's "advanced" one (a term and the node that led it), as in
+//! openraft 0.9: log ids, votes and snapshot metadata keep the byte layout 0.9 wrote, so a
+//! data directory and a peer of the previous release read as they did (docs/storage.md).
 
 use super::batch::Batch;
 use super::snapshot_file::SnapshotFile;
+use super::state_machine::StateMachineStore;
 use crate::command::Applied;
 
 openraft::declare_raft_types!(
@@ -15,9 +20,9 @@ openraft::declare_raft_types!(
         R = Vec<Applied>,
         NodeId = u64,
         Node = openraft::BasicNode,
-        Entry = openraft::Entry<TypeConfig>,
-        // Sent and received a chunk at a time, from and into files of the data directory.
-        SnapshotData = SnapshotFile,
+        Term = u64,
+        LeaderId = openraft::impls::leader_id_adv::LeaderId<u64, u64>,
+        Vote = openraft::impls::Vote<openraft::impls::leader_id_adv::LeaderId<u64, u64>>,
         AsyncRuntime = openraft::TokioRuntime,
 );
 
@@ -25,15 +30,15 @@ openraft::declare_raft_types!(
 pub const NODE_ID: NodeId = 1;
 
 pub type NodeId = u64;
-pub type LogId = openraft::LogId<NodeId>;
-pub type Vote = openraft::Vote<NodeId>;
-pub type Entry = openraft::Entry<TypeConfig>;
-pub type StorageError = openraft::StorageError<NodeId>;
-pub type StoredMembership = openraft::StoredMembership<NodeId, openraft::BasicNode>;
-pub type SnapshotMeta = openraft::SnapshotMeta<NodeId, openraft::BasicNode>;
-pub type Snapshot = openraft::Snapshot<TypeConfig>;
+pub type LeaderId = openraft::impls::leader_id_adv::LeaderId<u64, u64>;
+pub type LogId = openraft::LogId<LeaderId>;
+pub type Vote = openraft::impls::Vote<LeaderId>;
+pub type Entry = openraft::Entry<LeaderId, openraft::EntryPayload<Batch, NodeId, openraft::BasicNode>>;
+pub type StoredMembership = openraft::StoredMembership<LeaderId, NodeId, openraft::BasicNode>;
+pub type SnapshotMeta = openraft::SnapshotMeta<LeaderId, NodeId, openraft::BasicNode>;
+pub type Snapshot = openraft::Snapshot<LeaderId, NodeId, openraft::BasicNode, SnapshotFile>;
 pub type LogState = openraft::LogState<TypeConfig>;
-pub type Raft = openraft::Raft<TypeConfig>;
+pub type Raft = openraft::Raft<TypeConfig, StateMachineStore>;
 
 /// A log position for log lines: `index 42 (term 3)`, or `none` (nothing logged yet),
 /// instead of openraft's `Some(LogId { leader_id: ... })` debug form.

@@ -9,9 +9,11 @@ use super::marks::Place;
 use super::record::{self, intact_record_after, parse_segment_header, read_at, BadHeader, Record, RecordRef};
 use super::record::{SegmentHeader, Slot, PAGE};
 use super::segment::{self, prepare_zeroed, Segment};
+use crate::metrics::log::LogFigures;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// A segment file's records after opening, oldest first.
@@ -36,6 +38,8 @@ pub struct Wal {
     buf: Vec<u8>,
     /// The bytes of the records found on opening.
     found_bytes: u64,
+    /// Where each `fdatasync` is counted.
+    figures: Arc<LogFigures>,
 }
 
 /// What opening does with a log that lost durable data (a deleted or cut segment file).
@@ -166,6 +170,7 @@ impl Wal {
             spare: None,
             buf: Vec::new(),
             found_bytes,
+            figures: Arc::default(),
         };
         // From here on, what was found is what the next start must find at least.
         extent::record(dir, wal.extent())?;
@@ -221,7 +226,21 @@ impl Wal {
         if self.failed {
             return Err(FileError::Failed);
         }
-        self.active.sync().inspect_err(|_| self.failed = true)
+        let synced = self.active.sync().inspect_err(|_| self.failed = true);
+        self.count(synced)
+    }
+
+    /// Counts the `fdatasync` a segment's sync did, if any.
+    fn count(&self, synced: Result<Option<std::time::Duration>, FileError>) -> Result<(), FileError> {
+        if let Some(took) = synced? {
+            self.figures.fsynced(took);
+        }
+        Ok(())
+    }
+
+    /// From now on, each `fdatasync` is counted in `figures`.
+    pub fn report_to(&mut self, figures: Arc<LogFigures>) {
+        self.figures = figures;
     }
 
     /// Writes `bytes` to the active segment, rolling over first if they do not fit, and
@@ -239,7 +258,8 @@ impl Wal {
         // The records written to the full segment become durable before any in the next
         // one, so that one sync of the active segment covers every record written before
         // it, and the extent recorded below counts only durable records.
-        self.active.sync()?;
+        let synced = self.active.sync();
+        self.count(synced)?;
         let number = self.active.number + 1;
         let size = self.segment_bytes.max(((record::SEGMENT_HEADER + len) as u64).next_multiple_of(PAGE));
         // An oversized segment leaves the spare for the next roll.

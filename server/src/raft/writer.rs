@@ -3,19 +3,17 @@
 //! holds up no connection, no apply and no reply, and the runtime stays free to assemble the
 //! next batch ([`super::proposer`]) and to answer the last one while the disk works.
 //!
-//! Group commit at the disk: the thread takes every request queued while it was busy, writes
-//! all their records, and makes them durable with one `fdatasync`. A request is completed
-//! only after the sync that covers its record; [`Unsynced`] is that rule on its own, with no
-//! I/O. openraft 0.9 awaits each append's completion before it runs its next command, so
-//! from openraft there is one append here at a time; the queue matters for the requests that
-//! follow one another without waiting (a purge's segment removal) and for any caller that
-//! writes without waiting.
+//! Group commit at the disk: the thread takes every request queued while it was busy and
+//! makes them durable with as few `fdatasync`s as it may. openraft keeps several appends in
+//! flight, so a group is mostly appends: they are written as *one* record of all their
+//! entries ([`super::record::merge_entries`]) and synced once. A request is completed only
+//! after the sync that covers its record; [`Unsynced`] is that rule on its own, with no I/O.
 //!
-//! Recovery relies on that pacing: a start treats an intact record after a bad one as damage
-//! at rest, not a torn tail, which holds only while at most one record of the log's entries
-//! is unsynced at a time (several records in one sync could lose an earlier one's sectors
-//! and keep a later one's). A log store that sends appends without awaiting each must revisit
-//! that rule (`wal.rs`, `record.rs`).
+//! Recovery relies on at most one record being unsynced at a time: a start treats an intact
+//! record after a bad one as damage at rest, not a torn tail, which holds only then (several
+//! records in one sync could lose an earlier one's sectors and keep a later one's). So a
+//! truncation or purge queued among appends is written only after what came before it is
+//! synced, and is synced before what comes after it is written.
 
 use super::error::FileError;
 use super::marks::Marks;
@@ -32,6 +30,34 @@ pub type Done = Box<dyn FnOnce(Result<u64, FileError>) + Send>;
 
 /// At most this many requests share one `fdatasync`: bounds how long the first of them waits.
 const MAX_GROUP: usize = 256;
+
+/// Appends merged into one record carry at most about this many bytes (a record must fit
+/// a segment, and a large one delays its first append's reply).
+const MAX_MERGED: usize = 16 << 20;
+
+/// Appends queued together, to be written as one record.
+#[derive(Default)]
+struct Appends {
+    payloads: Vec<Vec<u8>>,
+    bytes: usize,
+    first: Option<u64>,
+    last: Option<u64>,
+    dones: Vec<Done>,
+}
+
+impl Appends {
+    fn push(&mut self, payload: Vec<u8>, (first, last): (u64, u64), done: Done) {
+        self.bytes += payload.len();
+        self.payloads.push(payload);
+        self.first.get_or_insert(first);
+        self.last = Some(last);
+        self.dones.push(done);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.payloads.is_empty()
+    }
+}
 
 enum Request {
     Record {
@@ -114,46 +140,98 @@ impl Io {
         let mut unsynced = Unsynced::default();
         let mut syncs = 0;
         while let Ok(first) = queue.recv() {
-            let mut next = Some(first);
-            let mut taken = 0;
-            while let Some(request) = next.take() {
-                self.handle(request, &mut unsynced);
-                taken += 1;
-                if taken < MAX_GROUP {
-                    next = queue.try_recv().ok();
+            let mut group = vec![first];
+            while group.len() < MAX_GROUP {
+                match queue.try_recv() {
+                    Ok(request) => group.push(request),
+                    Err(_) => break,
                 }
             }
-            let sync = unsynced.sync_started();
-            syncs += 1;
-            let result = self.wal.sync();
-            if let Err(e) = &result {
-                tracing::error!(error = %e, "log fdatasync failed; the log stops accepting writes");
+            let mut appends = Appends::default();
+            for request in group {
+                match request {
+                    Request::Record { payload, indexes: Some(indexes), done } => {
+                        if appends.bytes + payload.len() > MAX_MERGED && !appends.is_empty() {
+                            self.write_appends(&mut appends, &mut unsynced);
+                            self.sync(&mut unsynced, &mut syncs);
+                        }
+                        appends.push(payload, indexes, done);
+                    }
+                    Request::Record { payload, indexes: None, done } => {
+                        self.write_appends(&mut appends, &mut unsynced);
+                        self.sync(&mut unsynced, &mut syncs);
+                        self.write(&payload, None, vec![done], &mut unsynced);
+                        self.sync(&mut unsynced, &mut syncs);
+                    }
+                    Request::RemovePurged { upto } => {
+                        self.write_appends(&mut appends, &mut unsynced);
+                        self.sync(&mut unsynced, &mut syncs);
+                        // The purge is durable; failing to delete old files only wastes space.
+                        if let Err(e) = self.remove_purged(upto) {
+                            tracing::warn!(error = %e, "cannot remove purged log segments");
+                        }
+                    }
+                }
             }
-            for done in unsynced.synced(sync) {
-                done(result.as_ref().map(|()| syncs).map_err(|_| FileError::Failed));
+            self.write_appends(&mut appends, &mut unsynced);
+            self.sync(&mut unsynced, &mut syncs);
+        }
+    }
+
+    /// Makes what is written durable, then completes what that covers; nothing to do if
+    /// nothing waits. Only one record is unsynced at a time (see the module's doc), so a
+    /// second record is written only after this.
+    fn sync(&mut self, unsynced: &mut Unsynced<Done>, syncs: &mut u64) {
+        if unsynced.is_empty() {
+            return;
+        }
+        let sync = unsynced.sync_started();
+        *syncs += 1;
+        let result = self.wal.sync();
+        if let Err(e) = &result {
+            tracing::error!(error = %e, "log fdatasync failed; the log stops accepting writes");
+        }
+        for done in unsynced.synced(sync) {
+            done(result.as_ref().map(|()| *syncs).map_err(|_| FileError::Failed));
+        }
+    }
+
+    /// Writes the appends gathered so far as one record, unsynced.
+    fn write_appends(&mut self, appends: &mut Appends, unsynced: &mut Unsynced<Done>) {
+        let Appends { payloads, first, last, dones, .. } = std::mem::take(appends);
+        let (Some(first), Some(last)) = (first, last) else { return };
+        let merged = match payloads.len() {
+            1 => payloads.into_iter().next(),
+            _ => super::record::merge_entries(&payloads),
+        };
+        match merged {
+            Some(payload) => self.write(&payload, Some((first, last)), dones, unsynced),
+            None => {
+                tracing::error!("appends queued together do not merge into one record; the log stops accepting writes");
+                for done in dones {
+                    done(Err(FileError::Failed));
+                }
             }
         }
     }
 
-    fn handle(&mut self, request: Request, unsynced: &mut Unsynced<Done>) {
-        match request {
-            Request::Record { payload, indexes, done } => match self.wal.write_payload(&payload) {
-                Ok(place) => {
-                    if let Some((first, last)) = indexes {
-                        self.segment_max.insert(place.segment, last);
-                        self.marks.written(first, place, payload.len() as u64);
-                    }
+    /// Writes one record whose completions are `dones`.
+    fn write(&mut self, payload: &[u8], indexes: Option<(u64, u64)>, dones: Vec<Done>, unsynced: &mut Unsynced<Done>) {
+        match self.wal.write_payload(payload) {
+            Ok(place) => {
+                if let Some((first, last)) = indexes {
+                    self.segment_max.insert(place.segment, last);
+                    self.marks.written(first, place, payload.len() as u64);
+                }
+                for done in dones {
                     unsynced.written(done);
                 }
-                Err(e) => {
-                    tracing::error!(error = %e, "log write failed; the log stops accepting writes");
-                    done(Err(e));
-                }
-            },
-            Request::RemovePurged { upto } => {
-                // The purge is durable; failing to delete old files only wastes space.
-                if let Err(e) = self.remove_purged(upto) {
-                    tracing::warn!(error = %e, "cannot remove purged log segments");
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "log write failed; the log stops accepting writes");
+                let mut error = Some(e);
+                for done in dones {
+                    done(Err(error.take().unwrap_or(FileError::Failed)));
                 }
             }
         }
@@ -254,9 +332,44 @@ mod tests {
 
     fn entry(index: u64) -> crate::raft::types::Entry {
         openraft::Entry {
-            log_id: openraft::LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
+            log_id: openraft::LogId::new(openraft::impls::leader_id_adv::LeaderId { term: 1, node_id: 1 }, index),
             payload: openraft::EntryPayload::Blank,
         }
+    }
+
+    /// Completions as they ran: what each record was, and the sync that covered it.
+    type Done = Arc<Mutex<Vec<(String, Option<u64>)>>>;
+
+    /// A writer over a fresh log in `dir` whose first record (entry 1) holds the I/O thread
+    /// in its completion until the returned sender is dropped, so that every record written
+    /// meanwhile queues behind it.
+    fn held_writer(dir: &std::path::Path) -> (Writer, std::sync::mpsc::Sender<()>, Done) {
+        let _ = std::fs::remove_dir_all(dir);
+        let (wal, _) = Wal::open(dir, 1 << 20).expect("open");
+        let writer = Writer::start(wal, BTreeMap::new(), Arc::default()).expect("start");
+        let done = Done::default();
+        let (started, is_started) = std::sync::mpsc::channel::<()>();
+        let (queued, wait) = std::sync::mpsc::channel::<()>();
+        let first = done.clone();
+        let complete = move |r: Result<u64, FileError>| {
+            let _ = started.send(());
+            let _ = wait.recv();
+            first.lock().expect("done").push(("append 1".into(), r.ok()));
+        };
+        writer.write(record(1), Some((1, 1)), Box::new(complete));
+        is_started.recv().expect("the first record completes");
+        (writer, queued, done)
+    }
+
+    fn record(i: u64) -> Vec<u8> {
+        crate::raft::wal::encode_payload(&RecordRef::Entries(&[entry(i)])).expect("encode")
+    }
+
+    fn append(writer: &Writer, done: &Done, i: u64) {
+        let done = done.clone();
+        let complete =
+            move |r: Result<u64, FileError>| done.lock().expect("done").push((format!("append {i}"), r.ok()));
+        writer.write(record(i), Some((i, i)), Box::new(complete));
     }
 
     /// Records queued while the thread is busy share one fdatasync, each completes only
@@ -264,38 +377,48 @@ mod tests {
     #[test]
     fn queued_records_share_a_sync_and_complete_in_order() {
         let dir = std::env::temp_dir().join(format!("ward-writer-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let (wal, _) = Wal::open(&dir, 1 << 20).expect("open");
-        let writer = Writer::start(wal, BTreeMap::new(), Arc::default()).expect("start");
-        let done = Arc::new(Mutex::new(Vec::new()));
-        let record = |i: u64| crate::raft::wal::encode_payload(&RecordRef::Entries(&[entry(i)])).expect("encode");
-        // The first completion says it has started, then holds the thread until the rest
-        // are queued.
-        let (started, is_started) = std::sync::mpsc::channel::<()>();
-        let (queued, wait) = std::sync::mpsc::channel::<()>();
-        let first = done.clone();
-        writer.write(
-            record(1),
-            Some((1, 1)),
-            Box::new(move |r| {
-                let _ = started.send(());
-                let _ = wait.recv();
-                first.lock().expect("done").push((1, r.ok()));
-            }),
-        );
-        is_started.recv().expect("the first record completes");
+        let (writer, queued, done) = held_writer(&dir);
         let n = 100;
         for i in 2..=n {
-            let done = done.clone();
-            writer.write(record(i), Some((i, i)), Box::new(move |r| done.lock().expect("done").push((i, r.ok()))));
+            append(&writer, &done, i);
         }
         drop(queued);
         drop(writer);
         let done = done.lock().expect("done").clone();
-        let expected: Vec<_> = (1..=n).map(|i| (i, Some(if i == 1 { 1 } else { 2 }))).collect();
+        let expected: Vec<_> = (1..=n).map(|i| (format!("append {i}"), Some(if i == 1 { 1 } else { 2 }))).collect();
         assert_eq!(done, expected, "in order; the 99 queued behind the first share the second sync");
         let (_, replayed) = Wal::open(&dir, 1 << 20).expect("reopen");
-        assert_eq!(replayed.len() as u64, n);
+        // The first record alone, then the 99 appends queued behind it as one record.
+        let records: Vec<Vec<u64>> = replayed
+            .into_iter()
+            .map(|r| match r.record {
+                crate::raft::record::Record::Entries(entries) => entries.iter().map(|e| e.log_id.index).collect(),
+                other => panic!("not entries: {other:?}"),
+            })
+            .collect();
+        assert_eq!(records, [vec![1], (2..=n).collect::<Vec<_>>()]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// At most one record is ever unsynced (the torn-tail rule of `record.rs`): a purge
+    /// queued between appends is written after the appends before it are synced, and synced
+    /// before the appends after it are written.
+    #[test]
+    fn a_purge_among_queued_appends_gets_a_sync_of_its_own() {
+        let dir = std::env::temp_dir().join(format!("ward-writer-purge-test-{}", std::process::id()));
+        let (writer, queued, done) = held_writer(&dir);
+        append(&writer, &done, 2);
+        append(&writer, &done, 3);
+        let purge = crate::raft::wal::encode_payload(&RecordRef::Purge { upto: entry(1).log_id }).expect("encode");
+        let purged = done.clone();
+        writer.write(purge, None, Box::new(move |r| purged.lock().expect("done").push(("purge".into(), r.ok()))));
+        append(&writer, &done, 4);
+        drop(queued);
+        drop(writer);
+        let done = done.lock().expect("done").clone();
+        let expected = [("append 1", 1), ("append 2", 2), ("append 3", 2), ("purge", 3), ("append 4", 4)]
+            .map(|(what, sync)| (what.to_string(), Some(sync)));
+        assert_eq!(done, expected, "appends 2 and 3 share a record and a sync; the purge and append 4 each get one");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,7 +1,7 @@
 //! Deadlines and connection ownership of live sessions.
 
+use crate::conn::{CloseReason, ConnId, Outbound, OutboundTx};
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
-use crate::watch::{CloseReason, ConnId, Outbound, OutboundTx};
 use std::collections::HashMap;
 use std::sync::PoisonError;
 use std::time::Duration;

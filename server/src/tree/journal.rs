@@ -92,7 +92,7 @@ impl DataTree {
             }
             Undo::DataSet(path, record) => {
                 if let Some(id) = self.nodes.lookup(&path) {
-                    self.nodes.replace(id, record);
+                    self.replace_node(id, &path, record);
                 }
             }
             Undo::EphemeralAdded(session, path) => self.unindex_ephemeral(session, &path),

@@ -51,6 +51,11 @@ pub struct DataTree {
     /// (`crate::state`), and puts it back when a snapshot is read.
     #[serde(skip)]
     pub(crate) acls: AclTable,
+    /// ZooKeeper's approximate data size (`mntr`'s `zk_approximate_data_size`): each node's
+    /// path and data lengths, summed. Kept as nodes come and go so that `mntr` costs no walk;
+    /// derived like `swept`.
+    #[serde(skip)]
+    data_size: u64,
 }
 
 /// The tree as a snapshot holds it: what [`DataTree`] serializes, field for field.
@@ -62,8 +67,9 @@ struct Stored {
 
 impl From<Stored> for DataTree {
     fn from(stored: Stored) -> DataTree {
-        let (mut swept, mut delayed) = (BTreeSet::new(), BTreeSet::new());
+        let (mut swept, mut delayed, mut data_size) = (BTreeSet::new(), BTreeSet::new(), 0);
         stored.nodes.each(|path, node| {
+            data_size += footprint(path, Some(node.data()));
             if node.kind().is_swept() {
                 swept.insert(path.into());
             }
@@ -71,8 +77,18 @@ impl From<Stored> for DataTree {
                 delayed.insert(path.into());
             }
         });
-        DataTree { nodes: stored.nodes, ephemerals: stored.ephemerals, swept, delayed, acls: AclTable::default() }
+        let acls = AclTable::default();
+        DataTree { nodes: stored.nodes, ephemerals: stored.ephemerals, swept, delayed, acls, data_size }
     }
+}
+
+/// What one node adds to [`DataTree::approximate_data_size`]: as ZooKeeper's
+/// `DataTree.approximateDataSize`, its path's length and its data's. ZooKeeper keys the root
+/// by the empty path, so the root's path counts nothing here either, and a fresh tree (an
+/// empty root) counts 0 however it was made.
+fn footprint(path: &str, data: Option<&[u8]>) -> u64 {
+    let path_len = if path == "/" { 0 } else { path.len() };
+    (path_len + data.map_or(0, <[u8]>::len)) as u64
 }
 
 impl DataTree {
@@ -123,6 +139,11 @@ impl DataTree {
         Ok(())
     }
 
+    /// The nodes' path and data lengths, summed ([`footprint`]).
+    pub fn approximate_data_size(&self) -> u64 {
+        self.data_size
+    }
+
     /// Number of nodes, the root included.
     pub fn len(&self) -> usize {
         self.nodes.len()
@@ -167,6 +188,7 @@ impl DataTree {
             self.delayed.insert(path.into());
         }
         self.acls.retain(fields.acl);
+        self.data_size += footprint(path, record.data());
         self.nodes.insert(parent, record)
     }
 
@@ -182,7 +204,17 @@ impl DataTree {
             self.delayed.remove(path);
         }
         self.acls.release(fields.acl);
+        self.data_size = self.data_size.saturating_sub(footprint(path, record.data()));
         Some(record)
+    }
+
+    /// Replaces the record of node `id` (at `path`) with `record`, which keeps its path:
+    /// a new version of its data. Returns the old record.
+    fn replace_node(&mut self, id: u32, path: &str, record: Record) -> Option<Record> {
+        let added = footprint(path, record.data());
+        let old = self.nodes.replace(id, record)?;
+        self.data_size = (self.data_size + added).saturating_sub(footprint(path, old.data()));
+        Some(old)
     }
 
     fn index_ephemeral(&mut self, session: SessionId, path: String) {

@@ -129,7 +129,7 @@ impl DataTree {
         fields.version = fields.version.wrapping_add(1);
         fields.null = false;
         let record = Record::new(&fields, path::name(path), &data);
-        if let Some(old) = self.nodes.replace(id, record) {
+        if let Some(old) = self.replace_node(id, path, record) {
             ctx.journal.record(|| Undo::DataSet(path.to_string(), old));
         }
         ctx.changes.push(Change::DataChanged(path.to_string()));

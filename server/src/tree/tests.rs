@@ -255,3 +255,34 @@ fn a_snapshot_with_a_node_but_not_its_parent_or_a_path_twice_is_refused() {
     let orphan = OldTree { nodes: AsMap(&entries), ephemerals: HashMap::new() };
     assert!(postcard::from_bytes::<DataTree>(&postcard::to_allocvec(&orphan).expect("encode")).is_err());
 }
+
+/// `mntr`'s `zk_approximate_data_size` (docs/zookeeper-compat.md, "Four-letter words"): each
+/// node's path and data lengths, as ZooKeeper sums them, kept through creates, sets,
+/// deletes and a rolled-back multi, and the same for a tree read back from its snapshot.
+#[test]
+fn the_approximate_data_size_is_every_paths_and_datas_length() {
+    let mut t = T::new();
+    assert_eq!(t.tree.approximate_data_size(), 0, "an empty root");
+    // `T::create` writes the path as the node's data: each node counts its path twice.
+    t.create("/a").expect("create");
+    t.create("/a/bb").expect("create");
+    assert_eq!(t.tree.approximate_data_size(), 2 * 2 + 2 * 5);
+    t.run(&mut Journal::off(), |tree, c| tree.set_data(c, "/a", b"12345678".to_vec(), None)).expect("set");
+    assert_eq!(t.tree.approximate_data_size(), (2 + 8) + 2 * 5);
+    let before = t.tree.approximate_data_size();
+    let mut journal = Journal::on();
+    let acl = t.tree.intern_acl(&[]);
+    t.run(&mut journal, |tree, c| {
+        tree.create(c, "/c", b"xyz".to_vec(), CreateMode::Persistent, SessionId(0), acl).expect("create");
+        tree.set_data(c, "/a/bb", Vec::new(), None).expect("set");
+        tree.delete(c, "/a/bb", None).expect("delete");
+    });
+    assert_eq!(t.tree.approximate_data_size(), (2 + 8) + (2 + 3));
+    journal.rollback(&mut t.tree);
+    assert_eq!(t.tree.approximate_data_size(), before, "after the rollback");
+    let read: DataTree = postcard::from_bytes(&t.bytes()).expect("decode");
+    assert_eq!(read.approximate_data_size(), before, "read back from its snapshot form");
+    t.delete("/a/bb").expect("delete");
+    t.delete("/a").expect("delete");
+    assert_eq!(t.tree.approximate_data_size(), 0);
+}

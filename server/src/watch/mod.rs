@@ -13,46 +13,12 @@ mod chunk;
 pub mod history;
 
 use crate::command::Change;
+use crate::conn::{ConnId, Outbound, OutboundTx};
 use crate::sync::{Mutex, MutexGuard};
 use history::History;
 use std::collections::{HashMap, HashSet};
 use std::sync::PoisonError;
 use ward_proto::{EventKind, PersistentWatch, Position, StreamEvent, WatchEvent, WatchKind, WatchMode, Zxid};
-
-/// Identifies one client connection on this server.
-pub type ConnId = u64;
-
-/// Why the server is closing a connection on its own initiative.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CloseReason {
-    /// The session ended (expired, or closed by another connection).
-    SessionEnded,
-    /// The session was resumed on a newer connection.
-    SessionMoved,
-    /// This member lost contact with the ensemble's leader: the client should move on.
-    OutOfContact,
-    /// This member replaced its state with a snapshot (it had fallen behind): the changes in
-    /// between fired no watch and pushed no lock grant. On its next connection the client
-    /// re-arms its watches from the last zxid it saw and asks again after its lock waits,
-    /// which finds what it missed, as a ZooKeeper follower's clients do after a SNAP sync.
-    StateReplaced,
-}
-
-/// What the rest of the server can push onto a connection besides replies.
-#[derive(Debug)]
-pub enum Outbound {
-    Event(WatchEvent),
-    /// An event of a persistent watch of a Ward connection, with its position.
-    Streamed(StreamEvent),
-    /// A lock contender of the connection's session now holds its lock.
-    LockGranted {
-        path: String,
-        token: Zxid,
-    },
-    Close(CloseReason),
-}
-
-pub use crate::outbox::OutboundTx;
 
 /// How a connection is told of changes its watches match.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -176,7 +142,7 @@ impl WatchRegistry {
     }
 
     /// Wakes every parked connection, to see that its token was cancelled: the server is
-    /// shutting down (`net/park.rs`).
+    /// shutting down (`conn/park.rs`).
     pub fn wake_parked(&self) {
         for watcher in self.lock().conns.values() {
             watcher.tx.wake_parked();
@@ -428,9 +394,9 @@ impl Watches {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outbox::Outbox;
+    use crate::conn::outbox::Outbox;
 
-    fn events(rx: &mut crate::outbox::OutboxRx) -> Vec<(EventKind, String)> {
+    fn events(rx: &mut crate::conn::outbox::OutboxRx) -> Vec<(EventKind, String)> {
         let mut out = Vec::new();
         while let Some(Outbound::Event(e)) = rx.try_next() {
             out.push((e.kind, e.path));
@@ -469,7 +435,7 @@ mod tests {
     /// One-shot events, and streamed ones with their positions.
     type Split = (Vec<(EventKind, String)>, Vec<(Zxid, u32, EventKind, String)>);
 
-    fn streamed(rx: &mut crate::outbox::OutboxRx) -> Split {
+    fn streamed(rx: &mut crate::conn::outbox::OutboxRx) -> Split {
         let (mut events, mut streamed) = (Vec::new(), Vec::new());
         while let Some(msg) = rx.try_next() {
             match msg {

@@ -1,5 +1,5 @@
 //! One ZooKeeper connection: four-letter words, the connect handshake, then requests through
-//! the same ordering machinery as Ward's own connections (`net::ordering`, `net::writer`): a
+//! the same ordering machinery as Ward's own connections (`conn::ordering`, `conn::writer`): a
 //! session's requests are answered in the order sent, reads see the session's earlier
 //! writes, and a notification goes out before any reply that could show its change.
 
@@ -12,15 +12,16 @@ use super::stats::{ConnStats, Shared};
 use super::{fourlw, MAX_PACKET, MAX_REPLY};
 use crate::acl::Identity;
 use crate::command::CommandOp;
+use crate::conn::counted::Counted;
+use crate::conn::outbox::{OutboundTx, Outbox, OutboxRx};
+use crate::conn::park::Idle;
+use crate::conn::session_conn::{ReadSide, SessionConn};
+use crate::conn::writer::{Item, ItemTx};
+use crate::conn::Attached;
+use crate::conn::ConnId;
 use crate::metrics::Stamp;
-use crate::net::counted::Counted;
-use crate::net::handshake::{self, Attached};
-use crate::net::order::{ReadSide, SessionConn};
-use crate::net::park::Idle;
-use crate::net::writer::{Item, ItemTx};
-use crate::outbox::{OutboundTx, Outbox, OutboxRx};
+use crate::net::handshake;
 use crate::tls::stream::{Incoming, ReadHalf, WriteHalf};
-use crate::watch::ConnId;
 use crate::Server;
 use bytes::Bytes;
 use futures_util::{FutureExt, SinkExt, StreamExt};
@@ -78,7 +79,8 @@ async fn open(
     let deadline = Instant::now() + server.config.handshake_timeout;
     let stream = incoming.open(peer, deadline, &cancel).await?;
     let (r, w, cert_subject) = stream.into_parts();
-    let (mut r, mut w) = (Counted::<_, ZkWire>::new(r), Counted::<_, ZkWire>::new(w));
+    let metrics = &server.local.metrics;
+    let (mut r, mut w) = (Counted::<_, ZkWire>::new(r, metrics.clone()), Counted::<_, ZkWire>::new(w, metrics.clone()));
     // ZooKeeper reads the first four bytes as a length, unless they spell a command.
     let mut head = [0u8; 4];
     let first = tokio::time::timeout_at(deadline, r.read_exact(&mut head));

@@ -2,7 +2,7 @@
 //! in ZooKeeper's format, then the server closes it.
 
 use super::stats::Shared;
-use crate::metrics::Listener;
+use crate::metrics::{HeardFrom, Listener};
 use crate::Server;
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
@@ -60,7 +60,11 @@ pub fn answer(word: Word, server: &Server, shared: &Shared) -> String {
 struct Numbers {
     stats: ward_proto::ServerStats,
     ephemerals: usize,
-    data_size: usize,
+    data_size: u64,
+    /// ZooKeeper's server state: `standalone`, `leader`, `follower` or `observer`.
+    mode: &'static str,
+    /// On the leader: the other members it hears from.
+    heard: Option<HeardFrom>,
     /// Requests answered on this port (ZooKeeper: packets received).
     received: u64,
     /// Replies and notifications written.
@@ -73,23 +77,43 @@ struct Numbers {
 }
 
 fn numbers(server: &Server) -> Numbers {
-    let figures = Listener::ZooKeeper.figures();
+    let figures = server.local.metrics.listener(Listener::ZooKeeper);
     let received = figures.answered_total();
     let (min_ns, max_ns) = figures.extremes_ns().unwrap_or((0, 0));
     let avg_ms = match received {
         0 => 0.0,
         n => figures.latency_sum_ns() as f64 / n as f64 / 1e6,
     };
+    let raft = server.log.raft_figures();
+    let mode = mode(server.log.replicated(), raft.as_ref().map(|r| r.role));
+    // A single server's group of one leads too, but ZooKeeper's standalone has no learners.
+    let heard = raft.and_then(|r| r.heard).filter(|_| mode == "leader");
     server.core.read(|state| Numbers {
         stats: server.local.stats(state),
         ephemerals: state.tree().all_ephemerals().count(),
-        data_size: 0,
+        data_size: state.tree().approximate_data_size(),
+        mode,
+        heard,
         received,
         sent: received + figures.pushed.load(Ordering::Relaxed),
         min_ms: min_ns / 1_000_000,
         avg_ms,
         max_ms: max_ns / 1_000_000,
     })
+}
+
+/// ZooKeeper's name for this server's part (`Mode:` in `srvr` and `stat`, `zk_server_state`
+/// in `mntr`), from its Raft role. A single server is `standalone`, though it is a group of
+/// one that leads. A member without a leader (a candidate) still serves reads, as a
+/// follower does; ZooKeeper has no word for it that tools read. A member that does not vote
+/// is ZooKeeper's observer.
+fn mode(replicated: bool, role: Option<&str>) -> &'static str {
+    match (replicated, role) {
+        (false, _) => "standalone",
+        (true, Some("leader")) => "leader",
+        (true, Some("learner")) => "observer",
+        (true, _) => "follower",
+    }
 }
 
 fn write_answer(out: &mut String, word: Word, server: &Server, shared: &Shared) -> std::fmt::Result {
@@ -102,7 +126,7 @@ fn write_answer(out: &mut String, word: Word, server: &Server, shared: &Shared) 
         writeln!(out, "Connections: {}", conns.len())?;
         writeln!(out, "Outstanding: 0")?;
         writeln!(out, "Zxid: {:#x}", n.stats.last_zxid)?;
-        writeln!(out, "Mode: standalone")?;
+        writeln!(out, "Mode: {}", n.mode)?;
         writeln!(out, "Node count: {}", n.stats.znodes)
     };
     let cons = |out: &mut String| -> std::fmt::Result {
@@ -146,7 +170,7 @@ fn write_answer(out: &mut String, word: Word, server: &Server, shared: &Shared) 
         Word::Mntr => {
             let rows: [(&str, String); 16] = [
                 ("zk_version", VERSION.to_string()),
-                ("zk_server_state", "standalone".into()),
+                ("zk_server_state", n.mode.into()),
                 ("zk_ephemerals_count", n.ephemerals.to_string()),
                 ("zk_num_alive_connections", conns.len().to_string()),
                 ("zk_avg_latency", format!("{:.4}", n.avg_ms)),
@@ -162,7 +186,11 @@ fn write_answer(out: &mut String, word: Word, server: &Server, shared: &Shared) 
                 ("zk_uptime", shared.started.elapsed().as_millis().to_string()),
                 ("zk_local_sessions", "0".into()),
             ];
-            rows.iter().try_for_each(|(k, v)| writeln!(out, "{k}\t{v}"))
+            rows.iter().try_for_each(|(k, v)| writeln!(out, "{k}\t{v}"))?;
+            match n.heard {
+                Some(heard) => leader_rows(out, heard),
+                None => Ok(()),
+            }
         }
         Word::Conf => {
             let ms = |d: std::time::Duration| d.as_millis();
@@ -192,5 +220,33 @@ fn write_answer(out: &mut String, word: Word, server: &Server, shared: &Shared) 
         Word::Other(word) => {
             writeln!(out, "{} is not executed because it is not in the whitelist.", String::from_utf8_lossy(&word))
         }
+    }
+}
+
+/// The rows only a leader's `mntr` has, for the members it has heard from within its lease:
+/// ZooKeeper 3.6 and later name them `zk_learners`, `zk_synced_followers` and
+/// `zk_synced_non_voting_followers`; 3.4's `zk_followers` (every learner), which older tools
+/// read, is given as well. `zk_pending_syncs` is left out: Ward keeps no such queue.
+fn leader_rows(out: &mut String, heard: HeardFrom) -> std::fmt::Result {
+    let learners = heard.voters + heard.learners;
+    writeln!(out, "zk_learners\t{learners}")?;
+    writeln!(out, "zk_followers\t{learners}")?;
+    writeln!(out, "zk_synced_followers\t{}", heard.voters)?;
+    writeln!(out, "zk_synced_non_voting_followers\t{}", heard.learners)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mode;
+
+    /// docs/zookeeper-compat.md, "Four-letter words": the mode ZooKeeper's tools parse.
+    #[test]
+    fn a_member_says_its_part_as_zookeeper_names_it() {
+        assert_eq!(mode(false, Some("leader")), "standalone", "a single server, a group of one");
+        assert_eq!(mode(false, None), "standalone");
+        assert_eq!(mode(true, Some("leader")), "leader");
+        assert_eq!(mode(true, Some("follower")), "follower");
+        assert_eq!(mode(true, Some("candidate")), "follower");
+        assert_eq!(mode(true, Some("learner")), "observer");
     }
 }

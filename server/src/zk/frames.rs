@@ -13,7 +13,7 @@ const HEAD: usize = 4;
 
 /// Frames of at most `max` bytes (the prefix not counted). The prefix stays in the buffer
 /// until the whole frame has arrived, so an empty buffer means "between frames", which is
-/// when a connection may park (`net/park.rs`).
+/// when a connection may park (`conn/park.rs`).
 #[derive(Debug, Clone, Copy)]
 pub struct Frames {
     max: u32,

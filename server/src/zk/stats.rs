@@ -2,7 +2,7 @@
 //! `cons`). Kept beside the connections, never in the replicated state. The listener's
 //! totals are its request metrics ([`crate::metrics::requests`]), as `/metrics` shows them.
 
-use crate::watch::ConnId;
+use crate::conn::ConnId;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};

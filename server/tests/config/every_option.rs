@@ -293,14 +293,16 @@ async fn the_environment_starts_a_dev_ensemble_that_passes_options_on() {
     dev.terminate();
 }
 
-/// A free port P whose P + 10 (the dev ensemble's first peer port) is free too, at the time.
+/// A free port P whose P + 10 and P + 20 (the dev ensemble's first peer and admin ports) are
+/// free too, at the time.
 fn free_port_and_port_plus_10() -> u16 {
     for _ in 0..50 {
         let Ok(first) = std::net::TcpListener::bind("127.0.0.1:0") else { continue };
         let Ok(port) = first.local_addr().map(|a| a.port()) else { continue };
-        if port < 65000 && std::net::TcpListener::bind(("127.0.0.1", port + 10)).is_ok() {
+        let free = |p: u16| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok();
+        if port < 65000 && free(port + 10) && free(port + 20) {
             return port;
         }
     }
-    panic!("no free port P with P + 10 free");
+    panic!("no free port P with P + 10 and P + 20 free");
 }

@@ -3,6 +3,7 @@
 //! precedence of the command line over the environment over the file, refusals that name
 //! the option at fault, listeners that cannot bind, and the logs.
 
+mod dev_ensemble;
 mod every_option;
 mod logs;
 mod precedence;
@@ -56,6 +57,8 @@ fn assert_refused(out: &Output, code: i32, message: &str) {
 /// A `ward-server` process whose stdout the test reads line by line; killed on drop.
 struct Spawned {
     child: Child,
+    /// The process's stdin, for commands to a `--dev-ensemble` parent.
+    stdin: Option<std::process::ChildStdin>,
     lines: mpsc::Receiver<String>,
     /// Everything the process wrote to stderr, once it has exited.
     stderr: Option<std::thread::JoinHandle<String>>,
@@ -66,11 +69,12 @@ impl Spawned {
     fn start(args: &[&str], envs: &[(&str, &str)]) -> Spawned {
         let dir = TempDir::new("config");
         let mut child = command(dir.path(), args, envs)
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("spawn ward-server: {e}"));
+        let stdin = child.stdin.take();
         let (stdout, mut stderr) = (child.stdout.take().expect("stdout"), child.stderr.take().expect("stderr"));
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
@@ -83,7 +87,14 @@ impl Spawned {
             let _ = stderr.read_to_string(&mut text);
             text
         });
-        Spawned { child, lines, stderr: Some(stderr), _dir: dir }
+        Spawned { child, stdin, lines, stderr: Some(stderr), _dir: dir }
+    }
+
+    /// Writes `line` and a newline to the process's stdin.
+    fn send(&mut self, line: &str) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().expect("stdin");
+        stdin.write_all(format!("{line}\n").as_bytes()).and_then(|()| stdin.flush()).expect("write to stdin");
     }
 
     /// The first line on stdout that starts with `prefix`, within `limit`.

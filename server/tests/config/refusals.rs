@@ -2,6 +2,7 @@
 //! "Configuration"): a bad key or value names the key or variable and exits 2, as a bad
 //! flag does; an explicit address that is taken names the listener and exits 1; a taken
 //! default port of the ZooKeeper or admin listener is said on stdout and the server runs.
+//! The first screen ends with the web console's address and a first command to try.
 //! `--help` and `--version` print to stdout and exit 0.
 
 use super::{assert_refused, run_to_exit, write_config, Spawned};
@@ -107,6 +108,22 @@ fn a_taken_default_port_is_said_on_stdout() {
     assert!(zk.contains("127.0.0.1:2181 is taken") && zk.ends_with("use --zk-listen ADDR"), "{zk}");
     let admin = server.line_starting("ward-server admin not listening: ", STARTUP);
     assert!(admin.contains("127.0.0.1:7180 is taken") && admin.ends_with("use --admin-listen ADDR"), "{admin}");
+    server.terminate();
+}
+
+/// After the listening lines, the first screen says what to do next (docs/operations.md
+/// "Running a server"): the web console's address when the admin listener runs, and a first
+/// `ward` command against this server. The listening lines keep their prefixes and order.
+#[test]
+fn the_first_screen_names_the_console_and_a_first_command() {
+    let args = ["--listen", "127.0.0.1:0", "--zk-listen", "off", "--admin-listen", "127.0.0.1:0", "--in-memory"];
+    let mut server = Spawned::start(&args, &[]);
+    let client = server.line_starting("ward-server listening on ", STARTUP);
+    let client = client.trim_start_matches("ward-server listening on ").to_string();
+    let admin = server.line_starting("ward-server admin listening on ", STARTUP);
+    let admin = admin.trim_start_matches("ward-server admin listening on ").to_string();
+    assert_eq!(server.line_starting("web console: ", STARTUP), format!("web console: http://{admin}/"));
+    assert_eq!(server.line_starting("try: ", STARTUP), format!("try: ward --server {client} ls /"));
     server.terminate();
 }
 

@@ -180,6 +180,8 @@ async function tour() {
 
   await open('#/ensemble');
   await page.locator('#members tbody tr').first().waitFor();
+  // A single server leads its group of one, and no transfer is under way.
+  await page.locator('#members td.contact', { hasText: /^leads$/ }).waitFor();
   await shot('ensemble');
 
   // Actions: refused without the token (401) and with a wrong one (403) ...

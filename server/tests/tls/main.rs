@@ -83,10 +83,13 @@ pub async fn served(client: &Client, path: &str) {
     assert_eq!(data, b"over tls");
 }
 
-/// Asserts that connecting to `addr` with `tls` fails, with the reason the client gives.
+/// Asserts that connecting to `addr` with `tls` fails, with the reason the client gives: a
+/// certificate refused (either end's, said in words) or any other failure to connect.
 pub async fn refused(addr: &str, tls: Option<Tls>, what: &str) {
     match session(addr, tls).await {
-        Err(ward_client::Error::Connect(why)) => eprintln!("{what}: refused: {why}"),
+        Err(why @ (ward_client::Error::Connect(_) | ward_client::Error::Certificate { .. })) => {
+            eprintln!("{what}: refused: {why}")
+        }
         Err(other) => panic!("{what}: expected a refused connection, got {other}"),
         Ok(_) => panic!("{what}: connected"),
     }

@@ -4,21 +4,11 @@
 //! up, while they go on serving; given the right certificate it joins in again.
 
 use super::Pki;
-use std::time::Duration;
-use ward_client::{Client, CreateMode, MemberRole};
-use ward_testkit::{bounded, connect, wait_until, within, Ensemble, DEADLINE};
+use ward_client::{CreateMode, MemberRole};
+use ward_testkit::{bounded, connect, member_has, wait_until, within, Ensemble, DEADLINE};
 
 fn peer_flags<'a>(cert: &'a ward_testkit::tls::CertFiles, ca: &'a str) -> [&'a str; 6] {
     ["--peer-tls-cert", cert.cert_str(), "--peer-tls-key", cert.key_str(), "--peer-tls-ca", ca]
-}
-
-/// `member`'s session after `sync`, if it serves one now (a member cut off from the others
-/// turns its clients away).
-async fn synced(addr: &str) -> Option<Client> {
-    let connecting = Client::builder(addr).connect_timeout(Duration::from_secs(2)).connect();
-    let client = tokio::time::timeout(Duration::from_secs(5), connecting).await.ok()?.ok()?;
-    tokio::time::timeout(Duration::from_secs(5), client.sync("/")).await.ok()?.ok()?;
-    Some(client)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -32,13 +22,7 @@ async fn members_replicate_over_mutual_tls_and_a_member_with_a_foreign_certifica
         ensemble.leader(&[]).await;
         let writer = connect(&ensemble.connect_string()).await;
         writer.create("/before", b"1", CreateMode::Persistent).await.expect("create /before");
-        for id in ensemble.ids() {
-            wait_until(&format!("member {id} has /before"), DEADLINE, || async {
-                let Some(client) = synced(&ensemble.addr(id)).await else { return false };
-                matches!(client.exists("/before").await, Ok(Some(_)))
-            })
-            .await;
-        }
+        ensemble.wait_all_have("/before").await;
         // Member 3 comes back with a peer certificate from another CA.
         let foreign = peer_flags(&stranger, ca);
         tokio::task::block_in_place(|| ensemble.member(3).restart_with(&foreign));
@@ -58,11 +42,7 @@ async fn members_replicate_over_mutual_tls_and_a_member_with_a_foreign_certifica
         // With the peer CA's certificate again (a later flag wins) it catches up.
         tokio::task::block_in_place(|| ensemble.member(3).restart_with(&peer_flags(&member, ca)));
         let third = ensemble.addr(3);
-        wait_until("member 3 has /after", DEADLINE, || async {
-            let Some(client) = synced(&third).await else { return false };
-            matches!(client.exists("/after").await, Ok(Some(_)))
-        })
-        .await;
+        wait_until("member 3 has /after", DEADLINE, || member_has(&third, "/after")).await;
     })
     .await;
 }

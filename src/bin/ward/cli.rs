@@ -8,11 +8,32 @@ use ward_client::{parse_acl, Acl, Tls};
 
 pub const DEFAULT_SERVER: &str = "127.0.0.1:7181";
 
+/// What `lock`, `semaphore` and `elect` do with CMD and say while waiting: the end of each
+/// one's long help (a macro, so that `concat!` can join it to each).
+macro_rules! cmd_life {
+    () => {
+        "
+
+CMD runs in a process group of its own and is stopped as a whole, with everything it
+started: if the lock (or leadership) is lost, because its session expired or ward was cut
+off from the server too long, the group gets SIGTERM, then SIGKILL if any of it still runs
+--grace SECS later (default 10), and ward exits 3. A SIGTERM, SIGINT (Ctrl-C) or SIGHUP to
+ward is passed on to the group the same way (a second one sends SIGKILL at once), and ward
+exits 128+signal. Being outside the terminal's foreground group, CMD cannot read from the
+terminal, and Ctrl-Z stops ward but not CMD. What CMD leaves running when it exits by
+itself is not stopped.
+
+While it waits, ward says on stderr, once, whom it waits behind (the holders' context: the
+pid, host and command of another ward), and when it loses and regains the connection to
+the server; --quiet turns these lines off."
+    };
+}
+
 const EXIT_STATUS: &str = "\
 Exit status: 0 on success; 1 when the server or the connection reported an error; 2 for a
 command line that does not parse. lock, semaphore and elect exit with CMD's status, or 3 (the
-lock or leadership was lost; CMD got SIGTERM), 4 (--timeout passed; CMD not run), 127 (CMD
-could not be started), 128+N (signal N reached ward; CMD was stopped). watch, get -w and
+lock or leadership was lost; CMD's process group was stopped), 4 (--timeout passed; CMD not
+run), 127 (CMD could not be started), 128+N (signal N reached ward; CMD was stopped). watch, get -w and
 elect --observe exit 0 when interrupted by SIGINT or SIGTERM.
 
 The server is --server, else $WARD_SERVER, else 127.0.0.1:7181. Credentials are --auth, else
@@ -229,7 +250,9 @@ reported as one event (its version says how many sets it spans).")]
     },
     /// The holders of the lock PATH, then the waiters in queue order
     #[command(long_about = "The holders of the lock PATH, then the waiters in queue order, one a line:
-`holder|waiter PATH token=N since=TIME session=ID data=TEXT`, TIME in UTC (ISO 8601).")]
+`holder|waiter|delayed PATH token=N queued=TIME session=ID data=TEXT`, TIME in UTC (ISO 8601). \
+queued is when the contender joined the queue: for a holder that waited, when it asked, not when \
+it began to hold (the server records no grant time; the web console shows when it saw the grant).")]
     Holders {
         /// The lock (or semaphore) directory
         path: String,
@@ -242,18 +265,16 @@ reported as one event (its version says how many sets it spans).")]
     /// The server's counters: last zxid, znodes, sessions, watches, lock grants, log fsyncs
     Stats,
     /// Run CMD while holding the lock(s) PATH
-    #[command(long_about = "Run CMD while holding the lock PATH (all of them, taken all or nothing).
+    #[command(long_about = concat!("Run CMD while holding the lock PATH (all of them, taken all or nothing).
 
 CMD gets WARD_FENCING_TOKEN and WARD_LOCK_PATH (its contender node; comma-separated, one per
-PATH) in its environment. ward releases when CMD exits and exits with its status. If the
-lock is lost, CMD gets SIGTERM and ward exits 3; --timeout passing first exits 4 without
-running CMD; a SIGTERM or SIGINT to ward stops CMD the same way and exits 128+signal; a CMD
-that cannot be started exits 127.
+PATH) in its environment. ward releases when CMD exits and exits with its status;
+--timeout passing first exits 4 without running CMD; a CMD that cannot be started exits 127.
 
 --lock-delay SECS: if a holder's session ends without releasing (its process was killed or
 stalled past the session timeout), the next holder is granted the lock no earlier than SECS
 after that; CMD exiting, or ward stopping it, releases at once. The first contender of an
-idle lock sets the delay; the others must ask for the same or none (docs/recipes.md).")]
+idle lock sets the delay; the others must ask for the same or none (docs/recipes.md).", cmd_life!()))]
     Lock {
         /// The read side of a read/write lock
         #[arg(long)]
@@ -266,9 +287,16 @@ idle lock sets the delay; the others must ask for the same or none (docs/recipes
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<String>,
         #[command(flatten)]
+        running: RunArgs,
+        #[command(flatten)]
         cmd: Cmd,
     },
     /// Run CMD while holding one of N permits of the semaphore PATH
+    #[command(long_about = concat!("Run CMD while holding one of N permits of the semaphore PATH.
+
+CMD gets WARD_FENCING_TOKEN and WARD_LOCK_PATH (its contender node) in its environment, as
+with `ward lock`; the first contender of an idle semaphore fixes N, and asking with another
+N fails.", cmd_life!()))]
     Semaphore {
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
         permits: u32,
@@ -279,18 +307,26 @@ idle lock sets the delay; the others must ask for the same or none (docs/recipes
         /// The semaphore directory
         path: String,
         #[command(flatten)]
+        running: RunArgs,
+        #[command(flatten)]
         cmd: Cmd,
     },
     /// Campaign in the election PATH and run CMD while leader; or --observe it
+    #[command(long_about = concat!("Campaign in the election PATH as --id NAME and run CMD while leader; or --observe it.
+
+CMD gets WARD_FENCING_TOKEN and WARD_LOCK_PATH (its contender node) in its environment; ward
+resigns when CMD exits and exits with its status.", cmd_life!()))]
     Elect {
         /// The name to campaign with (what observers see)
         #[arg(long, value_name = "NAME", required_unless_present = "observe")]
         id: Option<String>,
         /// Print the leader, then each new leader, one a line, until interrupted
-        #[arg(long, conflicts_with = "id")]
+        #[arg(long, conflicts_with_all = ["id", "grace", "quiet"])]
         observe: bool,
         /// The election directory
         path: String,
+        #[command(flatten)]
+        running: RunArgs,
         /// The command to run while leader (not with --observe)
         #[arg(last = true, value_name = "CMD", required_unless_present = "observe", conflicts_with = "observe")]
         cmd: Vec<String>,
@@ -301,9 +337,23 @@ idle lock sets the delay; the others must ask for the same or none (docs/recipes
 with fencing, sessions and their ephemerals, watch order, sequential creates, durability, and \
 convergence of the members' state. --ensemble N starts N local ward-server members (the binary beside \
 this program, or $WARD_SERVER_BIN) behind proxies it controls and kills, pauses, partitions, restarts \
-and removes and adds them; --servers runs the workloads only. --svg FILE draws the run as a timeline. \
-Exit 0 only when every checker passed, 1 otherwise.")]
+and removes and adds them; --servers runs the workloads only, against servers already running (one \
+server: `ward check --servers ADDR --admin ADDR`, --admin being its --admin-listen address). --svg FILE \
+draws the run as a timeline. Exit 0 only when every checker passed, 1 otherwise.",
+              // Both forms on the usage line, so that a `ward check` given neither shows how
+              // to check one running server too, not only a local ensemble.
+              override_usage = "ward check --ensemble N [OPTIONS]\n       \
+ward check --servers ADDR[,ADDR...] [--admin ADDR[,ADDR...]] [OPTIONS]")]
     Check(CheckArgs),
+    /// Make a CA and the certificates it signs, for TLS (no server needed)
+    #[command(long_about = "Make a certificate authority and the certificates it signs, for Ward's TLS \
+(docs/security.md \"Making certificates\"): `ward tls ca create` once, then `ward tls cert create server`, \
+`client` or `peer` for each server, client and ensemble member. Keys are written readable by their \
+owner only, and no file is replaced without --force.")]
+    Tls {
+        #[command(subcommand)]
+        what: TlsWhat,
+    },
     /// Print the shell completion script for SHELL
     #[command(long_about = "Print the shell completion script for SHELL, e.g.
 `ward completions bash > /etc/bash_completion.d/ward` or
@@ -311,11 +361,12 @@ Exit 0 only when every checker passed, 1 otherwise.")]
     Completions { shell: clap_complete::Shell },
 }
 
+// One target, --ensemble or --servers: a group, so that the error for neither names both.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["ensemble", "servers"])))]
 pub struct CheckArgs {
     /// Start N local members and inject faults into them
-    #[arg(long, value_name = "N", conflicts_with = "servers", required_unless_present = "servers",
-          value_parser = clap::value_parser!(u64).range(1..=9))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=9))]
     pub ensemble: Option<u64>,
     /// Run against these running servers, without faults
     #[arg(long, value_name = "ADDR[,ADDR...]")]
@@ -387,6 +438,102 @@ pub enum CheckFault {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum TlsWhat {
+    /// The certificate authority
+    Ca {
+        #[command(subcommand)]
+        action: TlsCaAction,
+    },
+    /// Certificates signed by the CA
+    Cert {
+        #[command(subcommand)]
+        action: TlsCertAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TlsCaAction {
+    /// Make a CA: NAME.pem (its certificate: what servers and clients trust, --tls-ca,
+    /// --tls-client-ca, --peer-tls-ca) and NAME-key.pem (its key: keep it off the servers)
+    Create(TlsCaCreate),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TlsCertAction {
+    /// Make a certificate signed by the CA: NAME.pem and NAME-key.pem, e.g. `ward tls
+    /// cert create server --ip 10.0.0.1 --dns ward-1.example.com`
+    Create(TlsCertCreate),
+}
+
+#[derive(Debug, Args)]
+pub struct TlsFiles {
+    /// The directory to write the files in
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+    /// Valid for N days from now [default: 1825 for a CA, 365 for a certificate]
+    #[arg(long, value_name = "N")]
+    pub days: Option<u32>,
+    /// Replace files that exist
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TlsCaCreate {
+    /// The files' name: NAME.pem and NAME-key.pem
+    #[arg(long, value_name = "NAME", default_value = "ward-ca")]
+    pub name: String,
+    /// The CA's subject (CN=...) [default: "Ward CA" and a random number, so that no two
+    /// CAs share a name]
+    #[arg(long, value_name = "CN")]
+    pub common_name: Option<String>,
+    #[command(flatten)]
+    pub files: TlsFiles,
+}
+
+/// What a leaf certificate is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TlsRole {
+    /// A server's listeners (--tls-cert): serverAuth, for the names in --ip and --dns
+    Server,
+    /// A client (ward --tls-cert, kazoo's certfile): clientAuth; its x509 identity is
+    /// CN=<common name>
+    Client,
+    /// An ensemble member's peer link (--peer-tls-cert): serverAuth and clientAuth, for the
+    /// host of its peer address
+    Peer,
+}
+
+#[derive(Debug, Args)]
+pub struct TlsCertCreate {
+    // A word rather than --server|--client|--peer (Consul's -server): `--server` is ward's
+    // global server address.
+    /// What the certificate is for
+    #[arg(value_enum, value_name = "ROLE")]
+    pub role: TlsRole,
+    /// An IP address the holder is reached by (repeatable, or comma-separated)
+    #[arg(long, value_name = "IP", value_delimiter = ',')]
+    pub ip: Vec<std::net::IpAddr>,
+    /// A DNS name the holder is reached by (repeatable, or comma-separated)
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    pub dns: Vec<String>,
+    /// The files' name: NAME.pem and NAME-key.pem [default: ward-ROLE-N, the first N free]
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// The certificate's subject (CN=...) [default: the files' name]
+    #[arg(long, value_name = "CN")]
+    pub common_name: Option<String>,
+    /// The CA's certificate [default: DIR/ward-ca.pem]
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
+    /// The CA's key [default: DIR/ward-ca-key.pem]
+    #[arg(long, value_name = "FILE")]
+    pub ca_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub files: TlsFiles,
+}
+
+#[derive(Debug, Subcommand)]
 pub enum AclAction {
     /// Print the ACL of PATH, one entry a line (scheme:id:perms)
     #[command(
@@ -427,6 +574,14 @@ pub enum MembersChange {
     },
     /// Remove a member (the leader too: another is elected)
     Remove { id: u64 },
+    /// Hand the leadership to member ID, or to the follower most up to date
+    #[command(long_about = "Hand the leadership to member ID, or (without ID) to the follower whose log is most up \
+to date, and wait until it leads; prints the member that leads. Writes in flight carry on at the new leader and \
+clients keep their sessions. A leader stopped with SIGTERM does this itself before it stops.")]
+    TransferLeader {
+        /// The member to lead (default: the follower most up to date)
+        id: Option<u64>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -442,6 +597,19 @@ pub struct LockDelay {
     /// than SECS later
     #[arg(long = "lock-delay", value_name = "SECS", value_parser = seconds)]
     pub delay: Option<Duration>,
+}
+
+/// How `lock`, `semaphore` and `elect` run CMD (see `cmd_life!`).
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// How long CMD's process group has to end after SIGTERM (a lost lock) or a signal
+    /// passed on from ward, before SIGKILL
+    #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "10")]
+    pub grace: Duration,
+    /// Say nothing on stderr while waiting: neither whom ward waits behind nor that it lost
+    /// (and regained) the connection to the server
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// `-- CMD [ARGS...]`: the `--` is required, which keeps CMD's own options (`sh -c`) away
@@ -536,8 +704,9 @@ mod tests {
     #[test]
     fn parses_lock_and_elect_with_the_command_after_dashes() {
         let cli = parse(&["lock", "--timeout", "1.5", "/l", "--", "sh", "-c", "echo --timeout"]).expect("parses");
-        let Command::Lock { shared, timeout, paths, cmd, delay } = cli.command else { panic!("lock") };
+        let Command::Lock { shared, timeout, paths, cmd, delay, running } = cli.command else { panic!("lock") };
         assert_eq!(delay.delay, None);
+        assert_eq!((running.grace, running.quiet), (Duration::from_secs(10), false));
         assert!(!shared);
         assert_eq!(timeout.limit, Some(Duration::from_millis(1500)));
         assert_eq!(
@@ -546,8 +715,9 @@ mod tests {
         );
         let cli = parse(&["lock", "--shared", "/a", "/b", "--", "sh"]).expect("parses");
         assert!(matches!(cli.command, Command::Lock { shared: true, ref paths, .. } if paths.len() == 2));
-        let cli = parse(&["semaphore", "/s", "--permits", "3", "--", "sh"]).expect("parses");
-        assert!(matches!(cli.command, Command::Semaphore { permits: 3, .. }));
+        let cli = parse(&["semaphore", "/s", "--permits", "3", "--grace", "0.5", "-q", "--", "sh"]).expect("parses");
+        let Command::Semaphore { permits: 3, running, .. } = cli.command else { panic!("semaphore") };
+        assert_eq!((running.grace, running.quiet), (Duration::from_millis(500), true));
         let cli = parse(&["elect", "/e", "--id", "n1", "--", "./lead.sh", "-v"]).expect("parses");
         let Command::Elect { id, observe, cmd, .. } = cli.command else { panic!("elect") };
         assert_eq!((id.as_deref(), observe, cmd.len()), (Some("n1"), false, 2));
@@ -556,6 +726,21 @@ mod tests {
         assert_eq!(cli.output, Format::Json);
         let cli = parse(&["members", "add", "4=h:7191"]).expect("parses");
         assert!(matches!(cli.command, Command::Members { change: Some(MembersChange::Add { member: (4, _) }) }));
+    }
+
+    #[test]
+    fn parses_tls_certificate_commands() {
+        let cli = parse(&["tls", "cert", "create", "peer", "--ip", "127.0.0.1,::1", "--dns", "w1", "--dns", "w2"])
+            .expect("parses");
+        let Command::Tls { what: TlsWhat::Cert { action: TlsCertAction::Create(args) } } = cli.command else {
+            panic!("tls cert create")
+        };
+        assert_eq!((args.role, args.ip.len(), args.dns.len(), args.files.force), (TlsRole::Peer, 2, 2, false));
+        let cli = parse(&["tls", "ca", "create", "--dir", "/tmp/x", "--days", "10", "--force"]).expect("parses");
+        let Command::Tls { what: TlsWhat::Ca { action: TlsCaAction::Create(args) } } = cli.command else {
+            panic!("tls ca create")
+        };
+        assert_eq!((args.name.as_str(), args.files.days, args.files.force), ("ward-ca", Some(10), true));
     }
 
     #[test]
@@ -583,6 +768,10 @@ mod tests {
             &["elect", "--id", "a", "/e", "/f", "--", "true"],
             &["elect", "--observe", "/e", "--", "true"],
             &["elect", "--observe", "--id", "a", "/e"],
+            &["elect", "--observe", "--quiet", "/e"],
+            &["elect", "--observe", "--grace", "1", "/e"],
+            &["lock", "--grace", "soon", "/l", "--", "true"],
+            &["ls", "--quiet", "/"],
             &["semaphore", "/s", "--", "true"],
             &["semaphore", "--permits", "0", "/s", "--", "true"],
             &["semaphore", "--permits", "2", "/s", "/t", "--", "true"],
@@ -594,6 +783,10 @@ mod tests {
             &["members", "remove", "x"],
             &["watch", "--children", "--recursive", "/x"],
             &["completions", "tcsh-but-not-really"],
+            &["tls", "cert", "create"],
+            &["tls", "cert", "create", "admin"],
+            &["tls", "cert", "create", "server", "--ip", "localhost"],
+            &["tls", "ca", "create", "--days", "-1"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }

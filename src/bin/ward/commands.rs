@@ -1,8 +1,8 @@
 //! Running one parsed command against the server: connect, dispatch, close.
 
-use crate::cli::{Cli, Command, MembersChange};
+use crate::cli::{Cli, Command, MembersChange, RunArgs};
 use crate::output::Out;
-use crate::run::Signals;
+use crate::signals::{Received, Signals};
 use crate::{acl, holders, nodes, observe, run, status, watch};
 use std::fmt;
 use std::time::Duration;
@@ -17,6 +17,12 @@ pub enum Failure {
     Usage(String),
     /// The server or the connection refused `what`.
     Ward { what: String, error: Error },
+    /// A create whose parent does not exist: `missing` are the nodes to create first, the
+    /// highest first (the last is the parent).
+    NoParent { what: String, missing: Vec<String> },
+    /// A lock or semaphore (`what`) refused for its permits or lock-delay; `mismatch` says
+    /// what the directory has.
+    Mismatch { what: String, mismatch: crate::mismatch::Mismatch },
     /// A version-conditional write (`-v`) found the node at another version; `detail` says
     /// which.
     BadVersion { what: String, detail: String },
@@ -30,16 +36,19 @@ pub enum Failure {
     Lost(SessionState),
     /// `--timeout` passed before the lock (`what`) was granted; CMD did not run.
     NotGranted { what: String, timeout: Duration },
-    /// The lock or leadership (`what`) can no longer be trusted; CMD was sent SIGTERM.
-    LockLost { what: String },
-    /// SIGTERM or SIGINT (the number) reached ward; `then` says what ward did about it.
-    Interrupted { signal: i32, name: &'static str, then: String },
+    /// The lock or leadership (`what`) can no longer be trusted; `stopped` says how CMD's
+    /// process group was stopped.
+    LockLost { what: String, stopped: String },
+    /// SIGTERM, SIGINT or SIGHUP reached ward; `then` says what ward did about it.
+    Interrupted { signal: Received, then: String },
     /// CMD could not be started.
     Spawn { program: String, error: std::io::Error },
     /// `ward check` could not reach a verdict.
     Check(ward::check::CheckError),
     /// `ward check` reached one: some checker failed (the report says which).
     CheckFailed,
+    /// `ward tls` could not make or write a certificate.
+    Tls(crate::tls::TlsFileError),
 }
 
 impl Failure {
@@ -48,16 +57,19 @@ impl Failure {
         match self {
             Failure::OutputClosed => 0,
             Failure::Ward { .. }
+            | Failure::NoParent { .. }
+            | Failure::Mismatch { .. }
             | Failure::BadVersion { .. }
             | Failure::Input(_)
             | Failure::Output(_)
             | Failure::Lost(_)
             | Failure::Check(_)
-            | Failure::CheckFailed => 1,
+            | Failure::CheckFailed
+            | Failure::Tls(_) => 1,
             Failure::Usage(_) => 2,
             Failure::LockLost { .. } => 3,
             Failure::NotGranted { .. } => 4,
-            Failure::Interrupted { signal, .. } => u8::try_from(128 + signal).unwrap_or(1),
+            Failure::Interrupted { signal, .. } => u8::try_from(128 + signal.number).unwrap_or(1),
             Failure::Spawn { .. } => 127,
         }
     }
@@ -68,6 +80,17 @@ impl fmt::Display for Failure {
         match self {
             Failure::Usage(message) => f.write_str(message),
             Failure::Ward { what, error } => write!(f, "{what}: {error}"),
+            Failure::NoParent { what, missing } => {
+                let Some((parent, above)) = missing.split_last() else { return write!(f, "{what}: no node") };
+                let (above, it) = match above {
+                    [] => (String::new(), "it"),
+                    above => (format!(", nor does {}", above.join(", ")), "them"),
+                };
+                let creates: Vec<String> = missing.iter().map(|m| format!("`ward create {m}`")).collect();
+                let creates = creates.join(", then ");
+                write!(f, "{what}: no node: the parent {parent} does not exist{above}; create {it} first: {creates}")
+            }
+            Failure::Mismatch { what, mismatch } => write!(f, "{what}: {mismatch}"),
             Failure::BadVersion { what, detail } => write!(f, "{what}: bad version{detail}"),
             Failure::Input(e) => write!(f, "reading data from stdin: {e}"),
             Failure::Output(e) => write!(f, "writing output: {e}"),
@@ -76,13 +99,14 @@ impl fmt::Display for Failure {
             Failure::NotGranted { what, timeout } => {
                 write!(f, "{what} not granted within {timeout:?}; command not run")
             }
-            Failure::LockLost { what } => {
-                write!(f, "{what} lost (session expired, or cut off from the server too long); command sent SIGTERM")
+            Failure::LockLost { what, stopped } => {
+                write!(f, "{what} lost (session expired, or cut off from the server too long); {stopped}")
             }
-            Failure::Interrupted { name, then, .. } => write!(f, "interrupted by {name}; {then}"),
+            Failure::Interrupted { signal, then } => write!(f, "interrupted by {}; {then}", signal.name),
             Failure::Spawn { program, error } => write!(f, "cannot run {program}: {error}"),
             Failure::Check(e) => write!(f, "check: {e}"),
             Failure::CheckFailed => f.write_str("check: FAILED (see the report)"),
+            Failure::Tls(e) => write!(f, "tls: {e}"),
         }
     }
 }
@@ -111,7 +135,7 @@ pub async fn run(cli: Cli, env_server: Option<String>, env_auth: Option<String>)
     // Before connecting: from here on SIGTERM and SIGINT are ours to handle, so that CMD is
     // stopped and the lock released (or a watch ends cleanly) rather than ward dying
     // half-way. Other commands keep the default: a signal ends them at once.
-    let signals = handles_signals(&cli.command).then(Signals::install);
+    let signals = handled_signals(&cli.command).map(Signals::install);
     let mut builder = Client::builder(&server).connect_timeout(CONNECT_TIMEOUT);
     if let Some(timeout) = session_timeout {
         builder = builder.session_timeout(timeout);
@@ -133,17 +157,18 @@ pub async fn run(cli: Cli, env_server: Option<String>, env_auth: Option<String>)
     }
 }
 
-/// The commands that run until told to stop, or run a child that must be stopped first.
-fn handles_signals(command: &Command) -> bool {
-    matches!(
-        command,
-        Command::Lock { .. }
-            | Command::Semaphore { .. }
-            | Command::Elect { .. }
-            | Command::Watch { .. }
-            | Command::Get { watch: true, .. }
-            | Command::Create { hold: true, .. }
-    )
+/// The commands that handle signals themselves: those that run until told to stop
+/// (`Some(false)`), and those that run CMD, which must be stopped first (`Some(true)`: SIGHUP
+/// too, which CMD in a process group of its own would not get from a closing terminal).
+fn handled_signals(command: &Command) -> Option<bool> {
+    match command {
+        Command::Lock { .. } | Command::Semaphore { .. } | Command::Elect { observe: false, .. } => Some(true),
+        Command::Elect { observe: true, .. }
+        | Command::Watch { .. }
+        | Command::Get { watch: true, .. }
+        | Command::Create { hold: true, .. } => Some(false),
+        _ => None,
+    }
 }
 
 async fn execute(
@@ -155,21 +180,22 @@ async fn execute(
 ) -> Result<u8, Failure> {
     let data = |given: Option<String>| stdin_data.unwrap_or_else(|| given.unwrap_or_default().into_bytes());
     // Installed by `run` for exactly the commands below that take them.
-    let signals = || signals.unwrap_or_else(Signals::install);
+    let signals = || signals.unwrap_or_else(|| Signals::install(false));
+    let run = |cmd, running: RunArgs| run::Run { cmd, grace: running.grace, quiet: running.quiet };
     match command {
-        Command::Lock { shared, timeout, delay, paths, cmd } => {
+        Command::Lock { shared, timeout, delay, paths, cmd, running } => {
             let kind = if shared { LockKind::Shared } else { LockKind::Exclusive };
             let asked = run::Asked { kind, timeout: timeout.limit, lock_delay: delay.delay };
-            return run::lock(client, &paths, asked, &cmd.argv, signals()).await;
+            return run::lock(client, &paths, asked, run(&cmd.argv, running), signals()).await;
         }
-        Command::Semaphore { permits, timeout, delay, path, cmd } => {
+        Command::Semaphore { permits, timeout, delay, path, cmd, running } => {
             let kind = LockKind::Semaphore { permits };
             let asked = run::Asked { kind, timeout: timeout.limit, lock_delay: delay.delay };
-            return run::lock(client, &[path], asked, &cmd.argv, signals()).await;
+            return run::lock(client, &[path], asked, run(&cmd.argv, running), signals()).await;
         }
         Command::Elect { path, observe: true, .. } => observe::leaders(client, &path, out, signals()).await?,
-        Command::Elect { path, id, cmd, .. } => {
-            return run::elect(client, &path, &id.unwrap_or_default(), &cmd, signals()).await;
+        Command::Elect { path, id, cmd, running, .. } => {
+            return run::elect(client, &path, &id.unwrap_or_default(), run(&cmd, running), signals()).await;
         }
         Command::Ls { path } => nodes::ls(client, &path, out).await?,
         Command::Tree { path } => nodes::tree(client, &path, out).await?,
@@ -202,9 +228,16 @@ async fn execute(
         Command::Members { change: Some(MembersChange::Remove { id }) } => {
             client.remove_member(id).await.map_err(ward(format!("members remove {id}")))?;
         }
+        Command::Members { change: Some(MembersChange::TransferLeader { id }) } => {
+            let leader = client.transfer_leader(id).await.map_err(ward("members transfer-leader"))?;
+            match out.json() {
+                true => out.value(&serde_json::json!({ "leader": leader }))?,
+                false => out.line(&format!("member {leader} leads"))?,
+            }
+        }
         Command::Stats => status::stats(client, out).await?,
         // Handled before connecting.
-        Command::Completions { .. } | Command::Check(_) => {}
+        Command::Completions { .. } | Command::Check(_) | Command::Tls { .. } => {}
     }
     Ok(0)
 }

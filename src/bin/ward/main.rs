@@ -8,8 +8,15 @@
 //! * `watch`: `watch` and `get -w`: watch events as lines.
 //! * `holders`, `status`, `observe`: lock queues; members and stats; election leaders.
 //! * `run`: `lock`, `semaphore` and `elect`: a child command under a lock.
+//! * `mismatch`: a `lock` or `semaphore` refused for its permits or lock-delay, explained
+//!   from what the directory records.
+//! * `group`: that command's process group: started, and stopped as a whole (SIGTERM, a
+//!   grace, SIGKILL).
+//! * `waiting`: what a queued `lock`, `semaphore` or `elect` says on stderr while it waits.
+//! * `signals`: the SIGTERM, SIGINT (and SIGHUP) that long-running commands handle.
 //! * `output`: text or JSON on stdout, writes that survive a closed stream, UTC times.
 //! * `check`: `ward check` (the runner itself is the library's `ward::check`).
+//! * `tls`: `ward tls ca create|cert create`: certificate files (made by `ward::certs`).
 //!
 //! Exit status: 0 on success, 1 when the server or the connection reported an error, 2 for
 //! a command line that does not parse. `lock`, `semaphore` and `elect` exit with their
@@ -20,12 +27,17 @@ mod acl;
 mod check;
 mod cli;
 mod commands;
+mod group;
 mod holders;
+mod mismatch;
 mod nodes;
 mod observe;
 mod output;
 mod run;
+mod signals;
 mod status;
+mod tls;
+mod waiting;
 mod watch;
 
 use clap::{CommandFactory, Parser};
@@ -48,6 +60,9 @@ fn main() -> ExitCode {
     }
     if let cli::Command::Check(args) = cli.command {
         return exit(check::run(args, output::Out { format: cli.output }));
+    }
+    if let cli::Command::Tls { what } = cli.command {
+        return exit(tls::run(what, output::Out { format: cli.output }));
     }
     // One connection and one request (or one child) at a time: a single-threaded runtime is
     // all we need.

@@ -2,8 +2,8 @@
 
 use crate::cli::Command;
 use crate::commands::{ward, Failure};
-use crate::output::{put_data, warn, Out};
-use crate::run::Signals;
+use crate::output::{put_data, utc, warn, Out};
+use crate::signals::Signals;
 use serde_json::{json, Map, Value};
 use std::io::Read;
 use ward_client::{Acl, Client, CreateMode, Error, SessionState, Stat};
@@ -86,8 +86,9 @@ pub async fn stat(client: &Client, path: &str, out: Out) -> Result<(), Failure> 
         format!("czxid = {:#x}", stat.czxid),
         format!("mzxid = {:#x}", stat.mzxid),
         format!("pzxid = {:#x}", stat.pzxid),
-        format!("ctime = {}", stat.ctime),
-        format!("mtime = {}", stat.mtime),
+        // Dates, as zkCli prints them (in UTC); `--output json` keeps the milliseconds.
+        format!("ctime = {}", utc(stat.ctime)),
+        format!("mtime = {}", utc(stat.mtime)),
         format!("version = {}", stat.version),
         format!("cversion = {}", stat.cversion),
         format!("aversion = {}", stat.aversion),
@@ -134,7 +135,10 @@ pub async fn create(
         Some(acl) => client.create_with_acl(path, data, mode, acl).await,
         None => client.create(path, data, mode).await,
     };
-    let created = created.map_err(ward(format!("create {path}")))?;
+    let created = match created {
+        Err(Error::NoNode) => return Err(missing_parent(client, path).await),
+        created => created.map_err(ward(format!("create {path}")))?,
+    };
     // Flushed by `out` before a `--hold` blocks: whoever waits for the path must see it.
     if out.json() {
         return out.value(&json!({ "path": created }));
@@ -176,6 +180,23 @@ pub async fn rm(client: &Client, root: &str, recursive: bool, version: Option<i3
         }
     }
     Ok(())
+}
+
+/// A create's "no node", naming the missing parent and any missing ancestor above it (a
+/// create makes one node; the user must make them first). If the parent has appeared since,
+/// the plain error.
+async fn missing_parent(client: &Client, path: &str) -> Failure {
+    let mut missing = Vec::new();
+    let mut node = path::parent(path);
+    while node != "/" && matches!(client.exists(node).await, Ok(None)) {
+        missing.push(node.to_owned());
+        node = path::parent(node);
+    }
+    if missing.is_empty() {
+        return ward(format!("create {path}"))(Error::NoNode);
+    }
+    missing.reverse();
+    Failure::NoParent { what: format!("create {path}"), missing }
 }
 
 /// "bad version", saying which version the node is at now.

@@ -2,7 +2,7 @@
 
 use crate::commands::{ward, Failure};
 use crate::output::{one_line, put_data, Out};
-use crate::run::Signals;
+use crate::signals::Signals;
 use serde_json::{json, Map, Value};
 use ward_client::{Client, Leader};
 

@@ -10,7 +10,7 @@
 use crate::commands::{ward, Failure};
 use crate::nodes::print_data;
 use crate::output::{warn, Out};
-use crate::run::Signals;
+use crate::signals::Signals;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use tokio::sync::mpsc;

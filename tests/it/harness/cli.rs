@@ -1,7 +1,8 @@
 //! The `ward` CLI as a child process: one-shot runs, and long-lived `create --hold`
-//! processes that a test can kill.
+//! processes that a test can kill. Other client programs (the client's examples) run
+//! through the same two.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -10,6 +11,14 @@ use ward_testkit::DEADLINE;
 fn cli(server: &str, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ward"));
     cmd.arg("--server").arg(server).args(args).env_remove("WARD_SERVER").env_remove("WARD_AUTH");
+    cmd
+}
+
+/// The client's example `name` (`client/examples/NAME.rs`), built for this test, with the
+/// server's address in `WARD_SERVER` as its docs tell a reader to run it.
+pub fn example(name: &str, server: &str) -> Command {
+    let mut cmd = Command::new(ward_testkit::locate::example_binary("ward-client", name));
+    cmd.env("WARD_SERVER", server).env_remove("WARD_OWNER");
     cmd
 }
 
@@ -58,9 +67,10 @@ pub async fn run_sh(ward_server: &str, script: &str) -> CliOutput {
     run_command(cmd, None).await
 }
 
-async fn run_command(mut cmd: Command, input: Option<Vec<u8>>) -> CliOutput {
+/// Runs `cmd` to completion (bounded by [`DEADLINE`]), with `input` on its stdin.
+pub async fn run_command(mut cmd: Command, input: Option<Vec<u8>>) -> CliOutput {
     let stdin = if input.is_some() { Stdio::piped() } else { Stdio::null() };
-    let mut child = cmd.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn ward CLI");
+    let mut child = cmd.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn the program");
     if let (Some(input), Some(mut pipe)) = (input, child.stdin.take()) {
         // Written from a thread of its own, and closed when written: the CLI reads to EOF.
         std::thread::spawn(move || {
@@ -103,6 +113,15 @@ async fn wait_exit(child: &mut Child, limit: Duration) -> ExitStatus {
     }
 }
 
+/// Waits (bounded by [`DEADLINE`]) until `file`, where a CLI's stderr goes
+/// ([`ClientProcess::spawn_logged`]), has `text` in it.
+pub async fn stderr_says(file: &std::path::Path, text: &str) {
+    ward_testkit::wait_until(&format!("ward's stderr says {text:?}"), DEADLINE, || async {
+        std::fs::read_to_string(file).is_ok_and(|said| said.contains(text))
+    })
+    .await;
+}
+
 /// A long-running CLI process (e.g. `create -e --hold`). Killed and reaped on drop.
 pub struct ClientProcess {
     child: Child,
@@ -124,13 +143,19 @@ impl ClientProcess {
         ClientProcess::spawn_with_stderr(server, args, Stdio::from(file))
     }
 
+    /// Starts `cmd` (another client program) the same way; its stderr goes to the test's
+    /// output.
+    pub fn spawn_command(cmd: Command) -> ClientProcess {
+        ClientProcess::start(cmd, Stdio::inherit())
+    }
+
     fn spawn_with_stderr(server: &str, args: &[&str], stderr: Stdio) -> ClientProcess {
-        let mut child = cli(server, args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .expect("spawn ward CLI");
+        ClientProcess::start(cli(server, args), stderr)
+    }
+
+    fn start(mut cmd: Command, stderr: Stdio) -> ClientProcess {
+        let mut child =
+            cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(stderr).spawn().expect("spawn the program");
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("piped stdout");
         let (tx, lines) = mpsc::unbounded_channel();
@@ -153,10 +178,20 @@ impl ClientProcess {
         }
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGKILL: the session is left to expire on the server.
     pub fn kill9(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// SIGINT, as Ctrl-C in a terminal sends.
+    pub fn interrupt(&mut self) {
+        let status = Command::new("kill").arg("-INT").arg(self.child.id().to_string()).status().expect("run kill -INT");
+        assert!(status.success(), "kill -INT failed: {status}");
     }
 
     /// SIGTERM, which asks a `--hold` to end its session cleanly.
@@ -164,6 +199,12 @@ impl ClientProcess {
         let status =
             Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().expect("run kill -TERM");
         assert!(status.success(), "kill -TERM failed: {status}");
+    }
+
+    /// Writes `line` and a newline to the process's stdin.
+    pub fn write_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin still open");
+        writeln!(stdin, "{line}").expect("write to the process's stdin");
     }
 
     /// Closes the CLI's stdin, which asks a `--hold` to end its session cleanly.

@@ -49,7 +49,7 @@ impl<'a> Clients<'a> {
         Some((addr, if protocol == "ZooKeeper" { "zookeeper" } else { "ward" }))
     }
 
-    pub fn conn_id(&self, session: SessionId) -> Option<crate::watch::ConnId> {
+    pub fn conn_id(&self, session: SessionId) -> Option<crate::conn::ConnId> {
         self.live.get(&session)?.conn
     }
 

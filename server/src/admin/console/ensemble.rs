@@ -1,13 +1,15 @@
 //! `GET /api/ensemble`: the members with their roles, applied index and lag (as the
-//! leader reports them; from a follower the request is forwarded to it), this member's own
-//! Raft figures, and the leader changes this server has seen (sampled each second).
+//! leader reports them; from a follower the request is forwarded to it), whether the leader
+//! hears from each (known only on the leader) and a transfer of its leadership in progress,
+//! this member's own Raft figures, and the leader changes this server has seen (sampled each
+//! second).
 
 use super::http::{json, Reply};
 use super::Console;
 use crate::Server;
 use serde::Serialize;
 use std::time::Duration;
-use ward_proto::MemberRole;
+use ward_proto::{Contact, MemberRole, MemberStatus};
 
 /// How long the leader may take to answer for the member list.
 const MEMBERS_TIMEOUT: Duration = Duration::from_secs(3);
@@ -28,6 +30,11 @@ struct Answer {
     members: Vec<Member>,
     /// Why the member list is missing, if it is.
     members_error: Option<String>,
+    /// The leader, as the member list names it.
+    leader: Option<u64>,
+    /// While the leader hands its leadership over: the member it hands it to (known only on
+    /// the leader).
+    handing_over_to: Option<u64>,
     leader_changes: Vec<LeaderChange>,
     last_zxid: u64,
     in_contact: bool,
@@ -50,28 +57,21 @@ struct Member {
     role: &'static str,
     applied: Option<u64>,
     lag: Option<u64>,
+    /// `leader`, `reachable`, `unreachable`, or `unknown` (asked of a member that does not
+    /// lead: only the leader knows).
+    contact: &'static str,
+    /// How long ago the leader last heard from it, when known.
+    last_heard_ms: Option<u64>,
 }
 
 pub async fn answer(server: &Server, console: &Console) -> Reply {
-    let (members, members_error) = match tokio::time::timeout(MEMBERS_TIMEOUT, server.log.members()).await {
-        Ok(Ok(members)) => (members, None),
-        Ok(Err(rejected)) => (Vec::new(), Some(rejected.to_string())),
-        Err(_) => (Vec::new(), Some("the leader did not answer in time".to_string())),
+    let (list, members_error) = match tokio::time::timeout(MEMBERS_TIMEOUT, server.log.members()).await {
+        Ok(Ok(list)) => (Some(list), None),
+        Ok(Err(rejected)) => (None, Some(rejected.to_string())),
+        Err(_) => (None, Some("the leader did not answer in time".to_string())),
     };
-    let members = members
-        .into_iter()
-        .map(|m| Member {
-            id: m.id,
-            addr: m.addr,
-            role: match m.role {
-                MemberRole::Leader => "leader",
-                MemberRole::Follower => "follower",
-                MemberRole::Learner => "learner",
-            },
-            applied: m.applied,
-            lag: m.lag,
-        })
-        .collect();
+    let (leader, handing_over_to) = list.as_ref().map_or((None, None), |l| (l.leader, l.handing_over_to));
+    let members = list.into_iter().flat_map(|l| l.members).map(member).collect();
     let figures = server.log.raft_figures();
     let this_member = figures.as_ref().map(|f| Me {
         id: f.id,
@@ -86,8 +86,33 @@ pub async fn answer(server: &Server, console: &Console) -> Reply {
         this_member,
         members,
         members_error,
+        leader,
+        handing_over_to,
         leader_changes: console.leader_changes(),
         last_zxid: server.core.read(|s| s.last_zxid()),
         in_contact: server.log.in_contact(),
     })
+}
+
+fn member(m: MemberStatus) -> Member {
+    let (contact, last_heard_ms) = match m.contact {
+        Contact::Leads => ("leader", None),
+        Contact::Reachable { last_heard_ms } => ("reachable", Some(last_heard_ms)),
+        Contact::Unreachable { last_heard_ms } => ("unreachable", last_heard_ms),
+        Contact::Unknown => ("unknown", None),
+    };
+    let info = m.info;
+    Member {
+        id: info.id,
+        addr: info.addr,
+        role: match info.role {
+            MemberRole::Leader => "leader",
+            MemberRole::Follower => "follower",
+            MemberRole::Learner => "learner",
+        },
+        applied: info.applied,
+        lag: info.lag,
+        contact,
+        last_heard_ms,
+    }
 }

@@ -6,7 +6,7 @@ use super::ensemble::LeaderChange;
 use super::samples::{Reading, Sample};
 use super::Console;
 use crate::metrics::histogram::{Snapshot, NANOS};
-use crate::metrics::{locks, log, Listener, Op};
+use crate::metrics::{Listener, Op};
 use crate::Server;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -47,7 +47,7 @@ fn read(server: &Server) -> Reading {
     let mut requests = vec![0u64; Op::ALL.len()];
     let mut latency: Vec<(f64, u64)> = Vec::new();
     for listener in Listener::ALL {
-        let figures = listener.figures();
+        let figures = server.local.metrics.listener(listener);
         for op in Op::ALL.iter().copied() {
             let histogram = figures.latency(op);
             let count = histogram.count();
@@ -66,8 +66,8 @@ fn read(server: &Server) -> Reading {
         at_ms: crate::now_ms(),
         requests,
         latency,
-        fsync: log::FSYNC.snapshot(NS_PER_MS).buckets,
-        waits: locks::WAITS.snapshot(1.0).buckets,
+        fsync: server.local.metrics.log.fsync.snapshot(NS_PER_MS).buckets,
+        waits: server.local.metrics.locks.waits.snapshot(1.0).buckets,
         sessions,
         znodes,
         connections,

@@ -134,9 +134,16 @@ async fn run(args: Args) -> Result<(), StartError> {
     }
     let failure = Arc::new(std::sync::OnceLock::new());
     let failure_seen = failure.clone();
+    let leading = durable.clone();
     let stop = async move {
         tokio::select! {
-            _ = shutdown_signal() => {}
+            _ = shutdown_signal() => {
+                // Still serving: writes submitted while the leadership moves go on to the
+                // new leader, and only then do this member's clients move elsewhere.
+                if let Some(raft) = leading {
+                    raft.hand_over_leadership(HAND_OVER_WAIT).await;
+                }
+            }
             Ok(why) = failed_rx => {
                 tracing::error!(reason = %why, "the log failed; stopping rather than acknowledge writes that may not be durable");
                 let _ = failure_seen.set(why);
@@ -155,8 +162,10 @@ async fn run(args: Args) -> Result<(), StartError> {
 
 /// The first line on stdout: scripts and tests read the address from it. The next ones, if
 /// any, say where ZooKeeper clients (plain, then TLS), peers and the admin listener
-/// connect, then which default listener could not start. One write for all: a reader that stops after the first
-/// line must not make a later write fail.
+/// connect, then which default listener could not start, and last what a newcomer can do
+/// next: open the web console, list the tree with the CLI ([`next_steps`]). Readers find
+/// the listening lines by their prefix, so the lines after them move none. One write for
+/// all: a reader that stops after the first line must not make a later write fail.
 fn print_listening(
     listener: &tokio::net::TcpListener,
     config: &ward_server::Config,
@@ -164,7 +173,8 @@ fn print_listening(
     not_started: &str,
 ) -> Result<(), StartError> {
     let addr = |a: std::io::Result<std::net::SocketAddr>| a.map_err(ward_server::Error::from);
-    let mut lines = format!("ward-server listening on {}\n", addr(listener.local_addr())?);
+    let client = addr(listener.local_addr())?;
+    let mut lines = format!("ward-server listening on {client}\n");
     if let Some(zk) = &config.zookeeper {
         lines.push_str(&format!("ward-server zookeeper listening on {}\n", addr(zk.local_addr())?));
     }
@@ -174,13 +184,42 @@ fn print_listening(
     if let Some(peer) = peer_addr {
         lines.push_str(&format!("ward-server peer listening on {peer}\n"));
     }
-    if let Some(admin) = &config.admin {
-        lines.push_str(&format!("ward-server admin listening on {}\n", addr(admin.local_addr())?));
+    let admin = config.admin.as_ref().map(|admin| addr(admin.local_addr())).transpose()?;
+    if let Some(admin) = admin {
+        lines.push_str(&format!("ward-server admin listening on {admin}\n"));
     }
     lines.push_str(not_started);
+    lines.push_str(&next_steps(client, admin, config.tls.is_some()));
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(lines.as_bytes()).and_then(|()| stdout.flush()).map_err(StartError::Stdout)
 }
+
+/// The lines after the listening ones: where the web console is (when the admin listener
+/// runs) and a first CLI command against this server. An address bound to every interface
+/// is shown as the loopback one, which a browser or `ward` on this machine can reach.
+fn next_steps(client: std::net::SocketAddr, admin: Option<std::net::SocketAddr>, tls: bool) -> String {
+    let reachable = |mut a: std::net::SocketAddr| {
+        if a.ip().is_unspecified() {
+            a.set_ip(match a {
+                std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        a
+    };
+    let mut lines = String::new();
+    if let Some(admin) = admin {
+        lines.push_str(&format!("web console: http://{}/\n", reachable(admin)));
+    }
+    // A TLS listener needs the CA that signed its certificate (docs/security.md "TLS").
+    let ca = if tls { " --tls-ca CA.pem" } else { "" };
+    lines.push_str(&format!("try: ward --server {}{ca} ls /\n", reachable(client)));
+    lines
+}
+
+/// How long a leader stopped cleanly waits for a follower to take its leadership before it
+/// stops anyway (the others then elect one after their timeout).
+const HAND_OVER_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 pub(crate) async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();

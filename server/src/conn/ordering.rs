@@ -1,6 +1,6 @@
 //! The order of everything a connection sends, as one value: [`ConnOrder`]. It takes no
 //! lock, awaits nothing and touches no socket; the connection's shared state
-//! (`crate::outbox::Outbox`) keeps it under a mutex, and the reader, the writer and the
+//! (`crate::conn::outbox::Outbox`) keeps it under a mutex, and the reader, the writer and the
 //! code that queues messages (apply firing watches, lock grants, session closes) each call
 //! its methods there. What it decides is tested here alone, and with those callers racing
 //! in `crate::loom_tests`.
@@ -8,7 +8,7 @@
 //! # The rules
 //!
 //! A connection carries two streams: replies to the client's requests, in the order the
-//! requests came (items, `net/writer.rs`), and messages the server sends on its own (watch
+//! requests came (items, `conn/writer.rs`), and messages the server sends on its own (watch
 //! events, lock grants, closes), numbered 1, 2, … in the order they were queued.
 //!
 //! 1. **Replies leave in request order** (G2). The writer completes items strictly in
@@ -63,7 +63,7 @@ pub enum Reads {
 }
 
 /// One connection's ordering state (see the module's rules). `M` is what the server queues
-/// for the client (`crate::watch::Outbound`; tests use anything).
+/// for the client (`crate::conn::Outbound`; tests use anything).
 #[derive(Debug)]
 pub struct ConnOrder<M> {
     /// Writes the reader has numbered (rule 2).

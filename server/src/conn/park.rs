@@ -2,7 +2,7 @@
 //! their reader and writer, which are most of what a connection costs (ward-bench f).
 //!
 //! A connection's task runs its reader and writer as one boxed future (the *active* part,
-//! `net/order.rs`). Each says when it waits with nothing to do ([`Idle`]): the reader for
+//! `conn/session_conn.rs`). Each says when it waits with nothing to do ([`Idle`]): the reader for
 //! its socket to become readable with no part of a frame buffered, the writer for a message
 //! or an item with nothing queued, sendable or unflushed. When both wait so, nothing is in
 //! flight: every request read has been answered and written. [`until_idle`] then gives the
@@ -16,7 +16,7 @@
 //! A TLS connection never parks: its reader cannot wait for readability through tokio's
 //! `split`, so it never says it is idle.
 
-use crate::outbox::OutboxRx;
+use crate::conn::outbox::OutboxRx;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -89,38 +89,32 @@ pub async fn until_idle<F: Future>(mut active: Pin<&mut F>, idle: &Idle) -> Stop
     .await
 }
 
-/// Connections parked now, process-wide (`/metrics`: `ward_connections_parked`).
-static PARKED: AtomicU64 = AtomicU64::new(0);
+/// Counts a connection as parked while it lives (`ward_connections_parked`).
+struct Counted<'a>(&'a AtomicU64);
 
-pub fn parked_now() -> u64 {
-    PARKED.load(Ordering::Relaxed)
-}
-
-struct Counted;
-
-impl Counted {
-    fn enter() -> Self {
-        PARKED.fetch_add(1, Ordering::Relaxed);
-        Counted
+impl<'a> Counted<'a> {
+    fn enter(parked: &'a AtomicU64) -> Self {
+        parked.fetch_add(1, Ordering::Relaxed);
+        Counted(parked)
     }
 }
 
-impl Drop for Counted {
+impl Drop for Counted<'_> {
     fn drop(&mut self) {
-        PARKED.fetch_sub(1, Ordering::Relaxed);
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
 /// A parked connection's wait: until its socket is readable (a request, or the client's
 /// end), or its outbox wakes it: a message the writer may send (an event, a lock grant, a
-/// close), or the connection's token cancelled. `socket` is `None` only for a connection
+/// close), or the connection's token cancelled; counted in `parked_now` meanwhile. `socket` is `None` only for a connection
 /// that cannot park (TLS), which returns at once. The socket and the outbox keep the
 /// wakers, so the wait itself holds nothing but its references: the token is not waited on
 /// directly (its wait is the largest of futures), which is why whoever cancels it wakes
 /// the outbox too (`Outbox::wake_parked`).
-pub async fn parked(socket: Option<&TcpStream>, out: &OutboxRx) {
+pub async fn parked(socket: Option<&TcpStream>, out: &OutboxRx, parked_now: &AtomicU64) {
     let Some(socket) = socket else { return };
-    let _counted = Counted::enter();
+    let _counted = Counted::enter(parked_now);
     poll_fn(|cx| {
         // Both register their wakers; an error on the socket shows on the read that follows.
         let woken = [out.poll_wake(cx).is_ready(), socket.poll_read_ready(cx).is_ready()];

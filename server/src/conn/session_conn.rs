@@ -2,24 +2,25 @@
 //! they arrive and runs a read only once the session's earlier writes are applied; the
 //! writer ([`super::writer`]) completes items in arrival order. The rules, and the one value
 //! that keeps them, are in [`super::ordering`]; the reader and writer reach it through the
-//! connection's [`Outbox`](crate::outbox::Outbox). Both protocols (Ward's and ZooKeeper's)
+//! connection's [`Outbox`](crate::conn::outbox::Outbox). Both protocols (Ward's and ZooKeeper's)
 //! run their sessions through [`SessionConn::run`], so they keep the same guarantees.
 
-use super::handshake::Attached;
 use super::park::{self, Idle, Stopped};
 use super::queue;
+use super::types::Attached;
 use super::writer::{Item, ItemTx, Queued, Shrink, Who, Wire, WriterLoop};
 use crate::acl::identity::SuperDigest;
 use crate::acl::Identity;
 use crate::command::{Command, CommandOp};
+use crate::conn::outbox::{OutboundTx, OutboxRx};
+use crate::conn::ConnId;
 use crate::local::Local;
 use crate::log::{MemberChange, Pending, Rejected};
 use crate::metrics::Listener;
 use crate::metrics::Stamp;
-use crate::outbox::{OutboundTx, OutboxRx};
 use crate::prep::prep;
 use crate::state::StateMachine;
-use crate::watch::{ConnId, Delivery};
+use crate::watch::Delivery;
 use crate::{now_ms, Server};
 use futures_util::future::join;
 use futures_util::Sink;
@@ -179,7 +180,13 @@ impl SessionConn {
                 }
                 waited => waited,
             },
-            Request::Members => return Some(log.members().await.map(Response::Members).map_err(|r| self.refused(r))),
+            Request::Members => {
+                let list = log.members().await.map(|list| list.members.into_iter().map(|m| m.info).collect());
+                return Some(list.map(Response::Members).map_err(|r| self.refused(r)));
+            }
+            Request::MemberList => {
+                return Some(log.members().await.map(Response::MemberList).map_err(|r| self.refused(r)))
+            }
             Request::AddMember { id, addr } => {
                 let change = MemberChange::Add { id: *id, addr: addr.clone() };
                 return Some(
@@ -192,6 +199,10 @@ impl SessionConn {
                     log.change_members(change).await.map(|()| Response::MembersChanged).map_err(|r| self.refused(r)),
                 );
             }
+            Request::TransferLeader { to } => {
+                let moved = log.transfer_leader(*to).await;
+                return Some(moved.map(|leader| Response::LeaderTransferred { leader }).map_err(|r| self.refused(r)));
+            }
             _ => return None,
         };
         waited.err().map(|r| Err(self.refused(r)))
@@ -199,7 +210,7 @@ impl SessionConn {
 
     /// Hands `item` to the writer. A read's reply, and the events it fired, count against
     /// the connection's outbound bound until written; at the bound this then waits before
-    /// the reader reads another request (back-pressure, `crate::outbox`). Err: the writer is
+    /// the reader reads another request (back-pressure, `super::outbox`). Err: the writer is
     /// gone.
     pub fn queue<'a, W: Wire>(
         &'a self,
@@ -208,7 +219,7 @@ impl SessionConn {
         item: Item<W>,
     ) -> impl Future<Output = Result<(), queue::Closed>> + 'a {
         if let Item::Read { events, answer, .. } = &item {
-            let events: u64 = events.iter().map(crate::outbox::event_weight).sum();
+            let events: u64 = events.iter().map(crate::conn::outbox::event_weight).sum();
             self.outbox.charge(W::answer_weight(answer) + events);
         }
         // Boxed before the future is made: an async fn would keep the item itself in its
@@ -231,7 +242,7 @@ impl SessionConn {
     /// and the session stays alive until its deadline.
     ///
     /// Reader and writer run as one boxed future, given up whenever both wait with nothing
-    /// to do and built again when the socket or the outbox has something (`net/park.rs`):
+    /// to do and built again when the socket or the outbox has something (`conn/park.rs`):
     /// an idle connection keeps only what is built here.
     pub fn run<W, S, R>(self, out_rx: OutboxRx, wire: W, sink: S, mut read_side: R) -> impl Future<Output = ()>
     where
@@ -266,7 +277,7 @@ impl SessionConn {
                 if stopped == Stopped::Ended {
                     break;
                 }
-                park::parked(read_side.park(), &writer.out).await;
+                park::parked(read_side.park(), &writer.out, &server.local.metrics.parked).await;
             }
             writer.finish(ctx.who());
             server.local.watches.remove_conn(ctx.conn);

@@ -3,7 +3,7 @@
 //! queued for the client. The reader, the writer and the rest of the server (apply firing
 //! watches, the session table) reach the connection through it.
 //!
-//! The ordering rules are `net/ordering.rs`'s; this file only shares its [`ConnOrder`]
+//! The ordering rules are `conn/ordering.rs`'s; this file only shares its [`ConnOrder`]
 //! between tasks (a mutex) and wakes whoever waits on it (a `Notify` each way). A read
 //! takes its fence ([`Outbox::fence`]) while it holds the state lock; since events are
 //! queued under the write lock by the apply that caused them, every event for a change the
@@ -29,9 +29,9 @@
 //!   could show a change whose event the client never got; closing keeps G6.) The session
 //!   lives on, to be resumed on a new connection or to expire.
 
-use crate::net::ordering::{ConnOrder, Reads};
+use crate::conn::ordering::{ConnOrder, Reads};
+use crate::conn::Outbound;
 use crate::sync::{AtomicBool, AtomicU64, AtomicWaker, Mutex, MutexGuard, Ordering};
-use crate::watch::Outbound;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -47,7 +47,7 @@ pub struct Outbox {
     order: Mutex<ConnOrder<Outbound>>,
     /// Wakes the writer: a message was queued.
     to_writer: Notify,
-    /// Wakes the connection's task while it is parked (`net/park.rs`): a waker, not a
+    /// Wakes the connection's task while it is parked (`conn/park.rs`): a waker, not a
     /// `Notify`, so that the wait keeps no waiter of its own in every idle connection.
     parked: AtomicWaker,
     /// Wakes the reader, waiting in [`room`](Outbox::room) or [`caught_up`](Outbox::caught_up).
@@ -75,7 +75,7 @@ pub type OutboundTx = Arc<Outbox>;
 
 /// The writer's end of its connection's outbox. Dropping it ends the connection's order:
 /// messages are refused and a reader waiting for writes is told (rule 7 of
-/// `net/ordering.rs`).
+/// `conn/ordering.rs`).
 pub struct OutboxRx(Arc<Outbox>);
 
 /// What a message costs while it waits: about the memory it holds (the enum and its path).
@@ -168,7 +168,6 @@ impl Outbox {
         }
         self.bytes.fetch_sub(weight, Ordering::AcqRel);
         if !self.overflowed.swap(true, Ordering::AcqRel) {
-            crate::metrics::count_outbound_overflow();
             self.cancel.cancel();
             self.wake_parked();
         }
@@ -181,7 +180,7 @@ impl Outbox {
     }
 
     /// Wakes the connection if it is parked, to see that its token was cancelled: a parked
-    /// connection waits on its socket and its outbox, not on its token (`net/park.rs`).
+    /// connection waits on its socket and its outbox, not on its token (`conn/park.rs`).
     /// Whoever cancels a connection's token calls this after; the server's shutdown calls
     /// it on every connection (`WatchRegistry::wake_parked`).
     pub fn wake_parked(&self) {
@@ -253,7 +252,7 @@ impl OutboxRx {
     }
 
     /// Ready once a message could be sent ([`has_sendable`](Self::has_sendable)) or the
-    /// connection's token is cancelled: a parked connection's wait (`net/park.rs`). Takes
+    /// connection's token is cancelled: a parked connection's wait (`conn/park.rs`). Takes
     /// nothing.
     pub fn poll_wake(&self, cx: &mut Context<'_>) -> Poll<()> {
         // Registered before the look: a message queued, or a cancel, after it wakes this
@@ -328,7 +327,7 @@ impl OutboxRx {
 }
 
 impl OutboxRx {
-    /// The writer has ended (rule 7 of `net/ordering.rs`): later messages are refused, what
+    /// The writer has ended (rule 7 of `conn/ordering.rs`): later messages are refused, what
     /// waited is dropped, and a reader waiting for writes is told. Also on drop.
     pub fn end(&mut self) {
         let dropped = self.order().writer_gone();
@@ -350,7 +349,7 @@ impl Drop for OutboxRx {
 #[cfg(all(test, not(ward_loom)))]
 mod tests {
     use super::*;
-    use crate::watch::CloseReason;
+    use crate::conn::CloseReason;
     use std::time::Duration;
 
     fn close(n: u8) -> Outbound {
@@ -384,7 +383,7 @@ mod tests {
         assert_eq!(tx.queued(), 1);
     }
 
-    /// Rule 2 of `net/ordering.rs` across tasks: the reader waiting for its writes is woken
+    /// Rule 2 of `conn/ordering.rs` across tasks: the reader waiting for its writes is woken
     /// by the writer's report, and by the writer's end.
     #[tokio::test]
     async fn a_waiting_read_is_woken_by_the_writes_applied_and_by_the_writers_end() {
@@ -411,7 +410,7 @@ mod tests {
         assert!(!result.expect("reader"), "the writer is gone: the read would wait forever");
     }
 
-    /// Rule 4 of `net/ordering.rs` through the outbox: a message queued after a read's fence
+    /// Rule 4 of `conn/ordering.rs` through the outbox: a message queued after a read's fence
     /// is not given to the writer until the read is answered.
     #[tokio::test]
     async fn a_message_past_a_fence_waits_for_the_reply() {
@@ -434,12 +433,10 @@ mod tests {
         let cancel = CancellationToken::new();
         let one = weight(&event("/a"));
         let (tx, rx) = Outbox::bounded(2 * one as usize, cancel.clone());
-        let overflows = crate::metrics::outbound_overflows();
         assert!(tx.send(event("/a")) && tx.send(event("/b")), "two fit");
         assert!(!rx.overflowed() && !cancel.is_cancelled());
         assert!(!tx.send(event("/c")), "the third does not");
         assert!(rx.overflowed() && cancel.is_cancelled());
-        assert!(crate::metrics::outbound_overflows() > overflows);
         rx.release(one);
         assert!(!tx.send(event("/d")), "an overflowed connection takes nothing more");
         assert!(tx.send(close(0)), "but a close still goes in");

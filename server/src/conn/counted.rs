@@ -2,26 +2,28 @@
 //! the framing codecs: every byte read or written counts, handshakes and ZooKeeper's
 //! four-letter words included. One relaxed addition per read or write call, not per frame.
 //!
-//! The listener is a type parameter (the protocol's [`Wire`]), not a field: the wrapper
-//! adds nothing to a connection's memory.
+//! The listener is a type parameter (the protocol's [`Wire`]); the figures are the server's
+//! own, one pointer per half.
 
 use super::writer::Wire;
-use crate::metrics::ListenerFigures;
+use crate::metrics::{ListenerFigures, Metrics};
 use std::io::IoSlice;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 pub struct Counted<T, W> {
     inner: T,
+    metrics: Arc<Metrics>,
     wire: PhantomData<fn() -> W>,
 }
 
 impl<T, W: Wire> Counted<T, W> {
-    pub fn new(inner: T) -> Self {
-        Counted { inner, wire: PhantomData }
+    pub fn new(inner: T, metrics: Arc<Metrics>) -> Self {
+        Counted { inner, metrics, wire: PhantomData }
     }
 
     /// The socket half under the count.
@@ -29,13 +31,13 @@ impl<T, W: Wire> Counted<T, W> {
         &self.inner
     }
 
-    fn figures() -> &'static ListenerFigures {
-        W::LISTENER.figures()
+    fn figures(&self) -> &ListenerFigures {
+        self.metrics.listener(W::LISTENER)
     }
 
-    fn count_written(written: Poll<std::io::Result<usize>>) -> Poll<std::io::Result<usize>> {
+    fn count_written(&self, written: Poll<std::io::Result<usize>>) -> Poll<std::io::Result<usize>> {
         if let Poll::Ready(Ok(n)) = written {
-            Self::figures().bytes_out.fetch_add(n as u64, Ordering::Relaxed);
+            self.figures().bytes_out.fetch_add(n as u64, Ordering::Relaxed);
         }
         written
     }
@@ -46,7 +48,7 @@ impl<T: AsyncRead + Unpin, W: Wire> AsyncRead for Counted<T, W> {
         let before = buf.filled().len();
         let read = Pin::new(&mut self.inner).poll_read(cx, buf);
         if let Poll::Ready(Ok(())) = read {
-            Self::figures().bytes_in.fetch_add((buf.filled().len() - before) as u64, Ordering::Relaxed);
+            self.figures().bytes_in.fetch_add((buf.filled().len() - before) as u64, Ordering::Relaxed);
         }
         read
     }
@@ -54,7 +56,8 @@ impl<T: AsyncRead + Unpin, W: Wire> AsyncRead for Counted<T, W> {
 
 impl<T: AsyncWrite + Unpin, W: Wire> AsyncWrite for Counted<T, W> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        Self::count_written(Pin::new(&mut self.inner).poll_write(cx, buf))
+        let written = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.count_written(written)
     }
 
     fn poll_write_vectored(
@@ -62,7 +65,8 @@ impl<T: AsyncWrite + Unpin, W: Wire> AsyncWrite for Counted<T, W> {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Self::count_written(Pin::new(&mut self.inner).poll_write_vectored(cx, bufs))
+        let written = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.count_written(written)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -85,19 +89,21 @@ mod tests {
     use crate::zk::reply::ZkWire;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    // The figures are process-wide and other tests move them too: only growth is checked.
+    // Each server counts its own: two servers' figures in one process stay apart.
     #[tokio::test]
-    async fn counts_what_is_read_and_written() {
-        let (zk, ward) = (crate::metrics::Listener::ZooKeeper.figures(), crate::metrics::Listener::Ward.figures());
-        let (zk_out, ward_in) = (zk.bytes_out.load(Ordering::Relaxed), ward.bytes_in.load(Ordering::Relaxed));
+    async fn counts_what_is_read_and_written_into_its_own_servers_figures() {
+        let (one, other) = (Arc::new(Metrics::default()), Arc::new(Metrics::default()));
         let (a, b) = tokio::io::duplex(64);
-        let mut a = Counted::<_, ZkWire>::new(a);
-        let mut b = Counted::<_, WardWire>::new(b);
+        let mut a = Counted::<_, ZkWire>::new(a, one.clone());
+        let mut b = Counted::<_, WardWire>::new(b, other.clone());
         a.write_all(b"hello").await.expect("write");
         let mut got = [0u8; 5];
         b.read_exact(&mut got).await.expect("read");
-        assert!(zk.bytes_out.load(Ordering::Relaxed) >= zk_out + 5);
-        assert!(ward.bytes_in.load(Ordering::Relaxed) >= ward_in + 5);
-        assert_eq!(std::mem::size_of::<Counted<u64, WardWire>>(), std::mem::size_of::<u64>(), "no field added");
+        assert_eq!(one.zookeeper.bytes_out.load(Ordering::Relaxed), 5);
+        assert_eq!(other.ward.bytes_in.load(Ordering::Relaxed), 5);
+        assert_eq!(one.ward.bytes_in.load(Ordering::Relaxed), 0, "the other server's reads");
+        assert_eq!(other.zookeeper.bytes_out.load(Ordering::Relaxed), 0, "the other server's writes");
+        let pointer = std::mem::size_of::<usize>();
+        assert_eq!(std::mem::size_of::<Counted<u64, WardWire>>(), std::mem::size_of::<u64>() + pointer, "one pointer");
     }
 }

@@ -2,26 +2,65 @@
 //!
 //! A [`Client`] owns a small tokio runtime (one worker thread) that keeps the session's
 //! heartbeats going while the application's threads do other work. Guards release on drop,
-//! also while a panic unwinds. Do not call these from inside async code; use the async
-//! client there.
+//! also while a panic unwinds, without waiting for the server: the release goes on in the
+//! background (see [`guard`]). Dropping a client's last handle (a guard or an election
+//! counts as one) ends the session, waiting at most 5 s for the server. Do not call these
+//! from inside async code; use the async client there.
+//!
+//! # Layout
+//! * this module: [`Client`] and its [`ClientBuilder`], the operations as blocking calls.
+//! * [`guard`]: [`LockGuard`] for every kind of lock, the reentrant [`Mutex`] and its
+//!   [`MutexGuard`].
+//! * [`election`]: [`Election`], [`Leadership`] and the [`Observer`] of who leads.
+//! * `lost`: telling the caller that a guard was lost, by channel or callback, without a
+//!   thread of its own waiting for it.
+
+pub mod election;
+pub mod guard;
+mod lost;
+
+pub use election::{Election, Leadership, Observer};
+pub use guard::{LockGuard, Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
-use crate::{Acl, CreateMode, Fence, Leader, Op, OpResult, ServerStats, SessionId, SessionState, Stat};
+use crate::{Acl, CreateMode, Fence, Op, OpResult, ServerStats, SessionId, SessionState, Stat};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::runtime::Runtime;
 
+/// What a client and every guard and election made from it share.
 struct Shared {
-    rt: Runtime,
+    /// `None` only once `drop` has taken it.
+    rt: Option<Runtime>,
     client: crate::Client,
+}
+
+/// How long dropping a client's last handle waits for the server to close the session.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
+
+impl Shared {
+    fn rt(&self) -> &Runtime {
+        self.rt.as_ref().unwrap_or_else(|| unreachable!("the runtime is taken only by drop"))
+    }
 }
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        // The last handle is gone: end the session now rather than leave its ephemerals to
-        // the timeout.
+        let Some(rt) = self.rt.take() else { return };
         let client = self.client.clone();
-        let _ = self.rt.block_on(async move { tokio::time::timeout(Duration::from_secs(5), client.close()).await });
+        // The last handle is gone: end the session now rather than leave its ephemerals to
+        // the timeout. Then the runtime shuts down, waiting for its threads.
+        let close = move || {
+            let _ = rt.block_on(async move { tokio::time::timeout(CLOSE_WAIT, client.close()).await });
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Dropped on a runtime's thread: the last handle was in an `on_lost` callback (run
+            // on, or dropped by, this very runtime). A runtime can neither block on itself nor
+            // wait there for its own threads to finish, so another thread does both.
+            std::thread::spawn(close);
+        } else {
+            close();
+        }
     }
 }
 
@@ -45,6 +84,12 @@ impl ClientBuilder {
         ClientBuilder { inner: self.inner.connect_timeout(timeout) }
     }
 
+    /// A stable name for this application instance: connecting ends the previous session
+    /// of the same owner at once (see [`crate::ClientBuilder::owner`]).
+    pub fn owner(self, name: &str) -> Self {
+        ClientBuilder { inner: self.inner.owner(name) }
+    }
+
     /// See [`crate::ClientBuilder::auth`].
     pub fn auth(self, scheme: &str, credentials: impl AsRef<[u8]>) -> Self {
         ClientBuilder { inner: self.inner.auth(scheme, credentials) }
@@ -58,7 +103,7 @@ impl ClientBuilder {
             .build()
             .map_err(|e| Error::Connect(format!("cannot start the client runtime: {e}")))?;
         let client = rt.block_on(self.inner.connect())?;
-        Ok(Client { shared: Arc::new(Shared { rt, client }) })
+        Ok(Client { shared: Arc::new(Shared { rt: Some(rt), client }) })
     }
 }
 
@@ -77,7 +122,7 @@ impl Client {
     }
 
     fn block<T>(&self, f: impl std::future::Future<Output = T>) -> T {
-        self.shared.rt.block_on(f)
+        self.shared.rt().block_on(f)
     }
 
     pub fn session_id(&self) -> SessionId {
@@ -169,7 +214,7 @@ impl Client {
 
     pub fn lock_with_data(&self, dir: &str, data: &[u8]) -> Result<LockGuard> {
         let guard = self.block(self.shared.client.lock_with_data(dir, data))?;
-        Ok(LockGuard { shared: self.shared.clone(), guard: Some(guard) })
+        Ok(self.guard(guard))
     }
 
     /// [`lock`](Self::lock) with `options`, a lock-delay (see [`crate::LockOptions`]).
@@ -182,7 +227,7 @@ impl Client {
     /// nothing is left behind).
     pub fn try_lock(&self, dir: &str, timeout: Duration) -> Result<Option<LockGuard>> {
         let guard = self.block(self.shared.client.try_lock(dir, timeout))?;
-        Ok(guard.map(|guard| LockGuard { shared: self.shared.clone(), guard: Some(guard) }))
+        Ok(guard.map(|guard| self.guard(guard)))
     }
 
     /// The read side of the read/write lock on `dir` (see [`crate::Client::read_lock`]).
@@ -217,11 +262,11 @@ impl Client {
 
     /// A reentrant handle on `dir` (see [`crate::Client::mutex`]).
     pub fn mutex(&self, dir: &str) -> Mutex {
-        Mutex { shared: self.shared.clone(), inner: self.shared.client.mutex(dir) }
+        Mutex::new(self.shared.clone(), self.shared.client.mutex(dir))
     }
 
     fn guard(&self, guard: crate::LockGuard) -> LockGuard {
-        LockGuard { shared: self.shared.clone(), guard: Some(guard) }
+        LockGuard::new(self.shared.clone(), guard)
     }
 
     pub fn lock_holders(&self, dir: &str) -> Result<Vec<crate::Contender>> {
@@ -229,172 +274,6 @@ impl Client {
     }
 
     pub fn election(&self, dir: &str) -> Election {
-        Election { shared: self.shared.clone(), inner: self.shared.client.election(dir) }
-    }
-}
-
-/// A held lock; dropping it releases the lock before `drop` returns.
-#[must_use = "dropping the guard releases the lock"]
-pub struct LockGuard {
-    shared: Arc<Shared>,
-    guard: Option<crate::LockGuard>,
-}
-
-impl LockGuard {
-    fn inner(&self) -> &crate::LockGuard {
-        // Only `unlock` and `drop` take the guard, and both consume `self`.
-        self.guard.as_ref().unwrap_or_else(|| unreachable!("guard taken before drop"))
-    }
-
-    pub fn fencing_token(&self) -> u64 {
-        self.inner().fencing_token()
-    }
-
-    pub fn path(&self) -> &str {
-        self.inner().path()
-    }
-
-    pub fn fence(&self) -> Fence {
-        self.inner().fence()
-    }
-
-    /// True once the lock can no longer be trusted (see [`crate::LockGuard::lost`]).
-    pub fn is_lost(&self) -> bool {
-        self.inner().is_lost()
-    }
-
-    /// Blocks until the lock is lost.
-    pub fn wait_lost(&self) {
-        self.shared.rt.block_on(self.inner().lost())
-    }
-
-    /// Releases the lock and waits until the server has applied the release.
-    pub fn unlock(mut self) -> Result<()> {
-        match self.guard.take() {
-            Some(guard) => self.shared.rt.block_on(guard.unlock()),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for LockGuard {
-    fn drop(&mut self) {
-        if let Some(guard) = self.guard.take() {
-            let limit = self.shared.client.session_timeout();
-            // Bounded: if the server cannot be reached the release is still queued in the
-            // client, and the session's expiry removes the node in the worst case.
-            let _ = self.shared.rt.block_on(async { tokio::time::timeout(limit, guard.unlock()).await });
-        }
-    }
-}
-
-/// A blocking view of an [`crate::Election`].
-pub struct Election {
-    shared: Arc<Shared>,
-    inner: crate::Election,
-}
-
-impl Election {
-    /// See [`crate::Election::with_acl`].
-    pub fn with_acl(self, acl: Vec<Acl>) -> Election {
-        Election { shared: self.shared, inner: self.inner.with_acl(acl) }
-    }
-
-    /// Blocks until this candidate leads.
-    pub fn campaign(&self, data: &[u8]) -> Result<Leadership> {
-        let inner = self.shared.rt.block_on(self.inner.campaign(data))?;
-        Ok(Leadership { shared: self.shared.clone(), inner: Some(inner) })
-    }
-
-    pub fn leader(&self) -> Result<Option<Leader>> {
-        self.shared.rt.block_on(self.inner.leader())
-    }
-}
-
-/// Being the leader; dropping it resigns before `drop` returns.
-#[must_use = "dropping the leadership resigns"]
-pub struct Leadership {
-    shared: Arc<Shared>,
-    inner: Option<crate::Leadership>,
-}
-
-impl Leadership {
-    fn inner(&self) -> &crate::Leadership {
-        self.inner.as_ref().unwrap_or_else(|| unreachable!("leadership taken before drop"))
-    }
-
-    pub fn fencing_token(&self) -> u64 {
-        self.inner().fencing_token()
-    }
-
-    pub fn is_lost(&self) -> bool {
-        self.inner().is_lost()
-    }
-
-    pub fn wait_lost(&self) {
-        self.shared.rt.block_on(self.inner().lost())
-    }
-
-    pub fn resign(mut self) -> Result<()> {
-        match self.inner.take() {
-            Some(inner) => self.shared.rt.block_on(inner.resign()),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for Leadership {
-    fn drop(&mut self) {
-        if let Some(inner) = self.inner.take() {
-            let limit = self.shared.client.session_timeout();
-            let _ = self.shared.rt.block_on(async { tokio::time::timeout(limit, inner.resign()).await });
-        }
-    }
-}
-
-/// A blocking reentrant handle (see [`crate::Mutex`]).
-pub struct Mutex {
-    shared: Arc<Shared>,
-    inner: crate::Mutex,
-}
-
-impl Mutex {
-    /// Blocks until this handle holds the lock (at once, if it already does).
-    pub fn lock(&self) -> Result<MutexGuard> {
-        let inner = self.shared.rt.block_on(self.inner.lock())?;
-        Ok(MutexGuard { shared: self.shared.clone(), inner: Some(inner) })
-    }
-}
-
-/// A held blocking [`Mutex`]; dropping it leaves the lock before `drop` returns.
-#[must_use = "dropping the guard leaves the lock"]
-pub struct MutexGuard {
-    shared: Arc<Shared>,
-    inner: Option<crate::MutexGuard>,
-}
-
-impl MutexGuard {
-    pub fn fencing_token(&self) -> u64 {
-        self.inner.as_ref().map_or(0, crate::MutexGuard::fencing_token)
-    }
-
-    pub fn is_lost(&self) -> bool {
-        self.inner.as_ref().is_none_or(crate::MutexGuard::is_lost)
-    }
-
-    pub fn unlock(mut self) -> Result<()> {
-        match self.inner.take() {
-            Some(inner) => self.shared.rt.block_on(inner.unlock()),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for MutexGuard {
-    fn drop(&mut self) {
-        if let Some(inner) = self.inner.take() {
-            let limit = self.shared.client.session_timeout();
-            let _ = self.shared.rt.block_on(async { tokio::time::timeout(limit, inner.unlock()).await });
-        }
+        Election::new(self.shared.clone(), self.shared.client.election(dir))
     }
 }

@@ -11,10 +11,10 @@
 use super::park::Idle;
 use super::queue;
 use crate::command::Outcome;
+use crate::conn::outbox::OutboxRx;
+use crate::conn::{CloseReason, Outbound};
 use crate::log::Pending;
 use crate::metrics::{Failure, Listener, ListenerFigures, Stamp};
-use crate::outbox::OutboxRx;
-use crate::watch::{CloseReason, Outbound};
 use crate::Server;
 use futures_util::{Sink, SinkExt};
 use std::fmt::Display;
@@ -43,7 +43,7 @@ pub trait Wire: Send {
     /// The last message when the session ended under the connection, if the protocol has one.
     fn session_expired(&mut self) -> Option<Self::Msg>;
     /// About the memory a read's answer holds until it is written: it counts against the
-    /// connection's bound on outbound bytes (`crate::outbox`).
+    /// connection's bound on outbound bytes (`super::outbox`).
     fn answer_weight(answer: &Self::Answer) -> u64;
     /// How a read's answer failed, if it did (for the request metrics).
     fn read_failure(answer: &Self::Answer) -> Option<Failure>;
@@ -104,7 +104,7 @@ where
 {
     /// Completes the items `queue` brings, and sends the connection's messages, until the
     /// connection ends; then cancels it, which ends the reader too. Given up (dropped) while
-    /// it waits with nothing to do, when the connection parks (`net/park.rs`).
+    /// it waits with nothing to do, when the connection parks (`conn/park.rs`).
     pub async fn serve(&mut self, who: Who<'_>, queue: ItemRx<W>, cancel: &CancellationToken, idle: &Idle) {
         let mut phase = Phase { w: self, who, queue };
         // Cancelled from outside too when the connection overflows its outbound bound: the
@@ -121,17 +121,18 @@ where
     }
 
     /// After the connection's end: says why the server cut it, if it did, and ends its order
-    /// (rule 7 of `net/ordering.rs`).
+    /// (rule 7 of `conn/ordering.rs`).
     pub fn finish(self, who: Who<'_>) {
         if self.out.cut() {
             tracing::info!(
                 peer = %who.peer,
                 session = %who.session,
                 "closing connection: the server closed it and its client took none of what was still owed it in {:?}",
-                crate::outbox::LAST_WRITES
+                crate::conn::outbox::LAST_WRITES
             );
         }
         if self.out.overflowed() {
+            who.server.local.metrics.count_outbound_overflow();
             tracing::warn!(
                 peer = %who.peer,
                 session = %who.session,
@@ -151,7 +152,7 @@ pub struct Who<'a> {
     pub session: SessionId,
 }
 
-/// One active part of the writer (`net/park.rs`): the connection's writer, who it is, and
+/// One active part of the writer (`conn/park.rs`): the connection's writer, who it is, and
 /// this part's queue of items.
 struct Phase<'a, W: Wire, S> {
     w: &'a mut WriterLoop<W, S>,
@@ -168,7 +169,7 @@ where
     async fn serve_and_flush(&mut self, idle: &Idle) {
         let _ = self.serve_until_stop(idle).await;
         // A client that has stopped sending may never read either.
-        let _ = Box::pin(tokio::time::timeout(crate::outbox::LAST_WRITES, self.w.writer.flush())).await;
+        let _ = Box::pin(tokio::time::timeout(crate::conn::outbox::LAST_WRITES, self.w.writer.flush())).await;
     }
 
     async fn serve_until_stop(&mut self, idle: &Idle) -> Flow {
@@ -248,7 +249,7 @@ where
     }
 
     async fn send_outbound(&mut self, msg: Outbound) -> Flow {
-        let weight = crate::outbox::weight(&msg);
+        let weight = crate::conn::outbox::weight(&msg);
         let flow = match self.w.wire.outbound(msg) {
             Some(msg) => self.feed(msg).await,
             None => Continue(()),
@@ -260,7 +261,7 @@ where
     }
 
     fn figures(&self) -> &ListenerFigures {
-        W::LISTENER.figures()
+        self.who.server.local.metrics.listener(W::LISTENER)
     }
 
     /// Completes the item at the head of the queue: the messages that must precede its

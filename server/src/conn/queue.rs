@@ -1,6 +1,6 @@
 //! The queue from a connection's reader to its writer: bounded, one sender, one receiver.
 //! (The messages the rest of the server queues for the connection wait in its
-//! `ConnOrder`, `net/ordering.rs`, which also decides when they may go.)
+//! `ConnOrder`, `conn/ordering.rs`, which also decides when they may go.)
 //!
 //! A tokio channel did this job, but its cache-padded state and first block of 32 slots
 //! cost about 800 bytes on every connection, busy or idle. This is a `VecDeque` under a

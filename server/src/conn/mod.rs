@@ -1,0 +1,26 @@
+//! A client's connection, in one place: what it is, how its replies and pushes are ordered,
+//! and how it is written, parked and counted. The listeners (`net` for Ward's protocol, `zk`
+//! for ZooKeeper's) decode requests and encode answers around it.
+//!
+//! * [`types`]: the connection's own types (`ConnId`, `CloseReason`, `Outbound`, `Attached`).
+//! * [`ordering`]: `ConnOrder`, the pure order of replies, events and grants (G2, G6),
+//!   checked by loom; [`outbox`]: each connection's counted queue of events, grants and
+//!   closes over it, with its bound on bytes queued for the client.
+//! * [`session_conn`]: `SessionConn`, a connection bound to a session, and the loop that
+//!   serves it (reader, writer, parking).
+//! * [`queue`]: the reader's bounded queue of items for the writer; [`writer`]: replies in
+//!   request order, with what the server pushes.
+//! * [`park`]: an idle connection parked on its socket and outbox; [`counted`]: the bytes a
+//!   connection reads and writes, counted into its listener's figures.
+
+pub mod counted;
+pub mod ordering;
+pub mod outbox;
+pub mod park;
+pub mod queue;
+pub mod session_conn;
+pub mod types;
+pub mod writer;
+
+pub use outbox::OutboundTx;
+pub use types::{Attached, CloseReason, ConnId, Outbound};
