@@ -5,8 +5,9 @@
 //! tests (t100..t105) G13..G19, t106 runs `ward check`, persistent watches (t51) G23 and
 //! lock-delay (t107) G25, members that come back behind the others (t108) G6, G16, G17,
 //! planned leadership changes (t109) G26, a member cut off and back (t110) G27,
-//! a dead leader replaced at once (t111) G28, TLS with
-//! the CLI and certificates `ward tls` makes (t82, t83) G22.
+//! a dead leader replaced at once (t111) G28, the blocking
+//! client (t112) and the crate's examples (t113) G12, TLS with the CLI and certificates
+//! `ward tls` makes (t83, t84) G22. Each file has a number of its own (checked below).
 //!
 //! One test binary, so the server is built and started from one place (`harness`, over
 //! `ward-testkit`).
@@ -26,6 +27,8 @@ mod t109_leader_transfer;
 mod t10_crud;
 mod t110_pre_vote;
 mod t111_dead_leader;
+mod t112_blocking;
+mod t113_examples;
 mod t20_sequential;
 mod t30_multi;
 mod t40_sessions;
@@ -36,10 +39,8 @@ mod t70_bad_input;
 mod t80_cli;
 mod t81_cli_ops;
 mod t82_cli_acl;
-mod t82_cli_tls;
-mod t83_tls_certs;
-mod t90_blocking;
-mod t90_examples;
+mod t83_cli_tls;
+mod t84_tls_certs;
 mod t90_locks;
 mod t91_lock_faults;
 mod t92_election;
@@ -50,3 +51,19 @@ mod t96_semaphore_multi;
 mod t97_owner_context;
 mod t98_recipe_cli;
 mod t99_cleanup;
+
+/// Each test file has a number of its own, so "t84" names one file in a report or a doc.
+#[test]
+fn test_files_are_numbered_once() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
+    let mut seen = std::collections::HashMap::new();
+    for entry in std::fs::read_dir(&dir).expect("tests/it").flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let number: String = name.strip_prefix('t').unwrap_or("").chars().take_while(char::is_ascii_digit).collect();
+        if !number.is_empty() {
+            if let Some(other) = seen.insert(number.clone(), name.clone()) {
+                panic!("t{number} numbers both {other} and {name}");
+            }
+        }
+    }
+}

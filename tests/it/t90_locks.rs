@@ -1,5 +1,5 @@
 //! Locks (G12): mutual exclusion across processes, herd-free handoff, ZooKeeper-recipe
-//! waiters in the same queue. The blocking client's guards are in `t90_blocking`.
+//! waiters in the same queue. The blocking client's guards are in `t112_blocking`.
 
 use crate::harness::*;
 use std::collections::HashSet;
