@@ -8,12 +8,16 @@
 //!   closes over it, with its bound on bytes queued for the client.
 //! * [`session_conn`]: `SessionConn`, a connection bound to a session, and the loop that
 //!   serves it (reader, writer, parking).
+//! * [`driver`]: the one reader of every listener: the order in which a request is
+//!   numbered, submitted, caught up, prepared, viewed and queued (G2, G6); a listener only
+//!   decodes requests ([`driver::Protocol`]).
 //! * [`queue`]: the reader's bounded queue of items for the writer; [`writer`]: replies in
 //!   request order, with what the server pushes.
 //! * [`park`]: an idle connection parked on its socket and outbox; [`counted`]: the bytes a
 //!   connection reads and writes, counted into its listener's figures.
 
 pub mod counted;
+pub mod driver;
 pub mod ordering;
 pub mod outbox;
 pub mod park;

@@ -1,10 +1,12 @@
-//! A session's connection, shared by every listener: a connection's reader submits writes as
-//! they arrive and runs a read only once the session's earlier writes are applied; the
-//! writer ([`super::writer`]) completes items in arrival order. The rules, and the one value
-//! that keeps them, are in [`super::ordering`]; the reader and writer reach it through the
-//! connection's [`Outbox`](crate::conn::outbox::Outbox). Both protocols (Ward's and ZooKeeper's)
-//! run their sessions through [`SessionConn::run`], so they keep the same guarantees.
+//! A session's connection, shared by every listener: the driver ([`super::driver`]) submits
+//! writes as they arrive and runs a read only once the session's earlier writes are applied;
+//! the writer ([`super::writer`]) completes items in arrival order. The rules, and the one
+//! value that keeps them, are in [`super::ordering`]; the reader and writer reach it through
+//! the connection's [`Outbox`](crate::conn::outbox::Outbox). Both protocols (Ward's and
+//! ZooKeeper's) run their sessions through [`SessionConn::run`], so they keep the same
+//! guarantees.
 
+use super::driver::{self, Protocol};
 use super::park::{self, Idle, Stopped};
 use super::queue;
 use super::types::Attached;
@@ -28,7 +30,6 @@ use std::fmt::Display;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, Request, Response, SessionId, Zxid};
 
@@ -111,18 +112,8 @@ impl SessionConn {
     }
 
     /// Preps and submits a write of this session, unless the connection no longer owns it.
-    pub fn submit(&self, xid: u64, request: Request) -> Result<Pending, ErrorCode> {
-        self.submit_with(xid, request, |op| op)
-    }
-
-    /// [`submit`](Self::submit), with `wrap` adding to the prepared op what only the
-    /// connection's protocol can say (ZooKeeper's null data).
-    pub fn submit_with(
-        &self,
-        xid: u64,
-        request: Request,
-        wrap: impl FnOnce(CommandOp) -> CommandOp,
-    ) -> Result<Pending, ErrorCode> {
+    /// `nulls`: the ops whose data the client sent as null (`CommandOp::NullData`).
+    pub fn submit(&self, xid: u64, request: Request, nulls: Vec<u32>) -> Result<Pending, ErrorCode> {
         if !self.server.local.sessions.is_owner(self.session, self.conn) {
             // A late frame on this connection must not be ordered after what a newer one
             // sends. If the session still lives (it moved, or this member gave its clients up),
@@ -135,7 +126,10 @@ impl SessionConn {
             };
             return Err(code);
         }
-        let op = wrap(prep(request, self.server.config.max_data_len)?);
+        let mut op = prep(request, self.server.config.max_data_len)?;
+        if !nulls.is_empty() {
+            op = CommandOp::NullData { nulls, op: Box::new(op) };
+        }
         let waits = self.before_logging(&op)?;
         // Apply checks ACLs against the identities the write was sent with (G24).
         let mut op = CommandOp::As { ids: self.identity().ids().to_vec(), op: Box::new(op) };
@@ -237,19 +231,19 @@ impl SessionConn {
         ErrorCode::Unavailable
     }
 
-    /// Serves the session: `read_side` turns frames into items, the shared writer completes
-    /// them in order on `sink`. Returns when either side ends; the connection's watches go
+    /// Serves the session: the driver reads `protocol`'s requests into items
+    /// ([`driver::drive`]), the shared writer completes them in order on `sink`. Returns when either side ends; the connection's watches go
     /// and the session stays alive until its deadline.
     ///
     /// Reader and writer run as one boxed future, given up whenever both wait with nothing
     /// to do and built again when the socket or the outbox has something (`conn/park.rs`):
     /// an idle connection keeps only what is built here.
-    pub fn run<W, S, R>(self, out_rx: OutboxRx, wire: W, sink: S, mut read_side: R) -> impl Future<Output = ()>
+    pub fn run<W, S, P>(self, out_rx: OutboxRx, wire: W, sink: S, mut protocol: P) -> impl Future<Output = ()>
     where
         W: Wire,
         S: Sink<W::Msg> + Shrink + Unpin + Send,
         S::Error: Display,
-        R: ReadSide<W>,
+        P: Protocol<Wire = W>,
     {
         let server = &self.server;
         let delivery = match W::LISTENER {
@@ -269,7 +263,7 @@ impl SessionConn {
                 // and looked up here rather than held while parked: the writer's end
                 // cancels the reader through it.
                 let cancel = ctx.outbox.token();
-                let reader = read_side.read_loop(ctx, queue_tx, cancel, &idle);
+                let reader = driver::drive(ctx, &mut protocol, queue_tx, cancel, &idle);
                 let writes = writer.serve(ctx.who(), queue_rx, cancel, &idle);
                 let mut active = Box::pin(join(reader, writes));
                 let stopped = park::until_idle(active.as_mut(), &idle).await;
@@ -277,7 +271,7 @@ impl SessionConn {
                 if stopped == Stopped::Ended {
                     break;
                 }
-                park::parked(read_side.park(), &writer.out, &server.local.metrics.parked).await;
+                park::parked(protocol.park(), &writer.out, &server.local.metrics.parked).await;
             }
             writer.finish(ctx.who());
             server.local.watches.remove_conn(ctx.conn);
@@ -285,25 +279,4 @@ impl SessionConn {
             tracing::debug!(peer = %ctx.peer, session = %ctx.session, "connection closed");
         }
     }
-}
-
-/// How a protocol reads its requests: each listener's reader, kept while the connection is
-/// parked.
-pub trait ReadSide<W: Wire>: Send {
-    /// Turns frames into items on `queue` until the connection ends. Waiting for a frame with
-    /// none of one buffered, it marks itself [`Idle::reader`]; it may be given up there, and
-    /// called again once the socket is readable, so it keeps nothing of its own between
-    /// frames.
-    fn read_loop<'a>(
-        &'a mut self,
-        ctx: &'a SessionConn,
-        queue: ItemTx<W>,
-        cancel: &'a CancellationToken,
-        idle: &'a Idle,
-    ) -> impl Future<Output = ()> + Send + 'a;
-
-    /// The connection parks: gives back what the reader need not keep meanwhile (an empty
-    /// read buffer), and the plain TCP socket it reads, to wait on; `None` under TLS, where
-    /// the reader never marks itself idle.
-    fn park(&mut self) -> Option<&TcpStream>;
 }

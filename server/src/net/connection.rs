@@ -1,24 +1,21 @@
-//! One client connection: a reader that turns frames into ordered work items, and a writer
-//! (`writer.rs`) that completes them in order and interleaves server-initiated messages.
-//!
-//! Order is the point. Requests of a session are handled in the order sent, as ZooKeeper
-//! promises (G2): the reader submits writes to the log as they arrive, and runs a read only
-//! once every write sent before it has been applied, and before it reads the next frame,
-//! so a read sees exactly the session's earlier writes. The reader also records how many
-//! events were queued on the connection when the read looked at the state; the writer sends
-//! at least those before the read's reply, so an event for any change the read can see goes
-//! out first (G6). The machinery is in `session_conn.rs`, shared with the ZooKeeper listener.
+//! One client connection on Ward's protocol: the hello, then Ward's requests decoded for the
+//! driver (`conn/driver.rs`, which orders them: G2, G6) and its replies and pushes encoded for
+//! the writer (`conn/writer.rs`, [`WardWire`]). The frame reading both listeners share
+//! (small buffers, given back while idle) is here too.
 
 use super::handshake;
 use crate::acl::Identity;
 use crate::conn::counted::Counted;
+use crate::conn::driver::{Decoded, Protocol};
 use crate::conn::outbox::{Outbox, OutboxRx};
 use crate::conn::park::Idle;
-use crate::conn::session_conn::{ReadSide, SessionConn};
-use crate::conn::writer::{Item, ItemTx, Shrink, Wire};
+use crate::conn::session_conn::SessionConn;
+use crate::conn::writer::{Shrink, Wire};
 use crate::conn::{ConnId, Outbound};
+use crate::local::Local;
 use crate::metrics::{Failure, Listener, Op, Stamp};
 use crate::read::Reader as ReadCtx;
+use crate::state::StateMachine;
 use crate::tls::stream::{Incoming, ReadHalf, WriteHalf};
 use crate::Server;
 use bytes::BytesMut;
@@ -32,7 +29,8 @@ use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 use tokio_util::either::Either;
 use tokio_util::sync::CancellationToken;
 use ward_proto::{
-    ClientMessage, CodecError, ErrorCode, FrameCodec, Request, Response, ServerMessage, Zxid, MAX_REPLY_FRAME,
+    ClientMessage, CodecError, ErrorCode, FrameCodec, Request, Response, ServerMessage, WatchEvent, Zxid,
+    MAX_REPLY_FRAME,
 };
 
 /// Initial read and write buffer of a connection.
@@ -181,18 +179,57 @@ async fn open(
     Some((ctx, WardReader(reader), writer, out_rx))
 }
 
-/// Reads Ward's own frames.
+/// Ward's own requests, as the driver takes them.
 pub struct WardReader(Reader);
 
-impl ReadSide<WardWire> for WardReader {
-    fn read_loop<'a>(
+impl Protocol for WardReader {
+    type Wire = WardWire;
+    type Read = Request;
+
+    fn next<'a>(
         &'a mut self,
         ctx: &'a SessionConn,
-        queue: ItemTx<WardWire>,
-        cancel: &'a CancellationToken,
         idle: &'a Idle,
-    ) -> impl Future<Output = ()> + Send + 'a {
-        read_loop(ctx, &mut self.0, queue, cancel, idle)
+    ) -> impl Future<Output = Option<(Stamp, Decoded<Self>)>> + Send + 'a {
+        next_request(ctx, &mut self.0, idle)
+    }
+
+    /// Every read asks: `prepare` answers the few that wait (a sync, a fence check, a ping)
+    /// and the membership requests, and lets the others through at once.
+    fn waits_for(op: &Request) -> Option<&Request> {
+        Some(op)
+    }
+
+    fn prepared(
+        _: &SessionConn,
+        _: &Request,
+        answer: Result<Response, ErrorCode>,
+    ) -> Option<Result<Response, ErrorCode>> {
+        Some(answer)
+    }
+
+    fn read(
+        ctx: &SessionConn,
+        local: &Local,
+        state: &StateMachine,
+        request: Request,
+        events: &mut Vec<WatchEvent>,
+    ) -> Result<Response, ErrorCode> {
+        let identity = ctx.identity();
+        let answer = ReadCtx { local, conn: ctx.conn, session: ctx.session, ids: identity.ids() }
+            .execute(state, request, events);
+        match oversized(&answer, MAX_REPLY_FRAME) {
+            Some(bytes) => {
+                tracing::warn!(peer = %ctx.peer, session = %ctx.session, bytes, limit = MAX_REPLY_FRAME,
+                    "reply over the reply limit: answered with ReplyTooLarge");
+                Err(ErrorCode::ReplyTooLarge)
+            }
+            None => answer,
+        }
+    }
+
+    fn authed(result: Result<(), ErrorCode>) -> (Result<Response, ErrorCode>, bool) {
+        (result.map(|()| Response::AuthAdded), false)
     }
 
     fn park(&mut self) -> Option<&TcpStream> {
@@ -264,96 +301,35 @@ pub fn oversized(answer: &Result<Response, ErrorCode>, limit: usize) -> Option<u
     (len > limit).then_some(len)
 }
 
-async fn read_loop(
-    ctx: &SessionConn,
-    reader: &mut Reader,
-    queue: ItemTx<WardWire>,
-    cancel: &CancellationToken,
-    idle: &Idle,
-) {
-    loop {
-        let frame = tokio::select! {
-            _ = cancel.cancelled() => return,
-            frame = next_frame(reader, idle) => frame,
-        };
-        shrink_if_idle(reader.read_buffer_mut());
-        let (xid, request) = match frame {
-            None => return,
-            Some(Ok(ClientMessage::Request { xid, request })) => (xid, request),
-            Some(Ok(ClientMessage::Hello(_))) => return drop_peer(ctx, "a second hello"),
-            Some(Err(CodecError::Io(error))) => {
-                tracing::debug!(peer = %ctx.peer, %error, "connection read failed");
-                return;
-            }
-            Some(Err(error)) => return drop_peer(ctx, &error.to_string()),
-        };
-        let stamp = Stamp::now(Op::of(&request));
-        ctx.server.local.sessions.touch(ctx.session);
-        let closes_session = matches!(request, Request::CloseSession);
-        let item = if let Request::AddAuth { scheme, credentials } = &request {
-            // In order: the writes before it were sent with the identities they had, every
-            // request after it carries the new one; its answer comes after theirs, as a read's.
-            if !ctx.caught_up(cancel).await {
-                return;
-            }
-            let answer = ctx.add_auth(scheme, &credentials.0).map(|()| Response::AuthAdded);
-            let (zxid, events_before, answer) = ctx.view(|_, _| answer);
-            Item::Read { tag: xid, zxid, events_before, events: Vec::new(), answer }
-        } else if request.is_write() {
-            let number = ctx.next_write();
-            match ctx.submit(xid, request) {
-                Ok(pending) => Item::Write { tag: xid, number, pending, closes_session },
-                Err(code) => Item::Refused { tag: xid, number, code },
-            }
-        } else {
-            // FIFO per session: the writes sent before this read are applied first.
-            if !ctx.caught_up(cancel).await {
-                return;
-            }
-            let prepared = tokio::select! {
-                _ = cancel.cancelled() => return,
-                r = ctx.prepare(&request) => r,
-            };
-            if let Some(answer) = prepared {
-                let (zxid, events_before, answer) = ctx.view(|_, _| answer);
-                let item = Item::Read { tag: xid, zxid, events_before, events: Vec::new(), answer };
-                if ctx.queue(&queue, stamp, item).await.is_err() {
-                    return;
-                }
-                continue;
-            }
-            read(ctx, xid, request)
-        };
-        if ctx.queue(&queue, stamp, item).await.is_err() || closes_session {
-            return;
+/// The next request on Ward's protocol; `None` at the end of the stream, on a read error, or
+/// on bad input (a second hello, a frame that does not decode).
+async fn next_request(ctx: &SessionConn, reader: &mut Reader, idle: &Idle) -> Option<(Stamp, Decoded<WardReader>)> {
+    let frame = next_frame(reader, idle).await;
+    shrink_if_idle(reader.read_buffer_mut());
+    let (xid, request) = match frame? {
+        Ok(ClientMessage::Request { xid, request }) => (xid, request),
+        Ok(ClientMessage::Hello(_)) => return drop_peer(ctx, "a second hello"),
+        Err(CodecError::Io(error)) => {
+            tracing::debug!(peer = %ctx.peer, %error, "connection read failed");
+            return None;
         }
-    }
-}
-
-fn drop_peer(ctx: &SessionConn, why: &str) {
-    tracing::warn!(peer = %ctx.peer, session = %ctx.session, reason = why, "closing connection: bad input");
-}
-
-fn read(ctx: &SessionConn, xid: u64, request: Request) -> Item<WardWire> {
-    let mut events = Vec::new();
-    let identity = ctx.identity();
-    let (zxid, events_before, answer) = ctx.view(|local, state| {
-        ReadCtx { local, conn: ctx.conn, session: ctx.session, ids: identity.ids() }.execute(
-            state,
-            request,
-            &mut events,
-        )
-    });
-    drop(identity);
-    let answer = match oversized(&answer, MAX_REPLY_FRAME) {
-        Some(bytes) => {
-            tracing::warn!(peer = %ctx.peer, session = %ctx.session, xid, bytes, limit = MAX_REPLY_FRAME,
-                "reply over the reply limit: answered with ReplyTooLarge");
-            Err(ErrorCode::ReplyTooLarge)
-        }
-        None => answer,
+        Err(error) => return drop_peer(ctx, &error.to_string()),
     };
-    Item::Read { tag: xid, zxid, events_before, events, answer }
+    let stamp = Stamp::now(Op::of(&request));
+    let decoded = match request {
+        Request::AddAuth { scheme, credentials } => Decoded::Auth { tag: xid, scheme, credentials: credentials.0 },
+        request if request.is_write() => {
+            let closes_session = matches!(request, Request::CloseSession);
+            Decoded::Write { tag: xid, request, dedup_xid: xid, nulls: Vec::new(), closes_session }
+        }
+        request => Decoded::Read { tag: xid, op: request },
+    };
+    Some((stamp, decoded))
+}
+
+fn drop_peer<T>(ctx: &SessionConn, why: &str) -> Option<T> {
+    tracing::warn!(peer = %ctx.peer, session = %ctx.session, reason = why, "closing connection: bad input");
+    None
 }
 
 #[cfg(test)]

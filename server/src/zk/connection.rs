@@ -1,5 +1,5 @@
-//! One ZooKeeper connection: four-letter words, the connect handshake, then requests through
-//! the same ordering machinery as Ward's own connections (`conn::ordering`, `conn::writer`): a
+//! One ZooKeeper connection: four-letter words, the connect handshake, then ZooKeeper's
+//! requests decoded for the same driver as Ward's own connections (`conn/driver.rs`): a
 //! session's requests are answered in the order sent, reads see the session's earlier
 //! writes, and a notification goes out before any reply that could show its change.
 
@@ -11,16 +11,17 @@ use super::reply::{ZkAnswer, ZkTag, ZkWire};
 use super::stats::{ConnStats, Shared};
 use super::{fourlw, MAX_PACKET, MAX_REPLY};
 use crate::acl::Identity;
-use crate::command::CommandOp;
 use crate::conn::counted::Counted;
+use crate::conn::driver::{Decoded, Protocol};
 use crate::conn::outbox::{OutboundTx, Outbox, OutboxRx};
 use crate::conn::park::Idle;
-use crate::conn::session_conn::{ReadSide, SessionConn};
-use crate::conn::writer::{Item, ItemTx};
+use crate::conn::session_conn::SessionConn;
 use crate::conn::Attached;
 use crate::conn::ConnId;
+use crate::local::Local;
 use crate::metrics::Stamp;
 use crate::net::handshake;
+use crate::state::StateMachine;
 use crate::tls::stream::{Incoming, ReadHalf, WriteHalf};
 use crate::Server;
 use bytes::Bytes;
@@ -35,7 +36,7 @@ use tokio::time::Instant;
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::either::Either;
 use tokio_util::sync::CancellationToken;
-use ward_proto::{ErrorCode, Request, SessionId, SessionSecret};
+use ward_proto::{ErrorCode, Request, Response, SessionId, SessionSecret, WatchEvent};
 
 type Reader = FramedRead<Counted<ReadHalf, ZkWire>, Frames>;
 type Writer = FramedWrite<Counted<WriteHalf, ZkWire>, Frames>;
@@ -125,21 +126,72 @@ async fn open(
     Some((ctx, ZkReader { reader, stats }, writer, out_rx, wire))
 }
 
-/// Reads ZooKeeper's frames.
+/// ZooKeeper's requests, as the driver takes them.
 pub struct ZkReader {
     reader: Reader,
     stats: Arc<ConnStats>,
 }
 
-impl ReadSide<ZkWire> for ZkReader {
-    fn read_loop<'a>(
+/// The request a ZooKeeper ping waits as (a confirmed contact with the leader).
+const PING: &Request = &Request::Ping;
+
+impl Protocol for ZkReader {
+    type Wire = ZkWire;
+    type Read = ReadOp;
+
+    fn next<'a>(
         &'a mut self,
         ctx: &'a SessionConn,
-        queue: ItemTx<ZkWire>,
-        cancel: &'a CancellationToken,
         idle: &'a Idle,
-    ) -> impl Future<Output = ()> + Send + 'a {
-        read_loop(ctx, &self.stats, &mut self.reader, queue, cancel, idle)
+    ) -> impl Future<Output = Option<(Stamp, Decoded<Self>)>> + Send + 'a {
+        next_request(ctx, &self.stats, &mut self.reader, idle)
+    }
+
+    /// Only a sync and a ping wait; other reads go on at once.
+    fn waits_for(op: &ReadOp) -> Option<&Request> {
+        match op {
+            ReadOp::Ward(request @ Request::Sync { .. }) => Some(request),
+            ReadOp::Ping => Some(PING),
+            _ => None,
+        }
+    }
+
+    /// A refused ping (the leader is ending the session) closes the connection: ZooKeeper's
+    /// clients take any reply to a ping as a heartbeat; the client's resume elsewhere is
+    /// refused likewise until the session's end is applied and it is told. ZooKeeper has no
+    /// membership requests here, so otherwise only a failed sync comes back, and a ZooKeeper
+    /// client is told its connection is lost.
+    fn prepared(ctx: &SessionConn, op: &ReadOp, _: Result<Response, ErrorCode>) -> Option<ZkAnswer> {
+        if matches!(op, ReadOp::Ping) {
+            tracing::debug!(peer = %ctx.peer, session = %ctx.session, "ping refused: closing the ZooKeeper connection");
+            return None;
+        }
+        Some(ZkAnswer::fail(err::CONNECTION_LOSS))
+    }
+
+    fn read(
+        ctx: &SessionConn,
+        local: &Local,
+        state: &StateMachine,
+        op: ReadOp,
+        events: &mut Vec<WatchEvent>,
+    ) -> ZkAnswer {
+        let answer = super::read::execute(ctx, local, state, op, events);
+        match answer.oversized(MAX_REPLY) {
+            Some(bytes) => {
+                tracing::warn!(peer = %ctx.peer, session = %ctx.session, bytes, limit = MAX_REPLY,
+                    "ZooKeeper reply over the reply limit: answered with MARSHALLINGERROR");
+                ZkAnswer::fail(err::MARSHALLING_ERROR)
+            }
+            None => answer,
+        }
+    }
+
+    /// ZooKeeper answers AUTHFAILED and then closes the connection, so that the client can
+    /// try another server; its session lives on.
+    fn authed(result: Result<(), ErrorCode>) -> (ZkAnswer, bool) {
+        let failed = result.is_err();
+        (ZkAnswer::fail(if failed { err::AUTH_FAILED } else { err::OK }), failed)
     }
 
     fn park(&mut self) -> Option<&TcpStream> {
@@ -207,131 +259,48 @@ async fn connect(
     }
 }
 
-async fn read_loop(
+/// The next request on ZooKeeper's protocol; `None` at the end of the stream or on bad
+/// input (a frame too short for its header, an opcode that does not parse).
+async fn next_request(
     ctx: &SessionConn,
     stats: &ConnStats,
     reader: &mut Reader,
-    queue: ItemTx<ZkWire>,
-    cancel: &CancellationToken,
     idle: &Idle,
-) {
-    loop {
-        let frame = tokio::select! {
-            _ = cancel.cancelled() => return,
-            frame = crate::net::connection::next_frame(reader, idle) => frame,
-        };
-        crate::net::connection::shrink_if_idle(reader.read_buffer_mut());
-        let frame = match frame {
-            None => return,
-            Some(Ok(frame)) => frame,
-            Some(Err(error)) => return drop_peer(ctx, &error.to_string()),
-        };
-        let mut r = In::new(&frame);
-        let (xid, code) = match (r.int(), r.int()) {
-            (Ok(xid), Ok(code)) => (xid, code),
-            _ => return drop_peer(ctx, "request header ends early"),
-        };
-        let stamp = Stamp::now(ops::metric_op(code));
-        stats.received(xid);
-        ctx.server.local.sessions.touch(ctx.session);
-        let action = match ops::parse(code, &mut r) {
-            Ok(action) => action,
-            Err(error) => return drop_peer(ctx, &format!("opcode {code}: {error}")),
-        };
-        let mut closes_session = false;
-        let item = match action {
-            Action::Write { request, render, nulls } => {
-                closes_session = matches!(render, Render::CloseSession);
-                let number = ctx.next_write();
-                let tag = ZkTag { xid, render };
-                let wrap = |op| match nulls.is_empty() {
-                    true => op,
-                    false => CommandOp::NullData { nulls, op: Box::new(op) },
-                };
-                // xid 0: ZooKeeper clients never resend, so their writes need no dedup record.
-                match ctx.submit_with(0, request, wrap) {
-                    Ok(pending) => Item::Write { tag, number, pending, closes_session },
-                    Err(code) => Item::Refused { tag, number, code },
-                }
-            }
-            Action::Read(op) => {
-                // FIFO per session: the writes sent before this read are applied first.
-                if !ctx.caught_up(cancel).await {
-                    return;
-                }
-                let needs = match &op {
-                    // Only these wait: other reads go on without a copy of the request.
-                    ReadOp::Ward(request @ Request::Sync { .. }) => Some(request.clone()),
-                    ReadOp::Ping => Some(Request::Ping),
-                    _ => None,
-                };
-                let prepared = match needs {
-                    Some(request) => tokio::select! {
-                        _ = cancel.cancelled() => return,
-                        r = ctx.prepare(&request) => r,
-                    },
-                    None => None,
-                };
-                // A refused ping (the leader is ending the session): ZooKeeper's clients take
-                // any reply to a ping as a heartbeat, so the connection is closed instead; the
-                // client's resume elsewhere is refused likewise until the session's end is
-                // applied and it is told.
-                if matches!(op, ReadOp::Ping) && prepared.is_some() {
-                    tracing::debug!(peer = %ctx.peer, session = %ctx.session, "ping refused: closing the ZooKeeper connection");
-                    return;
-                }
-                // ZooKeeper has no membership requests here: only a failed sync comes back,
-                // and a ZooKeeper client is told its connection is lost.
-                if prepared.is_some() {
-                    let (zxid, events_before, answer) = ctx.view(|_, _| ZkAnswer::fail(err::CONNECTION_LOSS));
-                    let tag = ZkTag { xid, render: Render::None };
-                    let item = Item::Read { tag, zxid, events_before, events: Vec::new(), answer };
-                    if ctx.queue(&queue, stamp, item).await.is_err() {
-                        return;
-                    }
-                    continue;
-                }
-                let mut events = Vec::new();
-                let (zxid, events_before, answer) =
-                    ctx.view(|local, state| super::read::execute(ctx, local, state, op, &mut events));
-                let answer = match answer.oversized(MAX_REPLY) {
-                    Some(bytes) => {
-                        tracing::warn!(peer = %ctx.peer, session = %ctx.session, xid, bytes, limit = MAX_REPLY,
-                            "ZooKeeper reply over the reply limit: answered with MARSHALLINGERROR");
-                        ZkAnswer::fail(err::MARSHALLING_ERROR)
-                    }
-                    None => answer,
-                };
-                Item::Read { tag: ZkTag { xid, render: Render::None }, zxid, events_before, events, answer }
-            }
-            Action::Fail(code) => {
-                // Answered as a read: after the session's earlier writes (G2, G6).
-                if !ctx.caught_up(cancel).await {
-                    return;
-                }
-                let (zxid, events_before, answer) = ctx.view(|_, _| ZkAnswer::fail(code));
-                Item::Read { tag: ZkTag { xid, render: Render::None }, zxid, events_before, events: Vec::new(), answer }
-            }
-            Action::Auth { scheme, credentials } => {
-                // ZooKeeper answers AUTHFAILED and then closes the connection, so that the
-                // client can try another server; its session lives on. Answered as a read:
-                // after the session's earlier writes.
-                if !ctx.caught_up(cancel).await {
-                    return;
-                }
-                let failed = ctx.add_auth(&scheme, &credentials.0).is_err();
-                closes_session = failed;
-                let answer = ZkAnswer::fail(if failed { err::AUTH_FAILED } else { err::OK });
-                let (zxid, events_before, answer) = ctx.view(|_, _| answer);
-                Item::Read { tag: ZkTag { xid, render: Render::Auth }, zxid, events_before, events: Vec::new(), answer }
-            }
-        };
-        if ctx.queue(&queue, stamp, item).await.is_err() || closes_session {
-            return;
+) -> Option<(Stamp, Decoded<ZkReader>)> {
+    let frame = crate::net::connection::next_frame(reader, idle).await;
+    crate::net::connection::shrink_if_idle(reader.read_buffer_mut());
+    let frame = match frame? {
+        Ok(frame) => frame,
+        Err(error) => return drop_peer(ctx, &error.to_string()),
+    };
+    let mut r = In::new(&frame);
+    let (xid, code) = match (r.int(), r.int()) {
+        (Ok(xid), Ok(code)) => (xid, code),
+        _ => return drop_peer(ctx, "request header ends early"),
+    };
+    let stamp = Stamp::now(ops::metric_op(code));
+    stats.received(xid);
+    let action = match ops::parse(code, &mut r) {
+        Ok(action) => action,
+        Err(error) => return drop_peer(ctx, &format!("opcode {code}: {error}")),
+    };
+    let plain = |render| ZkTag { xid, render };
+    let decoded = match action {
+        Action::Write { request, render, nulls } => {
+            let closes_session = matches!(render, Render::CloseSession);
+            // dedup 0: ZooKeeper clients never resend, so their writes need no dedup record.
+            Decoded::Write { tag: plain(render), request, dedup_xid: 0, nulls, closes_session }
         }
-    }
+        Action::Read(op) => Decoded::Read { tag: plain(Render::None), op },
+        Action::Fail(code) => Decoded::Answer { tag: plain(Render::None), answer: ZkAnswer::fail(code) },
+        Action::Auth { scheme, credentials } => {
+            Decoded::Auth { tag: plain(Render::Auth), scheme, credentials: credentials.0 }
+        }
+    };
+    Some((stamp, decoded))
 }
 
-fn drop_peer(ctx: &SessionConn, why: &str) {
+fn drop_peer<T>(ctx: &SessionConn, why: &str) -> Option<T> {
     tracing::warn!(peer = %ctx.peer, session = %ctx.session, reason = why, "closing ZooKeeper connection: bad input");
+    None
 }
