@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
 use ward_server::command::{Command, CommandOp, Outcome};
-use ward_server::core::Core;
+use ward_server::local::Local;
 use ward_server::log::CommandLog;
 use ward_server::metrics::Metrics;
 use ward_server::raft::{self as durable, RaftLog, RaftOptions};
@@ -87,7 +87,7 @@ struct Log {
 
 impl Log {
     async fn open(dir: &Path, options: RaftOptions) -> Result<Log, String> {
-        let (core, local) = Core::serving();
+        let (core, local) = Local::serving();
         let metrics = local.metrics.clone();
         let log = durable::open(dir, core, local, options).await.map_err(|e| format!("open {}: {e}", dir.display()))?;
         let mut sessions = Vec::with_capacity(OUTSTANDING);

@@ -2,16 +2,13 @@
 //! apply publishes its effects to ([`Effects`]).
 
 use crate::command::{Applied, Change, Command};
-use crate::conn::outbox::Outbox;
-use crate::local::Local;
 use crate::lock;
 use crate::state::StateMachine;
 use crate::sync::RwLock;
 use std::sync::{Arc, PoisonError};
-use ward_proto::Zxid;
 
 /// Where apply's effects go: watch events, lock grants, sessions starting and ending. A
-/// serving server provides [`Local`]; tests provide their own to observe or drop them.
+/// serving server provides `Local` (`local.rs`); tests provide their own to observe or drop them.
 ///
 /// Both methods run with the state's write lock held, which is what orders an event
 /// before any later read of the state (see [`crate::watch`]): they must be short and never
@@ -36,12 +33,6 @@ pub struct Core {
 impl Core {
     pub fn new(effects: Arc<dyn Effects>) -> Core {
         Core { state: RwLock::default(), effects }
-    }
-
-    /// A core publishing to a fresh [`Local`], and that `Local`: what a serving server uses.
-    pub fn serving() -> (Arc<Core>, Arc<Local>) {
-        let local = Arc::new(Local::default());
-        (Arc::new(Core::new(local.clone())), local)
     }
 
     /// Applies one command and publishes its effects. Only the command log calls this, in
@@ -70,19 +61,6 @@ impl Core {
         let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
         f(&state)
     }
-
-    /// A read on behalf of a connection: runs `f` in a consistent view, and returns the last
-    /// zxid of that view and the read's fence, how many messages `outbox` had queued when `f`
-    /// looked (`f` gets it too; `Outbox::fence`). Since apply queues events under the write
-    /// lock, every event for a change `f` can see is within that count, and the connection
-    /// writes them before the read's reply (G6), and no later one (`conn/ordering.rs`). The
-    /// read's reply must then be queued on the connection.
-    pub fn view<R>(&self, outbox: &Outbox, f: impl FnOnce(&StateMachine, u64) -> R) -> (Zxid, u64, R) {
-        self.read(|state| {
-            let events_before = outbox.fence();
-            (state.last_zxid(), events_before, f(state, events_before))
-        })
-    }
 }
 
 #[cfg(all(test, not(ward_loom)))]
@@ -90,7 +68,7 @@ mod tests {
     use super::*;
     use crate::command::{CommandOp, Outcome};
     use std::sync::Mutex;
-    use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
+    use ward_proto::{CreateMode, Op, SessionId, SessionSecret, Zxid};
 
     /// A sink that only records: what a test provides to see apply's effects without any
     /// connection or session registry.

@@ -105,7 +105,7 @@ pub async fn serve(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
-    let (core, local) = Core::serving();
+    let (core, local) = Local::serving();
     let log: Arc<dyn CommandLog> = Arc::new(MemoryLog::new(core.clone()));
     serve_with(listener, config, core, local, log, shutdown).await
 }

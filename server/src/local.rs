@@ -4,12 +4,13 @@
 
 use crate::command::Change;
 use crate::conn::{CloseReason, Outbound};
-use crate::core::Effects;
+use crate::core::{Core, Effects};
 use crate::lock;
 use crate::session::SessionTracker;
 use crate::state::StateMachine;
 use crate::sync::{AtomicU64, Ordering};
 use crate::watch::WatchRegistry;
+use std::sync::Arc;
 use std::time::Duration;
 use ward_proto::ServerStats;
 
@@ -20,12 +21,18 @@ pub struct Local {
     pub watches: WatchRegistry,
     pub sessions: SessionTracker,
     /// This server's figures (`/metrics`, the four-letter words).
-    pub metrics: std::sync::Arc<crate::metrics::Metrics>,
+    pub metrics: Arc<crate::metrics::Metrics>,
     /// Lock grants pushed to waiters connected here.
     lock_grants: AtomicU64,
 }
 
 impl Local {
+    /// A core publishing to a fresh `Local`, and that `Local`: what a serving server uses.
+    pub fn serving() -> (Arc<Core>, Arc<Local>) {
+        let local = Arc::new(Local::default());
+        (Arc::new(Core::new(local.clone())), local)
+    }
+
     pub fn lock_grants(&self) -> u64 {
         self.lock_grants.load(Ordering::Relaxed)
     }
@@ -50,6 +57,12 @@ impl Local {
         for (id, record) in state.sessions() {
             self.sessions.register(id, Duration::from_millis(u64::from(record.timeout_ms)));
         }
+    }
+}
+
+impl AsRef<SessionTracker> for Local {
+    fn as_ref(&self) -> &SessionTracker {
+        &self.sessions
     }
 }
 

@@ -25,7 +25,7 @@ fn command(session: SessionId, op: CommandOp) -> Command {
 /// A core with one live session and the persistent node `/n`.
 fn core_with_node() -> (Arc<Core>, Arc<Local>, SessionId) {
     // The core publishes to a real `Local` (std `Arc`s: sharing them is not what is modelled).
-    let (core, local) = Core::serving();
+    let (core, local) = Local::serving();
     let create = CommandOp::CreateSession { timeout_ms: 10_000, secret: SessionSecret([1; 16]), owner: None };
     let session = match core.apply(&command(SessionId(0), create)).outcome {
         Outcome::SessionCreated(id) => id,
@@ -40,12 +40,12 @@ fn delete_n(core: &Core, session: SessionId) -> Zxid {
     core.apply(&command(session, CommandOp::Op(Op::Delete { path: "/n".into(), version: None }))).zxid
 }
 
-/// What a connection reads: through [`Core::view`], as `SessionConn::view` (`conn/session_conn.rs`)
+/// What a connection reads: through [`Outbox::view`], as `SessionConn::view` (`conn/session_conn.rs`)
 /// does for both listeners.
 fn read(core: &Core, local: &Local, outbox: &Outbox, conn: ConnId, session: SessionId, request: Request) -> ReadSeen {
     let mut events = Vec::new();
     let (zxid, events_before, result) =
-        core.view(outbox, |state, _| Reader { local, conn, session, ids: &[] }.execute(state, request, &mut events));
+        outbox.view(core, |state| Reader { local, conn, session, ids: &[] }.execute(state, request, &mut events));
     ReadSeen { zxid, events_before, result }
 }
 
@@ -73,7 +73,7 @@ fn watch_armed_while_the_node_is_deleted_fires_or_is_never_armed() {
     loom::model(|| {
         let (core, local, session) = core_with_node();
         let (outbox, mut rx) = Outbox::channel();
-        local.watches.add_conn(1, outbox.clone(), crate::watch::Delivery::Streams);
+        local.watches.add_conn(1, outbox.clone(), crate::conn::Delivery::Streams);
         // Armed before the race: the delete also changes `/`'s children, and that event tells
         // whether the read's reply would go out after the events it depends on.
         let armed = read(&core, &local, &outbox, 1, session, Request::GetChildren { path: "/".into(), watch: true });
@@ -121,7 +121,7 @@ fn watch_of_a_closing_connection_is_not_leaked() {
     loom::model(|| {
         let (core, local, session) = core_with_node();
         let (outbox, _rx) = Outbox::channel();
-        local.watches.add_conn(1, outbox.clone(), crate::watch::Delivery::Streams);
+        local.watches.add_conn(1, outbox.clone(), crate::conn::Delivery::Streams);
 
         let reader = {
             let (core, local) = (core.clone(), local.clone());
@@ -357,7 +357,7 @@ fn a_persistent_watch_armed_again_gets_every_missed_change_once() {
     loom::model(|| {
         let (core, local, session) = core_with_node();
         let (outbox, mut rx) = Outbox::channel();
-        local.watches.add_conn(1, outbox.clone(), crate::watch::Delivery::Streams);
+        local.watches.add_conn(1, outbox.clone(), crate::conn::Delivery::Streams);
         let since = ward_proto::Position::after(core.read(|s| s.last_zxid()));
         let away = set_n(&core, session, b"while away");
         let rearm = {
@@ -407,7 +407,7 @@ fn on_wire(msg: Outbound) -> Wire {
 /// reply if the read saw the change, and after it if not: an event for a change the read
 /// did not see, arriving while the read is in flight, waits for the reply.
 ///
-/// Broken on purpose, loom finds both halves: taking the fence in `Core::view` before the
+/// Broken on purpose, loom finds both halves: taking the fence in `Outbox::view` before the
 /// state lock instead of under it (the reply shows the change, its event follows), and
 /// `ConnOrder::next_to_send` ignoring the fences (the free writer sends the event of a
 /// change the read did not see before the reply).
@@ -416,7 +416,7 @@ fn an_event_and_a_read_reply_leave_in_zxid_order() {
     loom::model(|| {
         let (core, local, session) = core_with_node();
         let (outbox, mut rx) = Outbox::channel();
-        local.watches.add_conn(1, outbox.clone(), crate::watch::Delivery::Streams);
+        local.watches.add_conn(1, outbox.clone(), crate::conn::Delivery::Streams);
         local.watches.register(1, ward_proto::WatchKind::Data, "/n");
 
         let reader = {

@@ -178,7 +178,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 async fn open(dir: &Path, options: RaftOptions) -> Result<(RaftLog, Arc<Core>, Arc<Local>), OpenError> {
-    let (core, local) = Core::serving();
+    let (core, local) = Local::serving();
     let log = durable::open(dir, core.clone(), local.clone(), options).await?;
     Ok((log, core, local))
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use ward_client::{Client, CreateMode};
 use ward_server::config::Config;
-use ward_server::core::Core;
+use ward_server::local::Local;
 use ward_server::log::CommandLog;
 use ward_server::metrics::Metrics;
 use ward_server::raft::{self as durable, RaftOptions};
@@ -16,7 +16,7 @@ use ward_testkit::{bounded, TempDir};
 /// A durable server on its own temporary directory and port: its address, its figures, and
 /// what stops it.
 async fn start(dir: &TempDir) -> (String, Arc<Metrics>, tokio::sync::oneshot::Sender<()>) {
-    let (core, local) = Core::serving();
+    let (core, local) = Local::serving();
     let metrics = local.metrics.clone();
     let log = durable::open(dir.path(), core.clone(), local.clone(), RaftOptions::default()).await.expect("open");
     let log: Arc<dyn CommandLog> = Arc::new(log);

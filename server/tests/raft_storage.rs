@@ -10,6 +10,7 @@ use std::time::Duration;
 use ward_proto::{CreateMode, Op, SessionId, SessionSecret, Stat};
 use ward_server::command::{Command, CommandOp, Outcome};
 use ward_server::core::Core;
+use ward_server::local::Local;
 use ward_server::log::CommandLog;
 use ward_server::raft::log_store::{LogStore, PURGE_WAIT};
 use ward_server::raft::record::{self, RecordRef, Slot};
@@ -26,7 +27,7 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachineStore, TempDir> for Builder 
         let dir = TempDir::new("suite");
         let err = |e: OpenError| StorageError::write(ErrorSource::from_error(&e));
         let log = LogStore::open(dir.path(), 4096).map_err(err)?;
-        let mut sm = StateMachineStore::open(dir.path(), Core::serving().0).map_err(err)?;
+        let mut sm = StateMachineStore::open(dir.path(), Local::serving().0).map_err(err)?;
         // As `raft::open` links them: applied entries leave memory and are read back from disk.
         sm.evict_applied(log.evictor());
         Ok((dir, log, sm))
@@ -463,7 +464,7 @@ fn restart_after_snapshots_and_purges_gives_the_same_tree() {
     let dir = TempDir::new("snap");
     let rt = runtime();
     let (before, session) = rt.block_on(async {
-        let (core, local) = Core::serving();
+        let (core, local) = Local::serving();
         let log = durable::open(dir.path(), core.clone(), local, options(10)).await.expect("open");
         let session = create_session(&log).await;
         write_tree(&log, session, 300).await;
@@ -482,7 +483,7 @@ fn restart_after_snapshots_and_purges_gives_the_same_tree() {
     let first_segment = dir.path().join("log").join("00000000000000000001.wal");
     assert!(!first_segment.exists(), "purged segments are deleted");
     rt.block_on(async {
-        let (core, local) = Core::serving();
+        let (core, local) = Local::serving();
         let log = durable::open(dir.path(), core.clone(), local.clone(), options(10)).await.expect("reopen");
         assert_eq!(digest(&core), before, "same tree, sessions and zxid after restart");
         assert_eq!(local.sessions.len(), 1, "the session's deadline restarted");
@@ -499,7 +500,7 @@ fn restart_replays_the_log_without_a_snapshot() {
     let dir = TempDir::new("replay");
     let rt = runtime();
     let before = rt.block_on(async {
-        let (core, local) = Core::serving();
+        let (core, local) = Local::serving();
         let log = durable::open(dir.path(), core.clone(), local, options(1_000_000)).await.expect("open");
         let session = create_session(&log).await;
         write_tree(&log, session, 40).await;
@@ -509,7 +510,7 @@ fn restart_replays_the_log_without_a_snapshot() {
     });
     assert!(!dir.path().join("snapshot").exists());
     rt.block_on(async {
-        let (core, local) = Core::serving();
+        let (core, local) = Local::serving();
         let log = durable::open(dir.path(), core.clone(), local, options(1_000_000)).await.expect("reopen");
         assert_eq!(digest(&core), before);
         log.shutdown().await;
@@ -521,7 +522,7 @@ fn concurrent_submits_share_entries_and_apply_in_submission_order() {
     let dir = TempDir::new("batch");
     let rt = runtime();
     rt.block_on(async {
-        let (core, local) = Core::serving();
+        let (core, local) = Local::serving();
         let log = durable::open(dir.path(), core.clone(), local, options(1_000_000)).await.expect("open");
         let session = create_session(&log).await;
         let entries_before = log.raft().metrics().borrow_watched().last_log_index.unwrap_or(0);

@@ -11,7 +11,7 @@ use openraft::async_runtime::WatchReceiver;
 use std::time::{Duration, Instant};
 use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
 use ward_server::command::{Command, CommandOp, Outcome};
-use ward_server::core::Core;
+use ward_server::local::Local;
 use ward_server::log::CommandLog;
 use ward_server::raft::{self as durable, RaftOptions};
 use ward_testkit::TempDir;
@@ -37,7 +37,7 @@ fn writes_are_acknowledged_while_a_snapshot_of_a_large_tree_is_written() {
         let dir = TempDir::new("snapshot-writes");
         // Snapshots only when this test asks for one.
         let options = RaftOptions { snapshot_log_percent: 0, snapshot_every: None, ..RaftOptions::default() };
-        let (core, local) = Core::serving();
+        let (core, local) = Local::serving();
         let snapshots = local.metrics.snapshots.clone();
         let log = durable::open(dir.path(), core.clone(), local, options).await.expect("open");
         let open = CommandOp::CreateSession { timeout_ms: 600_000, secret: SessionSecret([5; 16]), owner: None };

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
 use ward_server::command::{Command, CommandOp, Outcome};
-use ward_server::core::Core;
+use ward_server::local::Local;
 use ward_server::log::{CommandLog, Pending};
 use ward_server::metrics::Metrics;
 use ward_server::raft::{self as durable, BatchLimits, RaftLog, RaftOptions};
@@ -24,7 +24,7 @@ fn create(path: &str) -> CommandOp {
 
 async fn open(dir: &TempDir, defer: Duration) -> (RaftLog, SessionId, Arc<Metrics>) {
     let options = RaftOptions { batch: BatchLimits { defer, ..BatchLimits::default() }, ..RaftOptions::default() };
-    let (core, local) = Core::serving();
+    let (core, local) = Local::serving();
     let metrics = local.metrics.clone();
     let log = durable::open(dir.path(), core, local, options).await.expect("open");
     let open = CommandOp::CreateSession { timeout_ms: 60_000, secret: SessionSecret([4; 16]), owner: None };

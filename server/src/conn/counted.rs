@@ -81,29 +81,3 @@ impl<T: AsyncWrite + Unpin, W: Wire> AsyncWrite for Counted<T, W> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::net::connection::WardWire;
-    use crate::zk::reply::ZkWire;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-    // Each server counts its own: two servers' figures in one process stay apart.
-    #[tokio::test]
-    async fn counts_what_is_read_and_written_into_its_own_servers_figures() {
-        let (one, other) = (Arc::new(Metrics::default()), Arc::new(Metrics::default()));
-        let (a, b) = tokio::io::duplex(64);
-        let mut a = Counted::<_, ZkWire>::new(a, one.clone());
-        let mut b = Counted::<_, WardWire>::new(b, other.clone());
-        a.write_all(b"hello").await.expect("write");
-        let mut got = [0u8; 5];
-        b.read_exact(&mut got).await.expect("read");
-        assert_eq!(one.zookeeper.bytes_out.load(Ordering::Relaxed), 5);
-        assert_eq!(other.ward.bytes_in.load(Ordering::Relaxed), 5);
-        assert_eq!(one.ward.bytes_in.load(Ordering::Relaxed), 0, "the other server's reads");
-        assert_eq!(other.zookeeper.bytes_out.load(Ordering::Relaxed), 0, "the other server's writes");
-        let pointer = std::mem::size_of::<usize>();
-        assert_eq!(std::mem::size_of::<Counted<u64, WardWire>>(), std::mem::size_of::<u64>() + pointer, "one pointer");
-    }
-}

@@ -16,7 +16,6 @@
 use super::park::Idle;
 use super::session_conn::SessionConn;
 use super::writer::{Item, ItemTx, Wire};
-use crate::local::Local;
 use crate::metrics::Stamp;
 use crate::state::StateMachine;
 use std::future::Future;
@@ -66,13 +65,7 @@ pub trait Protocol: Send {
     fn prepared(ctx: &SessionConn, op: &Self::Read, answer: Result<Response, ErrorCode>) -> Option<Answer<Self>>;
 
     /// Answers a read in a view of the state; `events` gets the watch events it fires.
-    fn read(
-        ctx: &SessionConn,
-        local: &Local,
-        state: &StateMachine,
-        op: Self::Read,
-        events: &mut Vec<WatchEvent>,
-    ) -> Answer<Self>;
+    fn read(ctx: &SessionConn, state: &StateMachine, op: Self::Read, events: &mut Vec<WatchEvent>) -> Answer<Self>;
 
     /// The answer to an auth request, and whether the connection closes after it.
     fn authed(result: Result<(), ErrorCode>) -> (Answer<Self>, bool);
@@ -152,12 +145,12 @@ async fn order<P: Protocol>(
         }
     }
     let mut events = Vec::new();
-    let (zxid, events_before, answer) = ctx.view(|local, state| P::read(ctx, local, state, op, &mut events));
+    let (zxid, events_before, answer) = ctx.view(|state| P::read(ctx, state, op, &mut events));
     Some((Item::Read { tag, zxid, events_before, events, answer }, false))
 }
 
 /// An answer decided without reading, placed as a read's: its fence taken now.
 fn answered<W: Wire>(ctx: &SessionConn, tag: W::Tag, answer: W::Answer) -> Item<W> {
-    let (zxid, events_before, answer) = ctx.view(|_, _| answer);
+    let (zxid, events_before, answer) = ctx.view(|_| answer);
     Item::Read { tag, zxid, events_before, events: Vec::new(), answer }
 }

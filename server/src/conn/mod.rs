@@ -2,7 +2,7 @@
 //! and how it is written, parked and counted. The listeners (`net` for Ward's protocol, `zk`
 //! for ZooKeeper's) decode requests and encode answers around it.
 //!
-//! * [`types`]: the connection's own types (`ConnId`, `CloseReason`, `Outbound`, `Attached`).
+//! * [`types`]: the connection's own types (`ConnId`, `CloseReason`, `Outbound`, `Delivery`, `Attached`).
 //! * [`ordering`]: `ConnOrder`, the pure order of replies, events and grants (G2, G6),
 //!   checked by loom; [`outbox`]: each connection's counted queue of events, grants and
 //!   closes over it, with its bound on bytes queued for the client.
@@ -27,4 +27,4 @@ pub mod types;
 pub mod writer;
 
 pub use outbox::OutboundTx;
-pub use types::{Attached, CloseReason, ConnId, Outbound};
+pub use types::{Attached, CloseReason, ConnId, Delivery, Outbound};

@@ -31,13 +31,15 @@
 
 use crate::conn::ordering::{ConnOrder, Reads};
 use crate::conn::Outbound;
+use crate::core::Core;
+use crate::state::StateMachine;
 use crate::sync::{AtomicBool, AtomicU64, AtomicWaker, Mutex, MutexGuard, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use ward_proto::{StreamEvent, WatchEvent};
+use ward_proto::{StreamEvent, WatchEvent, Zxid};
 
 pub struct Outbox {
     /// The connection's order ([`ConnOrder`]): its messages, the fences of its reads in
@@ -213,6 +215,19 @@ impl Outbox {
     /// lock, and queue the read's reply after it.
     pub fn fence(&self) -> u64 {
         self.order().fence()
+    }
+
+    /// A read on behalf of this connection: runs `f` in a consistent view of `core`'s state,
+    /// and returns the last zxid of that view and the read's fence, how many messages were
+    /// queued here when `f` looked. Since apply queues events under the write lock, every
+    /// event for a change `f` can see is within that count, and the connection writes them
+    /// before the read's reply (G6), and no later one (`conn/ordering.rs`). The read's reply
+    /// must then be queued on the connection.
+    pub fn view<R>(&self, core: &Core, f: impl FnOnce(&StateMachine) -> R) -> (Zxid, u64, R) {
+        core.read(|state| {
+            let events_before = self.fence();
+            (state.last_zxid(), events_before, f(state))
+        })
     }
 
     /// Numbers the next write the reader submits.

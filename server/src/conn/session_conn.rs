@@ -15,14 +15,12 @@ use crate::acl::identity::SuperDigest;
 use crate::acl::Identity;
 use crate::command::{Command, CommandOp};
 use crate::conn::outbox::{OutboundTx, OutboxRx};
-use crate::conn::ConnId;
-use crate::local::Local;
+use crate::conn::{ConnId, Delivery};
 use crate::log::{MemberChange, Pending, Rejected};
 use crate::metrics::Listener;
 use crate::metrics::Stamp;
 use crate::prep::prep;
 use crate::state::StateMachine;
-use crate::watch::Delivery;
 use crate::{now_ms, Server};
 use futures_util::future::join;
 use futures_util::Sink;
@@ -86,8 +84,8 @@ impl SessionConn {
     /// Runs `f` in a view of the state, recording the last zxid and the read's fence, how
     /// many messages were queued on the connection then: the writer sends those before the
     /// read's reply (G6), and no later one. The result must be queued as an `Item::Read`.
-    pub fn view<R>(&self, f: impl FnOnce(&Local, &StateMachine) -> R) -> (Zxid, u64, R) {
-        self.server.core.view(&self.outbox, |state, _| f(&self.server.local, state))
+    pub fn view<R>(&self, f: impl FnOnce(&StateMachine) -> R) -> (Zxid, u64, R) {
+        self.outbox.view(&self.server.core, f)
     }
 
     /// Who the connection is, for its writer.

@@ -1,6 +1,6 @@
 //! A client connection's own types: who it is, why the server closes it, what besides
-//! replies is pushed onto it, and the session bound to it. A leaf: it names nothing else of
-//! the server's.
+//! replies is pushed onto it, how it takes watch events, and the session bound to it. A
+//! leaf: it names nothing else of the server's.
 
 use ward_proto::{SessionId, StreamEvent, WatchEvent, Zxid};
 
@@ -44,4 +44,16 @@ pub enum Outbound {
 pub struct Attached {
     pub session: SessionId,
     pub epoch: Zxid,
+}
+
+/// How a connection is told of changes its watches match.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// ZooKeeper's: one notification per change, whichever watches (one-shot or persistent)
+    /// it matched.
+    OneEvent,
+    /// Ward's: one-shot watches get an [`Outbound::Event`], persistent ones an
+    /// [`Outbound::Streamed`] with the change's position, each at most once per change, so
+    /// that the client can route the two apart and resume a stream where it stopped.
+    Streams,
 }

@@ -18,7 +18,6 @@ pub mod snapshots;
 
 pub use requests::{Failure, Listener, ListenerFigures, Op, Stamp};
 
-use crate::conn::ConnId;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -77,13 +76,13 @@ pub struct OpenConnections {
     pub zookeeper: AtomicU64,
     /// Per connection: the client's address and the listener's protocol. A std mutex: one
     /// insert at accept and one removal at close, never held across an await.
-    peers: std::sync::Mutex<HashMap<ConnId, (SocketAddr, &'static str)>>,
+    peers: std::sync::Mutex<HashMap<u64, (SocketAddr, &'static str)>>,
 }
 
 impl OpenConnections {
     /// Counts connection `conn` from `peer` on the listener of `protocol` (as the accept
     /// loops name it) until the guard drops.
-    pub fn open(self: &std::sync::Arc<Self>, protocol: &'static str, conn: ConnId, peer: SocketAddr) -> OpenGuard {
+    pub fn open(self: &std::sync::Arc<Self>, protocol: &'static str, conn: u64, peer: SocketAddr) -> OpenGuard {
         self.counter(protocol).fetch_add(1, Ordering::Relaxed);
         self.peers_lock().insert(conn, (peer, protocol));
         let zookeeper = std::ptr::eq(self.counter(protocol), &self.zookeeper);
@@ -91,11 +90,11 @@ impl OpenConnections {
     }
 
     /// The client address and protocol of connection `conn`, while it is open.
-    pub fn peer(&self, conn: ConnId) -> Option<(SocketAddr, &'static str)> {
+    pub fn peer(&self, conn: u64) -> Option<(SocketAddr, &'static str)> {
         self.peers_lock().get(&conn).copied()
     }
 
-    fn peers_lock(&self) -> std::sync::MutexGuard<'_, HashMap<ConnId, (SocketAddr, &'static str)>> {
+    fn peers_lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (SocketAddr, &'static str)>> {
         // Single inserts and removals: a panic elsewhere cannot leave the map half-updated.
         self.peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -111,7 +110,7 @@ impl OpenConnections {
 /// One open connection; dropped when its task ends.
 pub struct OpenGuard {
     counts: std::sync::Arc<OpenConnections>,
-    conn: ConnId,
+    conn: u64,
     /// Which counter: a flag rather than the protocol's name, as it is kept in every
     /// connection's task.
     zookeeper: bool,

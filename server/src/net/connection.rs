@@ -12,7 +12,6 @@ use crate::conn::park::Idle;
 use crate::conn::session_conn::SessionConn;
 use crate::conn::writer::{Shrink, Wire};
 use crate::conn::{ConnId, Outbound};
-use crate::local::Local;
 use crate::metrics::{Failure, Listener, Op, Stamp};
 use crate::read::Reader as ReadCtx;
 use crate::state::StateMachine;
@@ -210,12 +209,11 @@ impl Protocol for WardReader {
 
     fn read(
         ctx: &SessionConn,
-        local: &Local,
         state: &StateMachine,
         request: Request,
         events: &mut Vec<WatchEvent>,
     ) -> Result<Response, ErrorCode> {
-        let identity = ctx.identity();
+        let (local, identity) = (&ctx.server.local, ctx.identity());
         let answer = ReadCtx { local, conn: ctx.conn, session: ctx.session, ids: identity.ids() }
             .execute(state, request, events);
         match oversized(&answer, MAX_REPLY_FRAME) {

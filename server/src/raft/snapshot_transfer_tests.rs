@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::command::{Command, CommandOp};
+use crate::local::Local;
 use crate::raft::fsutil::write_checked;
 use crate::raft::snapshot_format::{magic, BodyRef, SNAPSHOT_VERSION};
 use openraft::LogId as RaftLogId;
@@ -72,7 +73,7 @@ async fn a_receive_abandoned_midway_leaves_the_previous_snapshot_current_after_r
     std::fs::write(dir.path().join("snapshot"), file_bytes(&old_meta, &old_state)).expect("the old snapshot");
     let (new_meta, new_state) = snapshot_of("/new", 9);
     let new_file = file_bytes(&new_meta, &new_state);
-    let mut sm = StateMachineStore::open(dir.path(), Core::serving().0).expect("open");
+    let mut sm = StateMachineStore::open(dir.path(), Local::serving().0).expect("open");
     assert!(holds(&sm, "/old"));
 
     // Abandoned: openraft drops the file it was writing.
@@ -90,7 +91,7 @@ async fn a_receive_abandoned_midway_leaves_the_previous_snapshot_current_after_r
     std::mem::forget(receiving);
     drop(sm);
     assert_eq!(receiving_files(dir.path()).len(), 1);
-    let mut sm = StateMachineStore::open(dir.path(), Core::serving().0).expect("reopen");
+    let mut sm = StateMachineStore::open(dir.path(), Local::serving().0).expect("reopen");
     assert_eq!(receiving_files(dir.path()), Vec::<String>::new(), "removed when the directory is opened");
     assert!(holds(&sm, "/old") && !holds(&sm, "/new"), "the previous snapshot is loaded");
     assert_eq!(current(&mut sm).await, Some(old_meta.clone()));
@@ -117,7 +118,7 @@ async fn a_receive_abandoned_midway_leaves_the_previous_snapshot_current_after_r
     assert_eq!(current(&mut sm).await, Some(new_meta.clone()));
     assert_eq!(std::fs::read(dir.path().join("snapshot")).expect("read"), new_file, "installed as received");
     drop(sm);
-    let mut sm = StateMachineStore::open(dir.path(), Core::serving().0).expect("reopen");
+    let mut sm = StateMachineStore::open(dir.path(), Local::serving().0).expect("reopen");
     assert!(holds(&sm, "/new") && !holds(&sm, "/old"));
     assert_eq!(current(&mut sm).await, Some(new_meta));
 }
@@ -130,7 +131,7 @@ async fn the_current_snapshot_is_sent_as_its_file() {
     let (meta, state) = snapshot_of("/sent", 3);
     let bytes = file_bytes(&meta, &state);
     std::fs::write(dir.path().join("snapshot"), &bytes).expect("the snapshot");
-    let mut sm = StateMachineStore::open(dir.path(), Core::serving().0).expect("open");
+    let mut sm = StateMachineStore::open(dir.path(), Local::serving().0).expect("open");
     let mut snapshot = sm.get_current_snapshot().await.expect("read").expect("a snapshot");
     assert_eq!(snapshot.meta, meta);
     let mut sent = Vec::new();
@@ -169,8 +170,8 @@ async fn an_older_snapshot_version_is_sent_and_installed_as_it_is() {
     let mut payload = postcard::to_allocvec(&BodyRef { meta: &meta, state: &state }).expect("encode");
     assert_eq!(payload.split_off(payload.len() - 2), [0, 0], "empty ACL lists end the body");
     write_checked(&leader_dir.path().join("snapshot"), &magic(5), &payload).expect("write");
-    let mut leader = StateMachineStore::open(leader_dir.path(), Core::serving().0).expect("open");
-    let mut follower = StateMachineStore::open(follower_dir.path(), Core::serving().0).expect("open");
+    let mut leader = StateMachineStore::open(leader_dir.path(), Local::serving().0).expect("open");
+    let mut follower = StateMachineStore::open(follower_dir.path(), Local::serving().0).expect("open");
 
     let mut sent = leader.get_current_snapshot().await.expect("read").expect("a snapshot");
     assert_eq!(sent.meta, meta);
@@ -188,7 +189,7 @@ async fn an_older_snapshot_version_is_sent_and_installed_as_it_is() {
 #[tokio::test]
 async fn a_build_dropped_before_it_ran_lets_the_next_snapshot_be_asked_for() {
     let dir = TempDir::new("snapshot-dropped-build");
-    let mut sm = StateMachineStore::open(dir.path(), Core::serving().0).expect("open");
+    let mut sm = StateMachineStore::open(dir.path(), Local::serving().0).expect("open");
     let trigger = SnapshotTrigger::new((10, 100), 0, 0, Arc::default());
     sm.report_snapshots(trigger.clone());
     trigger.logged(10);

@@ -139,7 +139,7 @@ impl DataTree {
         Ok(())
     }
 
-    /// The nodes' path and data lengths, summed ([`footprint`]).
+    /// The nodes' path and data lengths, summed (`footprint`).
     pub fn approximate_data_size(&self) -> u64 {
         self.data_size
     }

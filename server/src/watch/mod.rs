@@ -13,24 +13,12 @@ mod chunk;
 pub mod history;
 
 use crate::command::Change;
-use crate::conn::{ConnId, Outbound, OutboundTx};
+use crate::conn::{ConnId, Delivery, Outbound, OutboundTx};
 use crate::sync::{Mutex, MutexGuard};
 use history::History;
 use std::collections::{HashMap, HashSet};
 use std::sync::PoisonError;
 use ward_proto::{EventKind, PersistentWatch, Position, StreamEvent, WatchEvent, WatchKind, WatchMode, Zxid};
-
-/// How a connection is told of changes its watches match.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Delivery {
-    /// ZooKeeper's: one notification per change, whichever watches (one-shot or persistent)
-    /// it matched.
-    OneEvent,
-    /// Ward's: one-shot watches get an [`Outbound::Event`], persistent ones an
-    /// [`Outbound::Streamed`] with the change's position, each at most once per change, so
-    /// that the client can route the two apart and resume a stream where it stopped.
-    Streams,
-}
 
 /// One watch a connection has on a path, as a removal or a check sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

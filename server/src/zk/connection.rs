@@ -18,7 +18,6 @@ use crate::conn::park::Idle;
 use crate::conn::session_conn::SessionConn;
 use crate::conn::Attached;
 use crate::conn::ConnId;
-use crate::local::Local;
 use crate::metrics::Stamp;
 use crate::net::handshake;
 use crate::state::StateMachine;
@@ -169,14 +168,8 @@ impl Protocol for ZkReader {
         Some(ZkAnswer::fail(err::CONNECTION_LOSS))
     }
 
-    fn read(
-        ctx: &SessionConn,
-        local: &Local,
-        state: &StateMachine,
-        op: ReadOp,
-        events: &mut Vec<WatchEvent>,
-    ) -> ZkAnswer {
-        let answer = super::read::execute(ctx, local, state, op, events);
+    fn read(ctx: &SessionConn, state: &StateMachine, op: ReadOp, events: &mut Vec<WatchEvent>) -> ZkAnswer {
+        let answer = super::read::execute(ctx, &ctx.server.local, state, op, events);
         match answer.oversized(MAX_REPLY) {
             Some(bytes) => {
                 tracing::warn!(peer = %ctx.peer, session = %ctx.session, bytes, limit = MAX_REPLY,

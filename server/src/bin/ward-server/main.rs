@@ -4,7 +4,7 @@ use clap::Parser;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
-use ward_server::core::Core;
+use ward_server::local::Local;
 use ward_server::log::{CommandLog, MemoryLog};
 use ward_server::raft::{self, EnsembleOptions};
 
@@ -70,7 +70,7 @@ async fn run(args: Args) -> Result<(), StartError> {
     let tls = args.tls.clone().map(|files| files.load().map(Arc::new)).transpose()?;
     let peer_tls = args.peer_tls.clone().map(|files| files.load().map(Arc::new)).transpose()?;
     reload::on_sighup(tls.clone(), peer_tls.clone());
-    let (core, local) = Core::serving();
+    let (core, local) = Local::serving();
     // Before the log is replayed: the replay fills the history.
     local.watches.set_history_limit(args.config.watch_history_bytes);
     let mut peer_addr = None;
