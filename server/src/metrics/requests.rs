@@ -8,7 +8,6 @@
 
 use super::histogram::{Histogram, Latency, LATENCY_NS};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 use std::time::Instant;
 use ward_proto::{ErrorCode, OpResult, Request, Response};
 
@@ -203,24 +202,9 @@ impl Failure {
 #[derive(Clone, Copy, Debug)]
 pub struct Stamp {
     pub op: Op,
-    /// Nanoseconds on [`monotonic_ns`]'s clock.
+    /// Nanoseconds since the origin of the figures that stamped it
+    /// ([`ListenerFigures::stamp`]).
     at_ns: u64,
-}
-
-impl Stamp {
-    pub fn now(op: Op) -> Stamp {
-        Stamp { op, at_ns: monotonic_ns() }
-    }
-
-    pub fn elapsed_ns(&self) -> u64 {
-        monotonic_ns().saturating_sub(self.at_ns)
-    }
-}
-
-/// Nanoseconds since the first call in this process, on the monotonic clock.
-fn monotonic_ns() -> u64 {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    u64::try_from(EPOCH.get_or_init(Instant::now).elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// One listener's figures.
@@ -238,6 +222,8 @@ pub struct ListenerFigures {
     pub pushed: AtomicU64,
     pub bytes_in: AtomicU64,
     pub bytes_out: AtomicU64,
+    /// The origin of this listener's stamps, on the monotonic clock.
+    origin: Instant,
 }
 
 impl Default for ListenerFigures {
@@ -256,13 +242,23 @@ impl ListenerFigures {
             pushed: AtomicU64::new(0),
             bytes_in: AtomicU64::new(0),
             bytes_out: AtomicU64::new(0),
+            origin: Instant::now(),
         }
+    }
+
+    /// A request of `op` whose frame was decoded now; its reply is counted here.
+    pub fn stamp(&self, op: Op) -> Stamp {
+        Stamp { op, at_ns: self.since_origin_ns() }
+    }
+
+    fn since_origin_ns(&self) -> u64 {
+        u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     /// The reply to the request stamped `stamp` is queued; it failed with `failure`, if set
     /// and if it is an error ([`Failure::is_error`]).
     pub fn answered(&self, stamp: Stamp, failure: Option<Failure>) {
-        let ns = stamp.elapsed_ns();
+        let ns = self.since_origin_ns().saturating_sub(stamp.at_ns);
         self.latency[stamp.op as usize].observe(ns);
         if let Some(failure) = failure.filter(|f| f.is_error(stamp.op)) {
             self.errors[stamp.op as usize][failure as usize].fetch_add(1, Ordering::Relaxed);
@@ -329,13 +325,13 @@ mod tests {
     fn answers_count_per_op_with_their_failures_and_extremes() {
         let figures = ListenerFigures::new();
         assert_eq!(figures.extremes_ns(), None);
-        figures.answered(Stamp::now(Op::Create), None);
-        figures.answered(Stamp::now(Op::Create), Some(Failure::NodeExists));
-        figures.answered(Stamp::now(Op::Get), None);
+        figures.answered(figures.stamp(Op::Create), None);
+        figures.answered(figures.stamp(Op::Create), Some(Failure::NodeExists));
+        figures.answered(figures.stamp(Op::Get), None);
         assert_eq!(figures.latency(Op::Create).count(), 2);
         assert_eq!(figures.errors(Op::Create, Failure::NodeExists), 1);
         // A lock's missing directory is created by the client: answered, not an error.
-        figures.answered(Stamp::now(Op::Lock), Some(Failure::NoNode));
+        figures.answered(figures.stamp(Op::Lock), Some(Failure::NoNode));
         assert_eq!((figures.latency(Op::Lock).count(), figures.errors(Op::Lock, Failure::NoNode)), (1, 0));
         assert_eq!(figures.answered_total(), 4);
         let (min, max) = figures.extremes_ns().expect("answered");

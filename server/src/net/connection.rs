@@ -313,7 +313,7 @@ async fn next_request(ctx: &SessionConn, reader: &mut Reader, idle: &Idle) -> Op
         }
         Err(error) => return drop_peer(ctx, &error.to_string()),
     };
-    let stamp = Stamp::now(Op::of(&request));
+    let stamp = ctx.server.local.metrics.ward.stamp(Op::of(&request));
     let decoded = match request {
         Request::AddAuth { scheme, credentials } => Decoded::Auth { tag: xid, scheme, credentials: credentials.0 },
         request if request.is_write() => {

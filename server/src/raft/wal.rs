@@ -12,7 +12,6 @@ use super::segment::{self, prepare_zeroed, Segment};
 use crate::metrics::log::LogFigures;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -284,11 +283,15 @@ impl Wal {
     }
 
     fn start_spare(&mut self) {
-        // A name of its own: a thread left over from an earlier `Wal` on the same directory
-        // (reopened in the same process) must never write into this one's segment.
-        static SPARES: AtomicU64 = AtomicU64::new(0);
-        let n = SPARES.fetch_add(1, Ordering::Relaxed);
-        let path = self.dir.join(format!("spare-{}-{n}.wal.tmp", std::process::id()));
+        // A name of its own, random: a thread left over from an earlier `Wal` on the same
+        // directory (reopened in the same process) must never write into this one's segment.
+        // Without one, no spare: rolling over zeroes the segment inline.
+        let mut nonce = [0u8; 8];
+        if getrandom::getrandom(&mut nonce).is_err() {
+            self.spare = None;
+            return;
+        }
+        let path = self.dir.join(format!("spare-{}-{:016x}.wal.tmp", std::process::id(), u64::from_le_bytes(nonce)));
         let size = self.segment_bytes;
         let spawned = std::thread::Builder::new()
             .name("ward-wal-spare".into())

@@ -271,7 +271,7 @@ async fn next_request(
         (Ok(xid), Ok(code)) => (xid, code),
         _ => return drop_peer(ctx, "request header ends early"),
     };
-    let stamp = Stamp::now(ops::metric_op(code));
+    let stamp = ctx.server.local.metrics.zookeeper.stamp(ops::metric_op(code));
     stats.received(xid);
     let action = match ops::parse(code, &mut r) {
         Ok(action) => action,
