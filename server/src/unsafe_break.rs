@@ -63,11 +63,6 @@ impl FromStr for Break {
     }
 }
 
-/// Whether this process may break a promise: [`ALLOW_VAR`] is `1`.
-pub fn allowed() -> bool {
-    std::env::var(ALLOW_VAR).is_ok_and(|v| v == "1")
-}
-
 /// The command log with `broken` broken; the log itself when it is not a break of the log.
 pub fn wrap(inner: Arc<dyn CommandLog>, broken: Break) -> Arc<dyn CommandLog> {
     match broken {

@@ -21,6 +21,12 @@ pub fn config_file() -> Result<Option<PathBuf>, ConfigError> {
     Ok(value("WARD_CONFIG", &|var| std::env::var_os(var))?.map(PathBuf::from))
 }
 
+/// Whether this process may break a promise (`--unsafe-break`): `WARD_ALLOW_UNSAFE_BREAK`
+/// is `1`, which only the tests' processes are given.
+pub fn unsafe_break_allowed() -> bool {
+    std::env::var(ward_server::unsafe_break::ALLOW_VAR).is_ok_and(|v| v == "1")
+}
+
 fn load_from(get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<Settings, ConfigError> {
     let mut settings = Settings::default();
     for key in keys() {

@@ -22,7 +22,7 @@ use ward_server::acl::identity::SuperDigest;
 use ward_server::admin::console::AdminToken;
 use ward_server::raft::{OnLoss, RaftOptions};
 use ward_server::tls::{PeerTlsFiles, ServerTlsFiles};
-use ward_server::unsafe_break::{self, Break};
+use ward_server::unsafe_break::Break;
 use ward_server::Config;
 
 /// What the server runs with, every option decided and every host name resolved.
@@ -91,7 +91,7 @@ pub fn load(cli: Cli) -> Result<Args, ConfigError> {
     let settings = cli.settings.over(env::load()?.over(file));
     let mut args = decide(settings)?;
     if let Some(broken) = cli.unsafe_break {
-        if !unsafe_break::allowed() {
+        if !env::unsafe_break_allowed() {
             return Err(ConfigError::UnsafeBreakRefused(broken));
         }
         if broken == Break::AckBeforeFsync && args.data_dir.is_none() {
