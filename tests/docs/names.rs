@@ -102,6 +102,7 @@ const OUR_CRATES: &[&str] = &[
     "ward_proto",
     "ward_check",
     "ward_testkit",
+    "ward_procs",
     "ward_bench",
 ];
 
