@@ -49,8 +49,8 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tokio::time::timeout;
-use ward_check::History;
 use ward_client::{Client, CreateMode, Error};
+use ward_linearizability::History;
 use workers::{Done, Paths};
 
 /// Where the workloads run.
