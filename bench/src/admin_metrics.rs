@@ -10,7 +10,7 @@ const LIMIT: Duration = Duration::from_secs(5);
 
 /// The member's current Raft term (`ward_raft_term`).
 pub async fn raft_term(admin: SocketAddr) -> Result<u64> {
-    let body = tokio::task::spawn_blocking(move || ward_testkit::http::try_get(admin, "/metrics", LIMIT))
+    let body = tokio::task::spawn_blocking(move || ward_procs::http::try_get(admin, "/metrics", LIMIT))
         .await
         .map_err(|e| Error(format!("/metrics task: {e}")))?
         .map_err(|e| Error(format!("/metrics on {admin}: {e}")))

@@ -9,7 +9,7 @@
 use crate::sys::{Error, Result};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use ward_testkit::Proxy;
+use ward_procs::Proxy;
 
 pub struct PeerLinks {
     links: BTreeMap<(u64, u64), Proxy>,

@@ -4,7 +4,7 @@
 use super::shared::SETTLE;
 use super::{CheckError, Config, Target};
 use std::net::SocketAddr;
-use ward_testkit::{Ensemble, EnsembleOptions};
+use ward_procs::{Ensemble, EnsembleOptions};
 
 /// The environment variable that lets a server break a promise on purpose
 /// (`ward_server::unsafe_break`): passed on to the members when `ward check` has it, since

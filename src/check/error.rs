@@ -8,7 +8,7 @@ use std::path::PathBuf;
 pub enum CheckError {
     /// Starting the local ensemble, or inflicting a fault on it, failed.
     #[error(transparent)]
-    Harness(#[from] ward_testkit::HarnessError),
+    Harness(#[from] ward_procs::HarnessError),
     /// The servers could not be reached, or refused to set up the run's nodes.
     #[error("{what}: {source}")]
     Client {

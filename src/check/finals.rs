@@ -93,7 +93,7 @@ pub async fn digests(admins: &[(String, SocketAddr)]) -> Vec<MemberDigest> {
         for (member, admin) in admins {
             let admin = *admin;
             let got = tokio::task::spawn_blocking(move || {
-                ward_testkit::http::try_get(admin, "/digest", Duration::from_secs(5))
+                ward_procs::http::try_get(admin, "/digest", Duration::from_secs(5))
             })
             .await;
             let read = match got {

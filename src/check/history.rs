@@ -25,7 +25,7 @@ use super::CheckError;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::Path;
-use ward_check::{Op, Outcome};
+use ward_linearizability::{Op, Outcome};
 
 /// Everything recorded, to be written.
 #[derive(Default)]

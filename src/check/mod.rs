@@ -3,7 +3,7 @@
 //!
 //! With [`Target::Ensemble`] it starts that many local `ward-server` processes (durable data
 //! directories under the system temp dir, removed at the end) behind one proxy per directed
-//! peer link (`ward-testkit`'s `Ensemble`, the same harness the ensemble tests use), and
+//! peer link (`ward-procs`' `Ensemble`, the same one the ensemble tests use), and
 //! inflicts [`FaultKind`]s on them; with [`Target::Servers`] it runs the workloads only,
 //! against servers it cannot touch. The same seed gives the same fault schedule and the same
 //! workload choices.
@@ -49,8 +49,8 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tokio::time::timeout;
-use ward_check::History;
 use ward_client::{Client, CreateMode, Error};
+use ward_linearizability::History;
 use workers::{Done, Paths};
 
 /// Where the workloads run.

@@ -7,9 +7,9 @@ use super::shared::{connect, recover, Shared, OP_LIMIT};
 use super::CheckError;
 use std::sync::Arc;
 use tokio::time::{error::Elapsed, timeout};
-use ward_check::{History, Node, Op, Outcome};
 use ward_client::{Client, Error, Stat};
-use ward_testkit::Rng;
+use ward_linearizability::{History, Node, Op, Outcome};
+use ward_procs::Rng;
 
 /// What every key holds at the start (version 0).
 pub const INITIAL: &[u8] = b"init";

@@ -9,7 +9,7 @@ use super::CheckError;
 use std::time::{Duration, Instant};
 use tokio::time::timeout;
 use ward_client::{Client, CreateMode, Error};
-use ward_testkit::{Proxy, Rng};
+use ward_procs::{Proxy, Rng};
 
 /// The owners' session timeout: the shortest a server grants by default.
 pub const OWNER_TIMEOUT: Duration = Duration::from_secs(4);

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::time::timeout;
-use ward_check::Clock;
 use ward_client::{Client, CreateMode, SessionState};
+use ward_linearizability::Clock;
 
 /// One call's bound: past it the outcome is unknown. Generous, because a write forwarded to
 /// a leader that has just been cut off waits out the member's commit timeout (10 s).

@@ -4,7 +4,7 @@ use super::locks::WriteOutcome;
 use super::sessions::End;
 use super::svg::{Span, Status};
 use super::workers::Done;
-use ward_check::Outcome;
+use ward_linearizability::Outcome;
 
 /// The bars of everything `done` recorded.
 pub fn spans(done: &Done) -> Vec<Span> {

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::timeout;
 use ward_client::{Client, Error, EventKind, Watch};
+use ward_procs::Rng;
 use ward_proto::Zxid;
-use ward_testkit::Rng;
 
 /// Reads a watcher makes before it gives a quiet watch up.
 const READS: u32 = 50;

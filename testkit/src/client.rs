@@ -1,8 +1,12 @@
-//! Clients for tests: connected with generous bounds, and watched into a session state.
+//! Clients for tests: connected with generous bounds, and watched into a session state;
+//! and the questions put to a member with short bounds ([`ward_procs::member`]), re-exported
+//! here.
 
 use crate::wait::{within, DEADLINE};
 use std::time::Duration;
 use ward_client::{Client, SessionState};
+
+pub use ward_procs::member::{member_has, synced};
 
 /// Generous: connecting includes the server's first accept on a loaded machine.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
@@ -33,22 +37,6 @@ pub async fn connect_as(addrs: &str, auth: &[(&str, &str)]) -> Client {
         builder = builder.auth(scheme, credentials);
     }
     within("connect", DEADLINE, builder.connect()).await.unwrap_or_else(|e| panic!("connect to {addrs}: {e:?}"))
-}
-
-/// A session on the member at `addr` that has synced with the leader, if the member serves
-/// one now (a member cut off from the others turns its clients away). Short bounds: for
-/// polling under [`wait_until`](crate::wait_until).
-pub async fn synced(addr: &str) -> Option<Client> {
-    let connecting = Client::builder(addr).connect_timeout(Duration::from_secs(2)).connect();
-    let client = tokio::time::timeout(Duration::from_secs(5), connecting).await.ok()?.ok()?;
-    tokio::time::timeout(Duration::from_secs(5), client.sync("/")).await.ok()?.ok()?;
-    Some(client)
-}
-
-/// Whether the member at `addr`, synced with the leader, has the node `path` now.
-pub async fn member_has(addr: &str, path: &str) -> bool {
-    let Some(client) = synced(addr).await else { return false };
-    matches!(client.exists(path).await, Ok(Some(_)))
 }
 
 /// Waits until the client's session state is `want`, remembering every state seen on the

@@ -4,11 +4,13 @@
 //!
 //! Everything here fails the calling test by panicking with a message, and cleans up after
 //! itself in `Drop`: every process started here is killed, every directory made is removed.
-//! The pieces a program outside `cargo test` drives (`ward check` starts an ensemble and
-//! inflicts faults on it) also come in a fallible form (`try_*`, [`Ensemble::launch`],
-//! [`locate::server_binary_beside`]) that returns a [`HarnessError`] instead.
+//! The processes, the proxies and bounded waiting live in `ward-procs` (which `ward check`
+//! uses too, with their fallible `try_*` forms); this crate re-exports them under the same
+//! names, so a test names everything it uses as `ward_testkit::...`.
 //!
 //! # Layout
+//!
+//! Re-exported from [`ward_procs`]:
 //!
 //! - [`server`]: [`ServerProcess`], one `ward-server` process (durable or in memory, with or
 //!   without the ZooKeeper listener): kill -9, restart on the same port and data directory,
@@ -22,13 +24,17 @@
 //! - [`port`]: ports a server keeps over its restarts, outside the kernel's ephemeral range.
 //! - [`proxy`]: [`Proxy`], a TCP proxy between clients and a server that cuts, blocks,
 //!   mutes and partitions its links.
-//! - [`wait`]: bounded waiting ([`within`], [`wait_for`], [`wait_until`], [`bounded`]) and
-//!   [`serial`] for test bodies that must not share the CPU.
+//! - [`tempdir`]: [`TempDir`], a directory removed on drop.
+//! - [`rng`]: [`Rng`], a small seeded PRNG, and the run's [`seed`].
+//!
+//! This crate's own:
+//!
+//! - [`wait`]: bounded waiting ([`within`], [`wait_for`], [`wait_until`], from
+//!   `ward-procs`), the bound on a whole test ([`bounded`]) and [`serial`] for test bodies
+//!   that must not share the CPU.
 //! - [`browser`]: Debian's headless Chromium under Playwright, for the web console's tests.
 //! - [`client`]: connecting clients with generous bounds, and waiting for a session state.
 //! - [`tree`]: a digest of the whole znode tree, compared node by node.
-//! - [`tempdir`]: [`TempDir`], a directory removed on drop.
-//! - [`rng`]: [`Rng`], a small seeded PRNG, and the run's [`seed`].
 //! - [`run`]: running an outside program to completion within a bound.
 //! - [`mod@skip`]: skipping a test whose outside tools are missing, loudly, or failing it under
 //!   `WARD_REQUIRE_ALL_SUITES=1`.
@@ -36,19 +42,12 @@
 //! - [`zk`]: kazoo (provisioned in a venv under the target directory) and ZooKeeper's Java
 //!   client and zkCli.
 
+pub use ward_procs::{ensemble, error, http, locate, port, proxy, rng, server, tempdir};
+
 pub mod browser;
 pub mod client;
-pub mod ensemble;
-pub mod error;
-pub mod http;
-pub mod locate;
-pub mod port;
-pub mod proxy;
-pub mod rng;
 pub mod run;
-pub mod server;
 pub mod skip;
-pub mod tempdir;
 #[cfg(feature = "tls")]
 pub mod tls;
 pub mod tree;
@@ -56,12 +55,9 @@ pub mod wait;
 pub mod zk;
 
 pub use client::{connect, connect_as, connect_with, member_has, synced, wait_state};
-pub use ensemble::{Ensemble, EnsembleOptions};
-pub use error::HarnessError;
-pub use proxy::Proxy;
-pub use rng::{seed, Rng};
-pub use server::{ServerBuilder, ServerProcess};
 pub use skip::skip;
-pub use tempdir::TempDir;
 pub use tree::{assert_same_tree, tree_digest};
 pub use wait::{bounded, serial, wait_for, wait_until, within, DEADLINE, TEST_DEADLINE};
+pub use ward_procs::{
+    seed, Ensemble, EnsembleOptions, HarnessError, Proxy, Rng, ServerBuilder, ServerProcess, TempDir,
+};

@@ -100,8 +100,9 @@ const OUR_CRATES: &[&str] = &[
     "ward_server",
     "ward_client",
     "ward_proto",
-    "ward_check",
+    "ward_linearizability",
     "ward_testkit",
+    "ward_procs",
     "ward_bench",
 ];
 

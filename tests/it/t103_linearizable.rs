@@ -1,6 +1,6 @@
-//! Linearizable registers on an ensemble: clients on every member read (after `sync`),
-//! write and compare-and-set a few keys while the leader is killed and members are cut off,
-//! and `ward-check` finds a linearization of everything they saw. The clients and the
+//! Linearizable registers on an ensemble: clients on every member read (after `sync`), write
+//! and compare-and-set a few keys while the leader is killed and members are cut off, and
+//! `ward-linearizability` finds a linearization of everything they saw. The clients and the
 //! faults are `ward check`'s own (`ward::check`), driven here on a fixed schedule.
 
 use crate::harness::*;
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use ward::check::nemesis::{self, FaultKind};
 use ward::check::registers::{self, RegisterOp, Worker, INITIAL};
 use ward::check::Shared;
-use ward_check::{check, History, Node, Op, Outcome};
+use ward_linearizability::{check, History, Node, Op, Outcome};
 use ward_testkit::{seed, serial, Ensemble, Rng};
 
 const KEYS: [&str; 3] = ["/g17-a", "/g17-b", "/g17-c"];
@@ -225,7 +225,7 @@ async fn the_checker_rejects_a_real_history_with_one_stale_read() {
         let violation = doctored.violations().next().expect("a violation, not an unknown verdict");
         assert_eq!(violation.blocked, Some(read), "the violation names the stale read:\n{}", violation.explanation);
         for other in KEYS.iter().filter(|k| **k != key) {
-            assert_eq!(doctored.get(other).map(|k| &k.verdict), Some(&ward_check::Verdict::Linearizable));
+            assert_eq!(doctored.get(other).map(|k| &k.verdict), Some(&ward_linearizability::Verdict::Linearizable));
         }
     })
     .await

@@ -11,7 +11,7 @@ pub fn run(args: CheckArgs, out: Out) -> Result<u8, Failure> {
     let seed = args.seed.unwrap_or_else(clock_seed);
     let target = match (args.ensemble, args.servers) {
         (Some(members), _) => {
-            let server_binary = ward_testkit::locate::server_binary_beside()
+            let server_binary = ward_procs::locate::server_binary_beside()
                 .map_err(|e| Failure::Check(ward::check::CheckError::Harness(e)))?;
             Target::Ensemble { members, server_binary }
         }

@@ -1,7 +1,7 @@
 use super::{push, Finding, Verdict};
 use crate::check::locks::{parse_counter, Hold, WriteOutcome};
 use crate::check::registers::{RegisterOp, INITIAL};
-use ward_check::{Op, Outcome};
+use ward_linearizability::{Op, Outcome};
 
 /// What one member showed of one node at the end, after healing and `sync`.
 #[derive(Clone, Debug)]

@@ -1,26 +1,26 @@
 use super::{Finding, Verdict};
 use crate::check::report::ms;
-use ward_check::{History, Node, Op, OpId, Outcome, Record};
+use ward_linearizability::{History, Node, Op, OpId, Outcome, Record};
 
 /// Steps the search may take per key: a linearizable key of a few thousand operations at a
 /// handful of clients takes a few times its size.
 pub const BUDGET: u64 = 50_000_000;
 
 /// Linearizability of each key of `history`. A violation is shown by the shortest slice of
-/// the key's history that still fails on its own (`ward_check::shrink`), else by the
+/// the key's history that still fails on its own (`ward_linearizability::shrink`), else by the
 /// search's own explanation (the longest order found, and the operation that cannot take
 /// effect after it).
 pub fn linearizability(history: &History) -> Verdict {
     let mut verdict = Verdict::new("linearizability");
     verdict.operations = history.records().len();
-    let report = ward_check::check(history, BUDGET);
+    let report = ward_linearizability::check(history, BUDGET);
     for key in &report.keys {
         match &key.verdict {
-            ward_check::Verdict::Linearizable => {}
-            ward_check::Verdict::Violation(v) => {
+            ward_linearizability::Verdict::Linearizable => {}
+            ward_linearizability::Verdict::Violation(v) => {
                 let total = key.completed + key.pending;
                 let what = format!("{}: no linearization of its {total} operations", key.key);
-                let finding = match ward_check::shrink(history, &key.key, BUDGET) {
+                let finding = match ward_linearizability::shrink(history, &key.key, BUDGET) {
                     Some(slice) => shown(history, &slice, total, what),
                     None => {
                         let lines = v.explanation.lines().map(str::to_owned).collect();
@@ -30,14 +30,16 @@ pub fn linearizability(history: &History) -> Verdict {
                 };
                 super::push(&mut verdict, finding);
             }
-            ward_check::Verdict::Unknown { reason } => verdict.undecided.push(format!("{}: {reason}", key.key)),
+            ward_linearizability::Verdict::Unknown { reason } => {
+                verdict.undecided.push(format!("{}: {reason}", key.key))
+            }
         }
     }
     verdict
 }
 
 /// The finding for a failing slice: where it starts, then its operations.
-fn shown(history: &History, slice: &ward_check::Slice, total: usize, what: String) -> Finding {
+fn shown(history: &History, slice: &ward_linearizability::Slice, total: usize, what: String) -> Finding {
     let start = match (&slice.initial, slice.initial_from.and_then(|id| history.get(id))) {
         (Some(node), Some(write)) => {
             let at = write.completion.as_ref().map_or(write.invoked, |c| c.at);

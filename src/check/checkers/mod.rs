@@ -1,8 +1,8 @@
 //! The checkers: each reads the recorded history and returns a [`Verdict`].
 //!
-//! * [`linearizability`]: each register key has a linearization (ward-check's WGL search;
-//!   operations of unknown outcome left open), G17; a violation is shown by the shortest
-//!   slice of the key's history that fails on its own.
+//! * [`linearizability`]: each register key has a linearization (ward-linearizability's WGL
+//!   search; operations of unknown outcome left open), G17; a violation is shown by the
+//!   shortest slice of the key's history that fails on its own.
 //! * [`lock_safety`]: no two holds overlap unless a holder's guard reported the lock lost;
 //!   fenced writes accepted in token order; the counter never loses an increment (G12).
 //! * [`ephemerals`]: an ephemeral node exists while its session lives and is gone once the

@@ -3,7 +3,7 @@
 use super::*;
 use crate::check::locks::{FencedWrite, Hold, WriteOutcome};
 use crate::check::registers::{RegisterOp, INITIAL};
-use ward_check::{Op, Outcome};
+use ward_linearizability::{Op, Outcome};
 
 /// A hold of `process` with `token` over `[from, to]` that read `n` (version n) and wrote
 /// n + 1, accepted as version n + 1 unless `version` says otherwise.

@@ -6,7 +6,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 use tokio::time::timeout;
 use ward_client::{Client, Error};
-use ward_testkit::Ensemble;
+use ward_procs::Ensemble;
 
 /// How long adding a member back may take: it is caught up (from a snapshot, perhaps)
 /// before it votes.

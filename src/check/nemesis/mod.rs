@@ -17,7 +17,7 @@ use super::CheckError;
 use std::time::{Duration, Instant};
 use tokio::time::timeout;
 use ward_client::Client;
-use ward_testkit::{Ensemble, Rng};
+use ward_procs::{Ensemble, Rng};
 
 /// One fault as it happened, on the run's clock (nanoseconds).
 #[derive(Clone, Debug)]

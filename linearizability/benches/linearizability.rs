@@ -1,10 +1,10 @@
 //! The linearizability checker's speed: valid histories of 10,000 and 50,000 operations
 //! (4 keys, 8 processes, up to 15 overlapping operations per key, about 1 % of the writes
 //! of unknown outcome) checked, the rate printed. A program, not a timed test:
-//! `cargo bench -p ward-check` (docs/benchmarks.md).
+//! `cargo bench -p ward-linearizability` (docs/benchmarks.md).
 
 use std::time::Instant;
-use ward_check::{check, sample};
+use ward_linearizability::{check, sample};
 
 /// Enough for a valid history of these sizes; a run that reports `unknown` needs more.
 const BUDGET: u64 = 50_000_000;

@@ -3,8 +3,14 @@
 
 use std::process::Command;
 use std::time::Duration;
-use ward_client::CreateMode;
-use ward_testkit::{connect, within, ServerProcess, DEADLINE};
+use ward_client::{Client, CreateMode};
+use ward_procs::{within, ServerProcess, DEADLINE};
+
+/// A client of `addr`, bounded (ward-testkit's `connect`, which depends on this crate).
+async fn connect(addr: &str) -> Client {
+    let connecting = Client::builder(addr).connect_timeout(Duration::from_secs(20)).connect();
+    within("connect", DEADLINE, connecting).await.unwrap_or_else(|e| panic!("connect to {addr}: {e:?}"))
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_keeps_both_addresses_and_the_data() {

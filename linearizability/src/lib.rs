@@ -2,7 +2,7 @@
 //! (a znode path), with ZooKeeper's versions, created, written, compared-and-set, deleted.
 //!
 //! ```
-//! use ward_check::{check, History, Op, Outcome, Node};
+//! use ward_linearizability::{check, History, Op, Outcome, Node};
 //!
 //! let mut h = History::new();
 //! h.set_initial("/k", Some(Node { value: b"a".to_vec(), version: 0 }));

@@ -66,10 +66,10 @@ fn large_history_with_one_stale_read_is_rejected() {
     assert!(report.keys.iter().all(|k| k.key == plan[stale].key || k.verdict == crate::Verdict::Linearizable));
 }
 
-/// The speed figure: a valid history of 10,000 operations (over 4 keys, 8 processes, up to
-/// 15 overlapping operations per key, some of unknown outcome) is checked, and the rate is
-/// printed (`cargo test -p ward-check --release ten_thousand -- --nocapture`). No timing is
-/// asserted; the step count is, as a machine-independent bound on the work.
+/// The speed figure: a valid history of 10,000 operations (over 4 keys, 8 processes, up to 15
+/// overlapping operations per key, some of unknown outcome) is checked, and the rate is
+/// printed (`cargo test -p ward-linearizability --release ten_thousand -- --nocapture`). No
+/// timing is asserted; the step count is, as a machine-independent bound on the work.
 #[test]
 fn ten_thousand_operations_checked_with_their_speed_printed() {
     const N: usize = 10_000;

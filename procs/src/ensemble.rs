@@ -120,7 +120,7 @@ impl Ensemble {
     pub async fn wait_all_have(&self, path: &str) {
         for id in self.ids() {
             let addr = self.addr(id);
-            let has = || crate::client::member_has(&addr, path);
+            let has = || crate::member::member_has(&addr, path);
             crate::wait::wait_until(&format!("member {id} has {path}"), DEADLINE, has).await;
         }
     }
