@@ -166,9 +166,13 @@ impl ServerProcess {
     }
 
     /// SIGSTOP: the process stays, with its sockets open, and answers nothing until
-    /// [`resume`](Self::resume) — a server stalled rather than gone.
+    /// [`resume`](Self::resume) — a server stalled rather than gone. Returns once every
+    /// thread of it is stopped: the signal is delivered asynchronously, and a loaded machine
+    /// may let it answer a request sent just after `kill` returned.
     pub fn pause(&mut self) {
-        self.signal("-STOP");
+        if let Err(why) = self.try_pause() {
+            panic!("{why}");
+        }
     }
 
     /// SIGCONT after [`pause`](Self::pause).
@@ -178,7 +182,17 @@ impl ServerProcess {
 
     /// [`pause`](Self::pause), `Err` instead of a panic.
     pub fn try_pause(&mut self) -> Result<(), HarnessError> {
-        self.try_signal("-STOP")
+        self.try_signal("-STOP")?;
+        let pid = self.pid().ok_or(HarnessError::Signal { signal: "-STOP", why: "not running".into() })?;
+        let start = Instant::now();
+        while !all_threads_stopped(pid) {
+            if start.elapsed() > DEADLINE {
+                let why = format!("ward-server {pid} not stopped within {DEADLINE:?} of SIGSTOP");
+                return Err(HarnessError::Signal { signal: "-STOP", why });
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(())
     }
 
     /// [`resume`](Self::resume), `Err` instead of a panic.
@@ -390,6 +404,18 @@ impl ServerProcess {
             false => Err(failed(format!("kill {pid} exited with {status}"))),
         }
     }
+}
+
+/// Every thread of `pid` is in the stopped state (`T`, /proc/PID/task/TID/stat's third
+/// field); true where /proc cannot tell (not Linux), as before this was checked.
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return true };
+    tasks.flatten().all(|task| {
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // After the command's name in parentheses, which may itself hold spaces.
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+        matches!(state, Some("T" | "t") | None)
+    })
 }
 
 impl Drop for ServerProcess {
