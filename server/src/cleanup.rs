@@ -28,7 +28,7 @@ pub async fn run(server: Arc<Server>, cancel: CancellationToken) {
             _ = cancel.cancelled() => return,
             _ = interval.tick() => {}
         }
-        if !server.local.sessions.is_sweeping() {
+        if !server.local.ready.is_ready() {
             continue;
         }
         // Bounded: each round deletes a full batch or ends the check.

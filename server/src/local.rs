@@ -6,7 +6,7 @@ use crate::command::Change;
 use crate::conn::{CloseReason, Outbound};
 use crate::core::{Core, Effects};
 use crate::lock;
-use crate::session::SessionTracker;
+use crate::session::{Readiness, SessionTracker};
 use crate::state::StateMachine;
 use crate::sync::{AtomicU64, Ordering};
 use crate::watch::WatchRegistry;
@@ -16,14 +16,28 @@ use ward_proto::ServerStats;
 
 /// The local registries, and the sink of apply's effects on a serving server (leader or
 /// follower alike: each pushes events and grants to the clients connected to it).
-#[derive(Default)]
 pub struct Local {
     pub watches: WatchRegistry,
     pub sessions: SessionTracker,
+    /// Whether this server may do a leader's duties now; `sessions` switches it.
+    pub ready: Arc<Readiness>,
     /// This server's figures (`/metrics`, the four-letter words).
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Lock grants pushed to waiters connected here.
     lock_grants: AtomicU64,
+}
+
+impl Default for Local {
+    fn default() -> Self {
+        let ready = Arc::new(Readiness::default());
+        Local {
+            watches: WatchRegistry::default(),
+            sessions: SessionTracker::new(ready.clone()),
+            ready,
+            metrics: Arc::default(),
+            lock_grants: AtomicU64::default(),
+        }
+    }
 }
 
 impl Local {

@@ -40,7 +40,7 @@ pub async fn run(server: Arc<Server>, cancel: CancellationToken) {
             _ = cancel.cancelled() => return,
             _ = interval.tick() => {}
         }
-        if !server.local.sessions.is_sweeping() {
+        if !server.local.ready.is_ready() {
             seen.clear();
             continue;
         }

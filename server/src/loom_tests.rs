@@ -258,8 +258,9 @@ fn a_ping_confirmed_by_a_round_that_refused_its_session_is_not_ponged() {
 
 /// G15: a new leader's sweep never expires a session on a deadline from before it led. The
 /// leader's duties restart every deadline and only then turn the sweep on; the sweep task
-/// may run at any moment meanwhile. Turning the sweep on before restarting the deadlines
-/// breaks it: loom finds the sweep expiring the session on its stale deadline.
+/// may run at any moment meanwhile. Switching readiness on before `SessionTracker::ready_to_lead`
+/// takes the lock under which it restarts the deadlines breaks it: loom finds the sweep
+/// expiring the session on its stale deadline.
 #[test]
 fn a_new_leader_expires_nothing_before_deadlines_restart() {
     use crate::session::SessionTracker;
@@ -267,14 +268,13 @@ fn a_new_leader_expires_nothing_before_deadlines_restart() {
     use std::time::Duration;
     loom::model(|| {
         let tracker = Arc::new(SessionTracker::default());
-        tracker.set_sweeping(false);
+        tracker.not_leading();
         // Known from the log, last heard of by another leader: already past its deadline.
         tracker.register(SessionId(7), Duration::ZERO);
         let duties = {
             let tracker = tracker.clone();
             thread::spawn(move || {
-                tracker.restart_deadlines(Duration::from_secs(3600));
-                tracker.set_sweeping(true);
+                tracker.ready_to_lead(Duration::from_secs(3600));
             })
         };
         let expired = tracker.take_due(tokio::time::Instant::now());

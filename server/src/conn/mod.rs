@@ -11,12 +11,14 @@
 //! * [`driver`]: the one reader of every listener: the order in which a request is
 //!   numbered, submitted, caught up, prepared, viewed and queued (G2, G6); a listener only
 //!   decodes requests ([`driver::Protocol`]).
+//! * [`directory`]: which connection serves each session here.
 //! * [`queue`]: the reader's bounded queue of items for the writer; [`writer`]: replies in
 //!   request order, with what the server pushes.
 //! * [`park`]: an idle connection parked on its socket and outbox; [`counted`]: the bytes a
 //!   connection reads and writes, counted into its listener's figures.
 
 pub mod counted;
+pub(crate) mod directory;
 pub mod driver;
 pub mod ordering;
 pub mod outbox;

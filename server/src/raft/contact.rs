@@ -117,7 +117,7 @@ pub async fn run(
         // Whether the leader acknowledged the round, and which of its touches it refused.
         let acknowledged = match leader_of(&raft) {
             Leader::Me { single } => {
-                (single || (local.sessions.is_sweeping() && lease_fresh(&raft, &quorum, &handing))).then(Vec::new)
+                (single || (local.ready.is_ready() && lease_fresh(&raft, &quorum, &handing))).then(Vec::new)
             }
             Leader::Other(leader, addr) => {
                 let applied = raft.metrics().borrow_watched().last_applied.map(|id| id.index);

@@ -29,15 +29,14 @@ pub async fn run_duties(raft: Raft, local: Arc<Local>, grace: Duration, cancel: 
         // Also when it leads again in a later term without this task having seen it follow
         // in between: deadlines from the earlier term must not be swept meanwhile.
         if (!leading || led_term != Some(term)) && led_term.take().is_some() {
-            local.sessions.set_sweeping(false);
+            local.sessions.not_leading();
             tracing::info!(term, "no longer the leader of the term it got ready in: session expiry off");
         }
         if leading && led_term != Some(term) {
             // Every entry of earlier terms is applied once a read index of this term is.
             match raft.ensure_linearizable(ReadPolicy::ReadIndex).await {
                 Ok(_) => {
-                    local.sessions.restart_deadlines(grace);
-                    local.sessions.set_sweeping(true);
+                    local.sessions.ready_to_lead(grace);
                     led_term = Some(term);
                     tracing::info!(
                         term,

@@ -431,7 +431,7 @@ pub async fn open_member(
     let raft =
         Raft::new(id, Arc::new(config), network, store, sm).await.map_err(|e| OpenError::raft("starting")(e.into()))?;
     // Until this server leads and is ready, it expires nobody.
-    local.sessions.set_sweeping(false);
+    local.sessions.not_leading();
     let cancel = CancellationToken::new();
     let tasks = TaskTracker::new();
     let reports = membership::AppliedReports::default();

@@ -125,7 +125,7 @@ impl Member {
         if !self.raft.metrics().borrow_watched().state.is_leader() {
             return Err(ForwardError::NotLeader(self.raft.metrics().borrow_watched().current_leader));
         }
-        if !self.local.sessions.is_sweeping() || !super::contact::lease_fresh(&self.raft, &self.quorum, &self.handing) {
+        if !self.local.ready.is_ready() || !super::contact::lease_fresh(&self.raft, &self.quorum, &self.handing) {
             return Err(ForwardError::NotLeader(None));
         }
         Ok(sessions.into_iter().filter(|s| !self.local.sessions.touch(*s)).collect())

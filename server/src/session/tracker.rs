@@ -1,35 +1,20 @@
-//! Deadlines and connection ownership of live sessions.
+//! The sessions live on this server, under one lock: their deadlines ([`Deadlines`]), the
+//! touch rounds that pass their heartbeats to the leader ([`Touches`]), and the connection
+//! serving each ([`Directory`]). One lock because they change together: a heartbeat revives
+//! a deadline and lists a touch; an attach checks the session is live and binds its
+//! connection, which an ending session must not slip between.
 
+use super::deadlines::Deadlines;
+use super::readiness::Readiness;
+use super::touches::Touches;
+use crate::conn::directory::Directory;
 use crate::conn::{CloseReason, ConnId, Outbound, OutboundTx};
-use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
+use crate::sync::{Mutex, MutexGuard};
 use std::collections::HashMap;
-use std::sync::PoisonError;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 use tokio::time::Instant;
 use ward_proto::SessionId;
-
-struct Tracked {
-    timeout: Duration,
-    deadline: Instant,
-    /// The connection serving the session now, if any.
-    conn: Option<(ConnId, OutboundTx)>,
-    /// An expiry has been proposed; later heartbeats do not revive the session.
-    expiring: bool,
-    /// Heard from since the last [`SessionTracker::take_touched`]: a follower passes these
-    /// on to the leader, whose deadlines are the ones that count.
-    touched: bool,
-    /// The leader answered the last round that carried this session's touch "gone" (it
-    /// does not know the session, or is expiring it): its heartbeats are not confirmed here
-    /// until a later round carries a touch the leader takes.
-    refused: bool,
-}
-
-impl Tracked {
-    /// A session just known here: a whole timeout from `now`, no connection, nothing pending.
-    fn fresh(timeout: Duration, now: Instant) -> Tracked {
-        Tracked { timeout, deadline: now + timeout, conn: None, expiring: false, touched: false, refused: false }
-    }
-}
 
 /// One session's liveness here ([`SessionTracker::liveness`]).
 #[derive(Clone, Copy, Debug)]
@@ -42,244 +27,193 @@ pub struct Liveness {
     pub expiring: bool,
 }
 
-/// Every live session's deadline. Heartbeats only touch this map; they never reach the log.
+#[derive(Default)]
+struct Sessions {
+    deadlines: Deadlines,
+    touches: Touches,
+    conns: Directory,
+}
+
+/// Every live session's deadline and connection. Heartbeats only touch this; they never
+/// reach the log.
 pub struct SessionTracker {
     // A std mutex: touched on every frame, never held across an await.
-    inner: Mutex<HashMap<SessionId, Tracked>>,
-    /// The sessions whose `touched` flag is set, so draining costs what was touched and not
-    /// every session. Locked after `inner`, never before.
-    touched: Mutex<Vec<SessionId>>,
-    /// 1 while this server may expire sessions: always on a single server; in an ensemble
-    /// only on a leader that has applied every earlier entry and restarted every deadline.
-    sweeping: AtomicU64,
+    inner: Mutex<Sessions>,
+    /// Read under `inner` by the sweep, so that the switch and the deadlines it restarts are
+    /// seen together.
+    ready: Arc<Readiness>,
 }
 
 impl Default for SessionTracker {
     fn default() -> Self {
-        SessionTracker { inner: Mutex::default(), touched: Mutex::default(), sweeping: AtomicU64::new(1) }
+        SessionTracker::new(Arc::default())
     }
 }
 
 impl SessionTracker {
-    fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, Tracked>> {
+    /// A tracker whose sweep runs while `ready` is on; it switches `ready` itself.
+    pub fn new(ready: Arc<Readiness>) -> SessionTracker {
+        SessionTracker { inner: Mutex::default(), ready }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Sessions> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Starts tracking a session created by apply, with a full timeout ahead of it.
     pub fn register(&self, session: SessionId, timeout: Duration) {
-        self.lock().insert(session, Tracked::fresh(timeout, Instant::now()));
+        self.lock().deadlines.register(session, timeout, Instant::now());
     }
 
     /// Makes the tracked sessions exactly `live` (after the state was replaced by a
     /// snapshot): those not in it have ended, and those new to it start a full timeout.
     pub fn follow(&self, live: Vec<(SessionId, Duration)>) {
         let live: HashMap<SessionId, Duration> = live.into_iter().collect();
-        let mut map = self.lock();
-        map.retain(|id, t| {
-            let keep = live.contains_key(id);
-            if !keep {
-                if let Some((_, tx)) = t.conn.take() {
-                    let _ = tx.send(Outbound::Close(CloseReason::SessionEnded));
-                }
-            }
-            keep
-        });
+        let mut s = self.lock();
+        for id in s.deadlines.keep(&live) {
+            s.touches.forget(id);
+            s.conns.close(id, CloseReason::SessionEnded);
+        }
         let now = Instant::now();
         for (id, timeout) in live {
-            map.entry(id).or_insert(Tracked::fresh(timeout, now));
+            if !s.deadlines.contains(id) {
+                s.deadlines.register(id, timeout, now);
+            }
         }
-    }
-
-    /// Whether this server may expire sessions now.
-    pub fn is_sweeping(&self) -> bool {
-        self.sweeping.load(Ordering::SeqCst) == 1
     }
 
     /// Closes every connection serving a session here, for `reason`.
     pub fn close_all(&self, reason: CloseReason) {
-        for t in self.lock().values_mut() {
-            if let Some((_, tx)) = t.conn.take() {
-                let _ = tx.send(Outbound::Close(reason));
-            }
-        }
+        self.lock().conns.close_all(reason);
     }
 
-    /// Turns the expiry sweep on or off (see the `sweeping` field). Off also forgets every
-    /// expiry this server proposed and has not applied: a member that stopped leading decides
-    /// no expiry, and must not turn its sessions' resumes and touches away as if it had.
-    pub fn set_sweeping(&self, on: bool) {
-        self.sweeping.store(u64::from(on), Ordering::SeqCst);
-        if !on {
-            for t in self.lock().values_mut() {
-                t.expiring = false;
-            }
-        }
+    /// This server leads and has applied every earlier entry: gives every tracked session
+    /// `timeout + grace` from now, forgets pending expiry proposals and the last leader's
+    /// refusals, and only then turns the leader's duties on. A new leader does not know when
+    /// another member last heard from a client, so each gets a whole timeout (and `grace`,
+    /// the time a deposed leader may still have been acknowledging that client) before this
+    /// one may expire it.
+    pub fn ready_to_lead(&self, grace: Duration) {
+        let mut s = self.lock();
+        s.deadlines.restart(grace, Instant::now());
+        s.touches.forget_refusals();
+        self.ready.set(true);
     }
 
-    /// Gives every tracked session `timeout + grace` from now, and forgets pending expiry
-    /// proposals: a new leader does not know when another member last heard from a client,
-    /// so each gets a whole timeout (and `grace`, the time a deposed leader may still have
-    /// been acknowledging that client) before this one may expire it.
-    pub fn restart_deadlines(&self, grace: Duration) {
-        let now = Instant::now();
-        for t in self.lock().values_mut() {
-            t.deadline = now + t.timeout + grace;
-            t.expiring = false;
-            // The refusals were another leader's: this one decides now.
-            t.refused = false;
-        }
+    /// Turns the leader's duties off, and forgets every expiry this server proposed and has
+    /// not applied: a member that stopped leading decides no expiry, and must not turn its
+    /// sessions' resumes and touches away as if it had.
+    pub fn not_leading(&self) {
+        self.ready.set(false);
+        self.lock().deadlines.forget_expiries();
     }
 
     /// The leader acknowledged a round that carried the touches of `touched`, and answered
     /// `gone` of them gone.
     pub fn heard_back(&self, touched: &[SessionId], gone: &[SessionId]) {
-        let gone: std::collections::HashSet<&SessionId> = gone.iter().collect();
-        let mut map = self.lock();
-        for id in touched {
-            if let Some(t) = map.get_mut(id) {
-                t.refused = gone.contains(id);
-            }
-        }
+        let mut s = self.lock();
+        let tracked: Vec<SessionId> = touched.iter().copied().filter(|id| s.deadlines.contains(*id)).collect();
+        s.touches.heard_back(&tracked, gone);
     }
 
     /// Whether a heartbeat of `session` that a round has confirmed may be answered as
     /// confirmed (a pong, or the welcome of a resume): tracked here, not being expired by
     /// this member, and not refused by the leader at the last touch that reached it.
     pub fn may_confirm(&self, session: SessionId) -> bool {
-        self.lock().get(&session).is_some_and(|t| !t.expiring && !t.refused)
+        let s = self.lock();
+        s.deadlines.is_live(session) && !s.touches.refused(session)
     }
 
     /// Sessions heard from since the last call.
     pub fn take_touched(&self) -> Vec<SessionId> {
-        let mut map = self.lock();
-        let touched = std::mem::take(&mut *self.touched.lock().unwrap_or_else(PoisonError::into_inner));
-        for id in &touched {
-            if let Some(t) = map.get_mut(id) {
-                t.touched = false;
-            }
-        }
-        touched
-    }
-
-    /// Sets the session's `touched` flag, listing it if it was clear (under `inner`'s lock).
-    fn mark_touched(&self, id: SessionId, t: &mut Tracked) {
-        if !std::mem::replace(&mut t.touched, true) {
-            self.touched.lock().unwrap_or_else(PoisonError::into_inner).push(id);
-        }
+        self.lock().touches.take()
     }
 
     /// Binds the session to a connection, closing the one that served it before. Returns
     /// false when the session is not live here.
     pub fn attach(&self, session: SessionId, conn: ConnId, tx: OutboundTx) -> bool {
-        let mut map = self.lock();
-        let Some(t) = map.get_mut(&session) else { return false };
-        if !self.revive(session, t) {
+        let mut s = self.lock();
+        if !s.deadlines.revive(session, Instant::now()) {
             return false;
         }
-        if let Some((_, old)) = t.conn.replace((conn, tx)) {
-            let _ = old.send(Outbound::Close(CloseReason::SessionMoved));
-        }
+        s.touches.mark(session);
+        s.conns.bind(session, conn, tx);
         true
     }
 
     /// Records a sign of life: any frame on the session's connection, or a touch passed on
     /// by another member. False when the session is not live here (unknown, or expiring).
     pub fn touch(&self, session: SessionId) -> bool {
-        self.lock().get_mut(&session).is_some_and(|t| self.revive(session, t))
-    }
-
-    /// A touch or an attach of a tracked session: a whole timeout from now, unless it is
-    /// expiring. Never shorter: a new leader's grace (`restart_deadlines`) covers touches a
-    /// deposed leader may still acknowledge after this one.
-    fn revive(&self, id: SessionId, t: &mut Tracked) -> bool {
-        if t.expiring {
-            return false;
+        let mut s = self.lock();
+        let live = s.deadlines.revive(session, Instant::now());
+        if live {
+            s.touches.mark(session);
         }
-        t.deadline = t.deadline.max(Instant::now() + t.timeout);
-        self.mark_touched(id, t);
-        true
+        live
     }
 
     /// The connection went away; the session lives on until its deadline.
     pub fn detach(&self, session: SessionId, conn: ConnId) {
-        if let Some(t) = self.lock().get_mut(&session) {
-            if t.conn.as_ref().is_some_and(|(id, _)| *id == conn) {
-                t.conn = None;
-            }
-        }
+        self.lock().conns.unbind(session, conn);
     }
 
     /// Pushes `msg` to the connection serving `session`; false if none does.
     pub fn send(&self, session: SessionId, msg: Outbound) -> bool {
-        match self.lock().get(&session).and_then(|t| t.conn.as_ref()) {
-            Some((_, tx)) => tx.send(msg),
-            None => false,
-        }
+        self.lock().conns.send(session, msg)
     }
 
     /// True while `conn` is the connection serving `session`. A connection that lost its
     /// session to a newer one must not submit more writes for it.
     pub fn is_owner(&self, session: SessionId, conn: ConnId) -> bool {
-        self.lock().get(&session).and_then(|t| t.conn.as_ref()).is_some_and(|(id, _)| *id == conn)
+        self.lock().conns.owner(session) == Some(conn)
     }
 
     /// True while the session is tracked here and not being expired.
     pub fn is_live(&self, session: SessionId) -> bool {
-        self.lock().get(&session).is_some_and(|t| !t.expiring)
+        self.lock().deadlines.is_live(session)
     }
 
     /// The session ended in the state machine: forget it and close its connection.
     pub fn ended(&self, session: SessionId) {
-        if let Some(t) = self.lock().remove(&session) {
-            if let Some((_, tx)) = t.conn {
-                let _ = tx.send(Outbound::Close(CloseReason::SessionEnded));
-            }
-        }
+        let mut s = self.lock();
+        s.deadlines.remove(session);
+        s.touches.forget(session);
+        s.conns.close(session, CloseReason::SessionEnded);
     }
 
-    /// Sessions whose deadline has passed and whose expiry is not yet proposed; marks them.
+    /// Sessions whose deadline has passed and whose expiry is not yet proposed, while this
+    /// server is ready to lead; marks them.
     pub fn take_due(&self, now: Instant) -> Vec<SessionId> {
-        let mut map = self.lock();
-        // Read under the lock: `restart_deadlines` and the switch are ordered with the sweep.
-        if self.sweeping.load(Ordering::SeqCst) == 0 {
+        let mut s = self.lock();
+        // Read under the lock: `ready_to_lead` restarts the deadlines before it switches.
+        if !self.ready.is_ready() {
             return Vec::new();
         }
-        let mut due = Vec::new();
-        for (id, t) in map.iter_mut() {
-            if !t.expiring && t.deadline <= now {
-                t.expiring = true;
-                due.push(*id);
-            }
-        }
-        due
+        s.deadlines.take_due(now)
     }
 
     /// An expiry proposal failed to be ordered; let the next sweep try again.
     pub fn retry_expiry(&self, session: SessionId) {
-        if let Some(t) = self.lock().get_mut(&session) {
-            t.expiring = false;
-        }
+        self.lock().deadlines.retry(session);
     }
 
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().deadlines.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// What this server knows of each tracked session's liveness, for the console: the
     /// connection serving it here, and when it was last heard from (its deadline less its
     /// timeout; after a restart or a change of leader, when its fresh timeout began).
     pub fn liveness(&self) -> Vec<(SessionId, Liveness)> {
-        let map = self.lock();
-        map.iter()
-            .map(|(id, t)| {
-                let heard = t.deadline.checked_sub(t.timeout).unwrap_or(t.deadline);
-                (*id, Liveness { conn: t.conn.as_ref().map(|(c, _)| *c), heard, expiring: t.expiring })
-            })
+        let s = self.lock();
+        s.deadlines
+            .heard()
+            .map(|(id, heard, expiring)| (id, Liveness { conn: s.conns.owner(id), heard, expiring }))
             .collect()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -300,7 +234,7 @@ mod tests {
         let tracker = SessionTracker::default();
         let id = SessionId(7);
         tracker.register(id, TIMEOUT);
-        tracker.restart_deadlines(Duration::from_secs(60));
+        tracker.ready_to_lead(Duration::from_secs(60));
         let given = heard(&tracker, id);
         assert!(tracker.touch(id));
         assert_eq!(heard(&tracker, id), given, "the touch moved the deadline back");
@@ -315,7 +249,7 @@ mod tests {
         tracker.register(id, TIMEOUT);
         assert_eq!(tracker.take_due(Instant::now() + 2 * TIMEOUT), vec![id]);
         assert!(!tracker.touch(id), "expiring");
-        tracker.set_sweeping(false);
+        tracker.not_leading();
         assert!(tracker.touch(id), "still expiring after the lead was lost");
         assert!(tracker.take_due(Instant::now() + 4 * TIMEOUT).is_empty(), "swept while off");
     }
@@ -338,7 +272,7 @@ mod tests {
         tracker.heard_back(&[refused], &[]);
         assert!(tracker.may_confirm(refused), "a later touch taken");
         tracker.heard_back(&[refused], &[refused]);
-        tracker.restart_deadlines(Duration::ZERO);
+        tracker.ready_to_lead(Duration::ZERO);
         assert!(tracker.may_confirm(refused), "a new leader decides for itself");
         assert_eq!(tracker.take_due(Instant::now() + 2 * TIMEOUT).len(), 3);
         assert!(!tracker.may_confirm(taken), "this member is expiring it");
