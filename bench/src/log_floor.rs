@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
 use ward_server::command::{Command, CommandOp, Outcome};
 use ward_server::local::Local;
-use ward_server::log::CommandLog;
 use ward_server::metrics::Metrics;
 use ward_server::raft::{self as durable, RaftLog, RaftOptions};
+use ward_server::replication::Replication;
 
 /// b's shape: 64 writers, 800 creates each.
 const OUTSTANDING: usize = 64;

@@ -3,7 +3,7 @@
 //! a [`CommandOp::DeleteIfUnused`] for each. The log decides: apply checks the rule again
 //! in log order by the command's clock, so a node that gained a child meanwhile stays, and
 //! every replica, and every replay, deletes the same nodes. Like session expiry, only the
-//! ready leader proposes ([`propose_expiry`](crate::log::CommandLog::propose_expiry)), so
+//! ready leader proposes ([`propose_expiry`](crate::replication::Replication::propose_expiry)), so
 //! the members do not all propose the same deletions, and one clock judges a TTL.
 
 use crate::command::{Command, CommandOp, Outcome};
@@ -71,7 +71,7 @@ pub(crate) async fn propose_deletions(
         .map(|path| {
             let op = CommandOp::DeleteIfUnused { path: path.clone(), never_used_ms };
             let cmd = Command { time_ms: now, session: SessionId(0), xid: 0, op };
-            (path, server.log.propose_expiry(cmd))
+            (path, server.replication.propose_expiry(cmd))
         })
         .collect();
     let (mut deleted, mut all_applied) = (0, true);

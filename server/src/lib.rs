@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! connection ─► reader ─► reads ──────────────────────────────► writer ─► reply
-//!                    └──► writes: prep ─► CommandLog::submit ─► Core::apply ─► writer
+//!                    └──► writes: prep ─► Replication::submit ─► Core::apply ─► writer
 //!                                                                   └─► watches fire
 //! ```
 //!
@@ -12,7 +12,8 @@
 //! * [`state`]: the state machine (tree + session table + last zxid) and its pure `apply`.
 //! * [`tree`]: the data tree and its mutations, with undo for multi.
 //! * [`lock`]: lock queues derived from the tree: holders, and grants after deletes.
-//! * [`log`]: the `CommandLog` seam every write passes through; the in-memory log.
+//! * [`replication`]: the replication handle every write passes through (`Replication`:
+//!   submit, barrier, membership, figures); a single server's log in memory.
 //! * [`peer`]: the link between ensemble members (framing, hello, pooled connections).
 //! * [`raft`]: the durable, replicated log: openraft over fsynced segments, snapshots, group
 //!   commit, forwarding to the leader, leader-only duties.
@@ -54,13 +55,13 @@ pub mod error;
 pub mod local;
 pub mod lock;
 pub mod lock_delay;
-pub mod log;
 pub mod metrics;
 pub mod net;
 pub mod peer;
 pub mod prep;
 pub mod raft;
 pub mod read;
+pub mod replication;
 pub mod session;
 pub mod state;
 mod sync;
@@ -75,7 +76,7 @@ pub use error::Error;
 
 use crate::core::Core;
 use crate::local::Local;
-use crate::log::{CommandLog, MemoryLog};
+use crate::replication::{MemoryLog, Replication};
 use std::future::Future;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -89,7 +90,8 @@ pub struct Server {
     pub core: Arc<Core>,
     /// This server's watches and sessions: what `core` publishes to.
     pub local: Arc<Local>,
-    pub log: Arc<dyn CommandLog>,
+    /// The log every change is ordered by.
+    pub replication: Arc<dyn Replication>,
     pub config: Config,
     /// Connections open on each client listener (for `/metrics`).
     pub connections: Arc<metrics::OpenConnections>,
@@ -106,7 +108,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
     let (core, local) = Local::serving();
-    let log: Arc<dyn CommandLog> = Arc::new(MemoryLog::new(core.clone()));
+    let log: Arc<dyn Replication> = Arc::new(MemoryLog::new(core.clone()));
     serve_with(listener, config, core, local, log, shutdown).await
 }
 
@@ -119,7 +121,7 @@ pub async fn serve_with(
     config: Config,
     core: Arc<Core>,
     local: Arc<Local>,
-    log: Arc<dyn CommandLog>,
+    log: Arc<dyn Replication>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
     local.watches.set_history_limit(config.watch_history_bytes);
@@ -132,7 +134,7 @@ pub async fn serve_with(
     let server = Arc::new(Server {
         core,
         local,
-        log,
+        replication: log,
         config,
         connections: Arc::default(),
         limits,
@@ -142,7 +144,7 @@ pub async fn serve_with(
     let tasks = TaskTracker::new();
     tasks.spawn(session::expiry::run(
         server.local.clone(),
-        server.log.clone(),
+        server.replication.clone(),
         server.config.expiry_tick,
         cancel.clone(),
     ));

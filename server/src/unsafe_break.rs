@@ -8,7 +8,7 @@
 //! `ack-before-fsync`, which lives where appends are acknowledged (`raft/late.rs`).
 
 use crate::command::{Command, CommandOp, Outcome};
-use crate::log::{Barrier, CommandLog, MemberChange, Members, Pending};
+use crate::replication::{Barrier, MemberChange, Members, Pending, Replication};
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -64,7 +64,7 @@ impl FromStr for Break {
 }
 
 /// The command log with `broken` broken; the log itself when it is not a break of the log.
-pub fn wrap(inner: Arc<dyn CommandLog>, broken: Break) -> Arc<dyn CommandLog> {
+pub fn wrap(inner: Arc<dyn Replication>, broken: Break) -> Arc<dyn Replication> {
     match broken {
         Break::GrantBeforeCommit | Break::StaleFollowerRead => Arc::new(Broken { inner, broken }),
         Break::AckBeforeFsync => inner,
@@ -73,7 +73,7 @@ pub fn wrap(inner: Arc<dyn CommandLog>, broken: Break) -> Arc<dyn CommandLog> {
 
 /// A command log that breaks one promise and passes everything else through.
 struct Broken {
-    inner: Arc<dyn CommandLog>,
+    inner: Arc<dyn Replication>,
     broken: Break,
 }
 
@@ -86,7 +86,7 @@ fn is_acquire(op: &CommandOp) -> bool {
     }
 }
 
-impl CommandLog for Broken {
+impl Replication for Broken {
     fn submit(&self, cmd: Command) -> Pending {
         if self.broken != Break::GrantBeforeCommit || !is_acquire(&cmd.op) {
             return self.inner.submit(cmd);
@@ -103,6 +103,11 @@ impl CommandLog for Broken {
             let _ = tx.send(committed);
         });
         answered
+    }
+
+    /// Not held back: the break applies to every acquire alike.
+    fn submit_waiting(&self, cmd: Command) -> Pending {
+        self.submit(cmd)
     }
 
     fn barrier(&self) -> Barrier {
@@ -124,7 +129,7 @@ impl CommandLog for Broken {
         self.inner.members()
     }
 
-    fn transfer_leader(&self, to: Option<u64>) -> crate::log::Transfer {
+    fn transfer_leader(&self, to: Option<u64>) -> crate::replication::Transfer {
         self.inner.transfer_leader(to)
     }
 
@@ -138,10 +143,6 @@ impl CommandLog for Broken {
 
     fn raft_figures(&self) -> Option<crate::metrics::RaftFigures> {
         self.inner.raft_figures()
-    }
-
-    fn may_lag(&self) -> bool {
-        self.inner.may_lag()
     }
 
     fn replicated(&self) -> bool {

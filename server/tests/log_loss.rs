@@ -9,11 +9,11 @@ use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
 use ward_server::command::{Command, CommandOp, Outcome};
 use ward_server::core::Core;
 use ward_server::local::Local;
-use ward_server::log::CommandLog;
 use ward_server::raft::record::{Record, RecordRef};
 use ward_server::raft::types::{Entry, LeaderId};
 use ward_server::raft::wal::{Replayed, Wal};
 use ward_server::raft::{self as durable, OnLoss, OpenError, RaftLog, RaftOptions};
+use ward_server::replication::Replication;
 use ward_testkit::TempDir;
 
 fn entry(index: u64) -> Entry {
@@ -185,7 +185,7 @@ async fn open(dir: &Path, options: RaftOptions) -> Result<(RaftLog, Arc<Core>, A
 
 /// Creates `/n0` .. `/n{n-1}`, one Raft entry of about 300 bytes each (a dozen to a 4 KiB
 /// segment).
-async fn write_nodes(log: &dyn CommandLog, n: u64) {
+async fn write_nodes(log: &dyn Replication, n: u64) {
     let op = CommandOp::CreateSession { timeout_ms: 30_000, secret: SessionSecret([3; 16]), owner: None };
     let open = Command { time_ms: 1, session: SessionId(0), xid: 0, op };
     let Outcome::SessionCreated(session) = log.submit(open).await.expect("session").outcome else {

@@ -8,9 +8,9 @@ use tokio::net::TcpListener;
 use ward_client::{Client, CreateMode};
 use ward_server::config::Config;
 use ward_server::local::Local;
-use ward_server::log::CommandLog;
 use ward_server::metrics::Metrics;
 use ward_server::raft::{self as durable, RaftOptions};
+use ward_server::replication::Replication;
 use ward_testkit::{bounded, TempDir};
 
 /// A durable server on its own temporary directory and port: its address, its figures, and
@@ -19,7 +19,7 @@ async fn start(dir: &TempDir) -> (String, Arc<Metrics>, tokio::sync::oneshot::Se
     let (core, local) = Local::serving();
     let metrics = local.metrics.clone();
     let log = durable::open(dir.path(), core.clone(), local.clone(), RaftOptions::default()).await.expect("open");
-    let log: Arc<dyn CommandLog> = Arc::new(log);
+    let log: Arc<dyn Replication> = Arc::new(log);
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("address").to_string();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -11,13 +11,13 @@ use ward_proto::{CreateMode, Op, SessionId, SessionSecret, Stat};
 use ward_server::command::{Command, CommandOp, Outcome};
 use ward_server::core::Core;
 use ward_server::local::Local;
-use ward_server::log::CommandLog;
 use ward_server::raft::log_store::{LogStore, PURGE_WAIT};
 use ward_server::raft::record::{self, RecordRef, Slot};
 use ward_server::raft::state_machine::StateMachineStore;
 use ward_server::raft::types::{Entry, LeaderId, TypeConfig};
 use ward_server::raft::wal::Wal;
 use ward_server::raft::{self as durable, FileError, OnLoss, OpenError, RaftOptions};
+use ward_server::replication::Replication;
 use ward_testkit::TempDir;
 
 struct Builder;
@@ -431,7 +431,7 @@ fn digest(core: &Core) -> Vec<u8> {
     })
 }
 
-async fn create_session(log: &dyn CommandLog) -> SessionId {
+async fn create_session(log: &dyn Replication) -> SessionId {
     let op = CommandOp::CreateSession { timeout_ms: 30_000, secret: SessionSecret([3; 16]), owner: None };
     match log.submit(cmd(SessionId(0), 0, op)).await.expect("applied").outcome {
         Outcome::SessionCreated(id) => id,
@@ -441,7 +441,7 @@ async fn create_session(log: &dyn CommandLog) -> SessionId {
 
 /// Sequential writes (one Raft entry each), a mix of creates, sequentials, ephemerals, sets
 /// and deletes.
-async fn write_tree(log: &dyn CommandLog, session: SessionId, n: u64) {
+async fn write_tree(log: &dyn Replication, session: SessionId, n: u64) {
     for i in 0..n {
         let op = match i % 5 {
             0 => Op::Create { path: format!("/n{i}"), data: vec![i as u8; 5], mode: CreateMode::Persistent },

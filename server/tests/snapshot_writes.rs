@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
 use ward_server::command::{Command, CommandOp, Outcome};
 use ward_server::local::Local;
-use ward_server::log::CommandLog;
 use ward_server::raft::{self as durable, RaftOptions};
+use ward_server::replication::Replication;
 use ward_testkit::TempDir;
 
 const NODES: usize = 1_000_000;

@@ -1,4 +1,4 @@
-//! Commands submitted as waiting (`CommandLog::submit_waiting`: a lock acquire that will
+//! Commands submitted as waiting (`Replication::submit_waiting`: a lock acquire that will
 //! queue behind another session) are held back for company, never reordered, and never held
 //! past their deadline (docs/storage.md, "Group commit").
 
@@ -7,9 +7,9 @@ use std::time::Duration;
 use ward_proto::{CreateMode, Op, SessionId, SessionSecret};
 use ward_server::command::{Command, CommandOp, Outcome};
 use ward_server::local::Local;
-use ward_server::log::{CommandLog, Pending};
 use ward_server::metrics::Metrics;
 use ward_server::raft::{self as durable, BatchLimits, RaftLog, RaftOptions};
+use ward_server::replication::{Pending, Replication};
 use ward_testkit::TempDir;
 
 const DEADLINE: Duration = Duration::from_secs(60);

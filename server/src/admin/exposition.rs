@@ -54,7 +54,7 @@ pub fn render(server: &Server) -> Result<String, std::fmt::Error> {
     registry.register(
         "ready",
         "1 while this server can serve clients (see /readyz)",
-        gauge(u64::from(server.log.in_contact())),
+        gauge(u64::from(server.replication.in_contact())),
     );
     let connections = Family::<Labels, Gauge>::default();
     for (listener, count) in [("ward", &server.connections.ward), ("zookeeper", &server.connections.zookeeper)] {
@@ -75,7 +75,7 @@ pub fn render(server: &Server) -> Result<String, std::fmt::Error> {
 }
 
 fn register_raft(registry: &mut Registry, server: &Server) {
-    let Some(raft) = server.log.raft_figures() else { return };
+    let Some(raft) = server.replication.raft_figures() else { return };
     let gauge = |v: u64| ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX));
     let roles = Family::<Labels, Gauge>::default();
     for role in ["leader", "follower", "candidate", "learner", "shutdown"] {

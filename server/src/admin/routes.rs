@@ -35,7 +35,7 @@ pub async fn respond<B>(
         },
         "/healthz" => reply(StatusCode::OK, TEXT, "ok\n".into()),
         "/digest" => reply(StatusCode::OK, TEXT, server.core.read(crate::digest::digest).line()),
-        "/readyz" => match server.log.in_contact() {
+        "/readyz" => match server.replication.in_contact() {
             true => reply(StatusCode::OK, TEXT, "ready\n".into()),
             false => reply(StatusCode::SERVICE_UNAVAILABLE, TEXT, "not in contact with a leader\n".into()),
         },

@@ -16,10 +16,10 @@ use crate::acl::Identity;
 use crate::command::{Command, CommandOp};
 use crate::conn::outbox::{OutboundTx, OutboxRx};
 use crate::conn::{ConnId, Delivery};
-use crate::log::{MemberChange, Pending, Rejected};
 use crate::metrics::Listener;
 use crate::metrics::Stamp;
 use crate::prep::prep;
+use crate::replication::{MemberChange, Pending, Rejected};
 use crate::state::StateMachine;
 use crate::{now_ms, Server};
 use futures_util::future::join;
@@ -136,8 +136,8 @@ impl SessionConn {
         }
         let cmd = Command { time_ms: now_ms(), session: self.session, xid, op };
         Ok(match waits {
-            true => self.server.log.submit_waiting(cmd),
-            false => self.server.log.submit(cmd),
+            true => self.server.replication.submit_waiting(cmd),
+            false => self.server.replication.submit(cmd),
         })
     }
 
@@ -159,7 +159,7 @@ impl SessionConn {
     /// timeout). Membership requests are answered here, from the log, not from the state.
     /// `None`: go on and read; `Some`: this is the answer.
     pub async fn prepare(&self, request: &Request) -> Option<Result<Response, ErrorCode>> {
-        let log = &self.server.log;
+        let log = &self.server.replication;
         let waited = match request {
             // A fence check answers for the lock as it stands now, not as this member last
             // applied it (a follower may lag, or be cut off, behind a newer holder).

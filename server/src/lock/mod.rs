@@ -61,7 +61,7 @@ pub fn held_with_delay(state: &StateMachine, session: SessionId) -> Vec<(String,
 ///   it would hold as one more permit. Refused here, not in apply, so that replaying a log
 ///   written before this rule gives the same state;
 /// - whether an exclusive acquire will wait: some directory holds a contender of another
-///   session. A hint for batching only ([`crate::log::CommandLog::submit_waiting`]).
+///   session. A hint for batching only ([`crate::replication::Replication::submit_waiting`]).
 pub fn before_logging(tree: &DataTree, session: SessionId, dirs: &[String], kind: LockKind) -> Result<bool, ErrorCode> {
     let semaphore = |dir: &String| tree.get(dir).is_some_and(|n| lock::parse_semaphore_header(n.data()).is_some());
     if !matches!(kind, LockKind::Semaphore { .. }) && dirs.iter().any(semaphore) {

@@ -97,8 +97,8 @@ pub(crate) async fn resume(
     // ensemble, a restored backup, a made-up id). Its client's earlier welcome came after
     // the creation committed, so once this member has applied everything committed before
     // now (a read index), an id still missing is expired for good.
-    if known.is_none() && session.0 > last_zxid && server.log.may_lag() {
-        match tokio::time::timeout(CATCH_UP_WAIT, server.log.barrier()).await {
+    if known.is_none() && session.0 > last_zxid && server.replication.replicated() {
+        match tokio::time::timeout(CATCH_UP_WAIT, server.replication.barrier()).await {
             Ok(Ok(())) => (known, _, attached_at) = look(),
             Ok(Err(why)) => return Err(newer_than_here(session, last_zxid, &why.to_string())),
             Err(_) => return Err(newer_than_here(session, last_zxid, "no answer in time")),
@@ -107,11 +107,11 @@ pub(crate) async fn resume(
     match known {
         Some((true, timeout_ms)) if server.local.sessions.attach(session, conn, tx.clone()) => {
             let attached = async {
-                server.log.confirm_contact().await.map_err(|r| (ErrorCode::Unavailable, r.to_string()))?;
+                server.replication.confirm_contact().await.map_err(|r| (ErrorCode::Unavailable, r.to_string()))?;
                 if !server.local.sessions.may_confirm(session) {
                     return Err((ErrorCode::Unavailable, format!("session {session} may be expiring; try another")));
                 }
-                if server.log.replicated() {
+                if server.replication.replicated() {
                     log_attachment(server, session, attached_at).await
                 } else {
                     Ok(0)
@@ -133,7 +133,7 @@ pub(crate) async fn resume(
         // Known and live in the state, but this member proposed its expiry: only the expiry
         // applied decides it, and a member of an ensemble may have proposed it while it
         // led and then lost the lead (or been cut off), while the leader keeps the session.
-        Some((true, _)) if server.log.replicated() => Err((
+        Some((true, _)) if server.replication.replicated() => Err((
             ErrorCode::Unavailable,
             format!("session {session} may be expiring; this member cannot tell yet: try another"),
         )),
@@ -161,7 +161,7 @@ fn newer_than_here(session: SessionId, last_zxid: Zxid, why: &str) -> (ErrorCode
 /// attachment when this handshake looked); returns the zxid of that entry.
 async fn log_attachment(server: &Server, session: SessionId, seen: Zxid) -> Result<Zxid, (ErrorCode, String)> {
     let cmd = Command { time_ms: now_ms(), session, xid: 0, op: CommandOp::AttachIf { expected: seen } };
-    match server.log.submit(cmd).await {
+    match server.replication.submit(cmd).await {
         Ok(applied) => match applied.outcome {
             Outcome::Attached => Ok(applied.zxid),
             // Another handshake attached it first, or this member had not yet applied the
@@ -179,7 +179,7 @@ async fn log_attachment(server: &Server, session: SessionId, seen: Zxid) -> Resu
 /// R6: a member out of contact with a leader cannot keep sessions alive; its clients must
 /// go to one that can.
 fn refuse_out_of_contact(server: &Server) -> Result<(), (ErrorCode, String)> {
-    if server.log.in_contact() {
+    if server.replication.in_contact() {
         Ok(())
     } else {
         Err((ErrorCode::Unavailable, "this member is out of contact with a leader; try another".into()))
@@ -208,7 +208,7 @@ pub(crate) async fn create(
         op: CommandOp::CreateSession { timeout_ms, secret, owner },
     };
     let unavailable = |why: &str| (ErrorCode::Unavailable, why.to_string());
-    let applied = server.log.submit(cmd).await.map_err(|_| unavailable("could not order the new session"))?;
+    let applied = server.replication.submit(cmd).await.map_err(|_| unavailable("could not order the new session"))?;
     let Outcome::SessionCreated(session) = applied.outcome else {
         return Err(unavailable("session creation had an unexpected outcome"));
     };
@@ -216,7 +216,7 @@ pub(crate) async fn create(
         return Err((ErrorCode::SessionExpired, "session ended before it was attached".into()));
     }
     // A session's first attachment is its creation, whose zxid is its id.
-    let epoch = if server.log.replicated() { session.0 } else { 0 };
+    let epoch = if server.replication.replicated() { session.0 } else { 0 };
     Ok((Welcome { version: PROTOCOL_VERSION, session_id: session, secret, timeout_ms, resumed: false }, epoch))
 }
 

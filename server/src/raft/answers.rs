@@ -4,7 +4,7 @@
 
 use super::batch::{approx_size, Replies, Sender};
 use crate::command::{Applied, Command};
-use crate::log::{Committed, Rejected};
+use crate::replication::{Committed, Rejected};
 use std::sync::Arc;
 use tokio::sync::oneshot;
 use ward_proto::SessionId;

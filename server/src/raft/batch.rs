@@ -13,7 +13,7 @@
 //! through openraft's answer, where the proposer finds them with the entry's index.
 
 use crate::command::{Command, CommandOp};
-use crate::log::Committed;
+use crate::replication::Committed;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};

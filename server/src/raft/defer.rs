@@ -1,4 +1,4 @@
-//! Holding back a batch that nobody waits for ([`crate::log::CommandLog::submit_waiting`]).
+//! Holding back a batch that nobody waits for ([`crate::replication::Replication::submit_waiting`]).
 //!
 //! The proposer keeps one batch at the disk at a time, so a batch sent alone takes a sync of
 //! its own and makes whatever arrives next wait for that sync. Under a contended lock with awaited

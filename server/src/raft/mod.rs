@@ -1,5 +1,5 @@
 //! The durable log: every command through openraft, as a one-member Raft group, behind the
-//! same [`CommandLog`] seam as the in-memory log. A replicated ensemble is the same code with
+//! same [`Replication`] seam as the in-memory log. A replicated ensemble is the same code with
 //! more members (and a real [`network`]).
 //!
 //! ```text
@@ -95,9 +95,9 @@ pub use wal::OnLoss;
 use crate::command::Command;
 use crate::core::Core;
 use crate::local::Local;
-use crate::log::{Barrier, CommandLog, MemberChange, Members, Pending, Rejected};
 use crate::peer::{AdminReply, AdminRequest};
 use crate::peer::{Identity, Peers};
+use crate::replication::{Barrier, MemberChange, Members, Pending, Rejected, Replication};
 use log_store::LogStore;
 use network::PeerNetworkFactory;
 use openraft::async_runtime::WatchReceiver;
@@ -181,7 +181,7 @@ impl Default for RaftOptions {
     }
 }
 
-/// The durable [`CommandLog`]. Dropping it stops the proposer; call [`RaftLog::shutdown`]
+/// The durable [`Replication`]. Dropping it stops the proposer; call [`RaftLog::shutdown`]
 /// to stop Raft too.
 pub struct RaftLog {
     raft: Raft,
@@ -199,7 +199,7 @@ pub struct RaftLog {
     _dir_lock: std::fs::File,
 }
 
-impl CommandLog for RaftLog {
+impl Replication for RaftLog {
     fn submit(&self, cmd: Command) -> Pending {
         self.proposer.submit(cmd)
     }
@@ -253,10 +253,6 @@ impl CommandLog for RaftLog {
         })
     }
 
-    fn may_lag(&self) -> bool {
-        self.replicated
-    }
-
     fn replicated(&self) -> bool {
         self.replicated
     }
@@ -283,7 +279,7 @@ impl CommandLog for RaftLog {
         Box::pin(async move { route.admin(request, &reports).await.map(|_| ()) })
     }
 
-    fn transfer_leader(&self, to: Option<u64>) -> crate::log::Transfer {
+    fn transfer_leader(&self, to: Option<u64>) -> crate::replication::Transfer {
         let (route, reports) = (self.route.clone(), self.reports.clone());
         Box::pin(async move {
             match route.admin(AdminRequest::TransferLeader { to }, &reports).await? {

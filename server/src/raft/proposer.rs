@@ -43,7 +43,7 @@ use super::route::{removed, Route, COMMIT_TIMEOUT};
 use super::types::TypeConfig;
 use super::unsettled::Unsettled;
 use crate::command::Command;
-use crate::log::{CommandLog, Pending, Rejected};
+use crate::replication::{Pending, Rejected};
 use openraft::error::ClientWriteError;
 use openraft::impls::ProgressResponder;
 use openraft::raft::ClientWriteResult;
@@ -73,7 +73,7 @@ impl Default for BatchLimits {
 /// applied) and the next.
 const MAX_IN_FLIGHT: usize = 2;
 
-/// The [`CommandLog`] side: submitting only enqueues, so the queue order is the submission
+/// The [`Replication`](crate::replication::Replication) side: submitting only enqueues, so the queue order is the submission
 /// order, and the log order follows it.
 pub struct Proposer {
     queue: mpsc::UnboundedSender<Queued>,
@@ -136,12 +136,12 @@ impl Proposer {
     }
 }
 
-impl CommandLog for Proposer {
-    fn submit(&self, cmd: Command) -> Pending {
+impl Proposer {
+    pub(crate) fn submit(&self, cmd: Command) -> Pending {
         self.queue(cmd, false)
     }
 
-    fn submit_waiting(&self, cmd: Command) -> Pending {
+    pub(crate) fn submit_waiting(&self, cmd: Command) -> Pending {
         self.queue(cmd, true)
     }
 }

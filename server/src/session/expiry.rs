@@ -3,15 +3,15 @@
 
 use super::SessionTracker;
 use crate::command::{Command, CommandOp};
-use crate::log::CommandLog;
 use crate::now_ms;
+use crate::replication::Replication;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 /// Sweeps `owner`'s session table (the server's local registries) every `tick`.
-pub async fn run<L>(owner: Arc<L>, log: Arc<dyn CommandLog>, tick: Duration, cancel: CancellationToken)
+pub async fn run<L>(owner: Arc<L>, log: Arc<dyn Replication>, tick: Duration, cancel: CancellationToken)
 where
     L: AsRef<SessionTracker> + Send + Sync + 'static,
 {

@@ -84,8 +84,8 @@ fn numbers(server: &Server) -> Numbers {
         0 => 0.0,
         n => figures.latency_sum_ns() as f64 / n as f64 / 1e6,
     };
-    let raft = server.log.raft_figures();
-    let mode = mode(server.log.replicated(), raft.as_ref().map(|r| r.role));
+    let raft = server.replication.raft_figures();
+    let mode = mode(server.replication.replicated(), raft.as_ref().map(|r| r.role));
     // A single server's group of one leads too, but ZooKeeper's standalone has no learners.
     let heard = raft.and_then(|r| r.heard).filter(|_| mode == "leader");
     server.core.read(|state| Numbers {

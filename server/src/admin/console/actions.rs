@@ -8,7 +8,7 @@
 use super::http::{error, json, Query, Refusal, Reply};
 use super::token::{AdminToken, Verdict};
 use crate::command::{Command, CommandOp, Outcome};
-use crate::log::Rejected;
+use crate::replication::Rejected;
 use crate::Server;
 use hyper::StatusCode;
 use serde::Serialize;
@@ -58,7 +58,7 @@ pub async fn expire(server: &Server, actor: Actor, query: &Query) -> Reply {
     };
     tracing::info!(peer = %actor.peer, credential = "admin token", %session, "console: expiring a session");
     let cmd = Command { time_ms: crate::now_ms(), session, xid: 0, op: CommandOp::ExpireSession };
-    let done = server.log.submit(cmd).await;
+    let done = server.replication.submit(cmd).await;
     let reply = match done {
         Ok(applied) => match applied.outcome {
             Outcome::Reply(Ok(_)) => json(&Done { done: "expired", target: session.to_string(), zxid: applied.zxid }),
@@ -114,13 +114,13 @@ async fn in_session(server: &Server, op: CommandOp) -> Result<(u64, Result<(), E
     let timeout_ms = server.config.negotiate_timeout(10_000);
     let open = CommandOp::CreateSession { timeout_ms, secret: SessionSecret(secret), owner: None };
     let command = |session, xid, op| Command { time_ms: crate::now_ms(), session, xid, op };
-    let created = server.log.submit(command(SessionId(0), 0, open)).await.map_err(|r| refused(&r))?;
+    let created = server.replication.submit(command(SessionId(0), 0, open)).await.map_err(|r| refused(&r))?;
     let Outcome::SessionCreated(session) = created.outcome else {
         return Err(error(StatusCode::INTERNAL_SERVER_ERROR, "the console's session was not created"));
     };
-    let applied = server.log.submit(command(session, 1, op)).await;
+    let applied = server.replication.submit(command(session, 1, op)).await;
     // Closed whatever happened; left open, it would expire by itself within its timeout.
-    if let Err(rejected) = server.log.submit(command(session, 0, CommandOp::CloseSession)).await {
+    if let Err(rejected) = server.replication.submit(command(session, 0, CommandOp::CloseSession)).await {
         tracing::warn!(%session, %rejected, "console: its session could not be closed; it will expire");
     }
     let applied = applied.map_err(|r| refused(&r))?;

@@ -65,14 +65,14 @@ struct Member {
 }
 
 pub async fn answer(server: &Server, console: &Console) -> Reply {
-    let (list, members_error) = match tokio::time::timeout(MEMBERS_TIMEOUT, server.log.members()).await {
+    let (list, members_error) = match tokio::time::timeout(MEMBERS_TIMEOUT, server.replication.members()).await {
         Ok(Ok(list)) => (Some(list), None),
         Ok(Err(rejected)) => (None, Some(rejected.to_string())),
         Err(_) => (None, Some("the leader did not answer in time".to_string())),
     };
     let (leader, handing_over_to) = list.as_ref().map_or((None, None), |l| (l.leader, l.handing_over_to));
     let members = list.into_iter().flat_map(|l| l.members).map(member).collect();
-    let figures = server.log.raft_figures();
+    let figures = server.replication.raft_figures();
     let this_member = figures.as_ref().map(|f| Me {
         id: f.id,
         role: f.role,
@@ -90,7 +90,7 @@ pub async fn answer(server: &Server, console: &Console) -> Reply {
         handing_over_to,
         leader_changes: console.leader_changes(),
         last_zxid: server.core.read(|s| s.last_zxid()),
-        in_contact: server.log.in_contact(),
+        in_contact: server.replication.in_contact(),
     })
 }
 

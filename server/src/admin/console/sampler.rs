@@ -37,7 +37,7 @@ pub async fn run(server: Arc<Server>, console: Arc<Console>, cancel: Cancellatio
         previous = Some(reading);
         note_holders(&server, &console, first_look);
         first_look = false;
-        if let Some(raft) = server.log.raft_figures() {
+        if let Some(raft) = server.replication.raft_figures() {
             console.note_leader(LeaderChange { at_ms: crate::now_ms(), term: raft.term, leader: raft.leader });
         }
     }

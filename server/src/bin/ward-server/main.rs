@@ -5,8 +5,8 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 use ward_server::local::Local;
-use ward_server::log::{CommandLog, MemoryLog};
 use ward_server::raft::{self, EnsembleOptions};
+use ward_server::replication::{MemoryLog, Replication};
 
 mod args;
 mod dev;
@@ -109,7 +109,7 @@ async fn run(args: Args) -> Result<(), StartError> {
             None
         }
     };
-    let mut log: Arc<dyn CommandLog> = match &durable {
+    let mut log: Arc<dyn Replication> = match &durable {
         Some(raft) => raft.clone(),
         None => Arc::new(MemoryLog::new(core.clone())),
     };
