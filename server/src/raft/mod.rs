@@ -45,10 +45,13 @@
 //! * [`membership`]: adding and removing members; the member list, with whom the leader hears
 //!   from (`liveness`).
 //! * [`identity`]: which member a data directory belongs to.
+//! * `open`: opening a member, step by step ([`open_member`]); `config`: openraft's
+//!   configuration for a member or a one-member group.
 
 pub mod activity;
 mod answers;
 pub mod batch;
+mod config;
 pub mod contact;
 mod continuity;
 mod defer;
@@ -65,6 +68,7 @@ pub mod log_store;
 mod marks;
 pub mod membership;
 pub mod network;
+mod open;
 pub mod proposer;
 pub mod quorum;
 mod readback;
@@ -88,33 +92,25 @@ pub mod wal;
 pub mod writer;
 
 pub use error::{FileError, OpenError};
+pub use open::{open, open_member};
 pub use proposer::BatchLimits;
 pub use timing::Timing;
 pub use wal::OnLoss;
 
 use crate::command::Command;
-use crate::core::Core;
-use crate::local::Local;
 use crate::peer::{AdminReply, AdminRequest};
-use crate::peer::{Identity, Peers};
 use crate::replication::{Barrier, MemberChange, Members, Pending, Rejected, Replication};
-use log_store::LogStore;
-use network::PeerNetworkFactory;
 use openraft::async_runtime::WatchReceiver;
-use openraft::{BasicNode, ServerState, SnapshotPolicy};
+use openraft::ServerState;
 use proposer::Proposer;
 use route::Route;
-use snapshot_trigger::SnapshotTrigger;
-use state_machine::StateMachineStore;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use timing::millis;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use types::{LogId, NodeId, Raft, NODE_ID};
+use types::{LogId, NodeId, Raft};
 
 /// Applied log entries an ensemble member keeps in memory (see `log_store::Evictor`).
 const ENSEMBLE_KEEP_APPLIED: u64 = 256;
@@ -302,234 +298,6 @@ impl Replication for RaftLog {
         });
         pending
     }
-}
-
-/// Opens a single server's data directory: see [`open_member`].
-pub async fn open(
-    data_dir: &Path,
-    core: Arc<Core>,
-    local: Arc<Local>,
-    options: RaftOptions,
-) -> Result<RaftLog, OpenError> {
-    open_member(data_dir, core, local, options, None).await
-}
-
-/// Opens (or creates) the data directory and restores `core` from the newest snapshot plus
-/// the log after it. `core` must be fresh: its state is replaced. `local` must be the sink
-/// `core` publishes to: its session deadlines restart, and its sweep follows leadership.
-///
-/// Without `ensemble` this server is a one-member group: it returns once it leads and has
-/// applied every logged command. With `ensemble` it serves its peers at once and returns
-/// without waiting for a leader; the first start of a fresh directory founds the group with
-/// `ensemble.members` (every founding member proposes the same first entry, so starting them
-/// in any order makes one group).
-pub async fn open_member(
-    data_dir: &Path,
-    core: Arc<Core>,
-    local: Arc<Local>,
-    options: RaftOptions,
-    ensemble: Option<EnsembleOptions>,
-) -> Result<RaftLog, OpenError> {
-    std::fs::create_dir_all(data_dir).map_err(|source| FileError::Io {
-        path: data_dir.into(),
-        op: "create",
-        source,
-    })?;
-    let dir_lock = lock_dir(data_dir)?;
-    let mut sm = StateMachineStore::open(data_dir, core.clone())?;
-    continuity::before_log_opens(data_dir, sm.applied(), options.on_loss)?;
-    let metrics = local.metrics.clone();
-    let mut store = LogStore::open_with(data_dir, options.segment_bytes, options.on_loss, metrics.log.clone())?;
-    if options.ack_before_fsync {
-        store.acknowledge_before_writing();
-    }
-    if let Some(e) = &ensemble {
-        store.forget_leadership(e.id);
-    }
-    continuity::check(data_dir, &mut store, sm.applied(), options.on_loss).await?;
-    // An ensemble keeps a tail of applied entries for followers a little behind (bounded:
-    // an entry is a batch of at most ~1 MiB, usually far less).
-    let keep = if ensemble.is_some() { ENSEMBLE_KEEP_APPLIED } else { 0 };
-    sm.evict_applied(store.evictor().keeping(keep));
-    let fresh = store.is_new() && !sm.has_state();
-    let (id, name) = match &ensemble {
-        Some(e) => (e.id, e.name.as_str()),
-        None => (NODE_ID, identity::SINGLE),
-    };
-    identity::check_or_record(data_dir, id, name, fresh)?;
-    // Make the directories themselves durable if this call created them.
-    fsutil::sync_dir(data_dir)?;
-    if let Some(parent) = data_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fsutil::sync_dir(parent)?;
-    }
-    let trigger = SnapshotTrigger::new(
-        (options.segment_bytes, options.snapshot_log_percent),
-        sm.loaded_bytes(),
-        store.found_bytes(),
-        metrics.snapshots.clone(),
-    );
-    store.count_towards(trigger.clone());
-    store.purge_behind(sm.in_place(), log_store::PURGE_WAIT);
-    sm.report_snapshots(trigger.clone());
-    let policy = options.snapshot_every.map_or(SnapshotPolicy::Never, SnapshotPolicy::LogsSinceLast);
-    let config = match &ensemble {
-        Some(_) => openraft::Config {
-            cluster_name: name.into(),
-            // openraft times an append out after one heartbeat interval: it must cover a
-            // follower's fsync on a loaded machine.
-            heartbeat_interval: millis(options.timing.heartbeat),
-            // openraft's leader lease (`election_timeout_max`): no voter grants a vote until
-            // its leader has been silent this long, so it is most of what a leader kill
-            // costs; `silence` stands soon after it.
-            election_timeout_min: millis(options.timing.election),
-            election_timeout_max: millis(timing::lease(&options.timing)),
-            install_snapshot_timeout: 10_000,
-            snapshot_max_chunk_size: 1 << 20,
-            // Each entry is a batch of up to ~1 MiB.
-            max_payload_entries: 16,
-            snapshot_policy: policy,
-            max_in_snapshot_log_to_keep: options.keep_after_snapshot,
-            // A member cut off and back raises no term before it knows it could win: it
-            // does not depose a leader the others still follow.
-            enable_pre_vote: Some(true),
-            // Entries go to the followers as soon as they are handed to the log store, while
-            // the leader's own fsync runs: a write waits for one fsync's time, not two.
-            broadcast_submitted_on_append: Some(true),
-            // A member restarted while it led is elected again before it leads: its commit
-            // index is not stored, and a read index from it would miss writes it had
-            // acknowledged (G17; `LogStore::forget_leadership` reads its vote back the same way).
-            enable_leader_restore: Some(false),
-            ..Default::default()
-        },
-        None => openraft::Config {
-            cluster_name: name.into(),
-            // One member: ticks and elections matter only at startup; keep them quiet.
-            heartbeat_interval: 500,
-            election_timeout_min: 1500,
-            election_timeout_max: 3000,
-            snapshot_policy: policy,
-            max_in_snapshot_log_to_keep: options.keep_after_snapshot,
-            ..Default::default()
-        },
-    }
-    .validate()?;
-    let replicated = ensemble.is_some();
-    let grace = match &ensemble {
-        Some(_) => timing::grace(&config),
-        None => Duration::ZERO,
-    };
-    let routes = ensemble.as_ref().map(|e| e.routes.clone()).unwrap_or_default();
-    let peer_tls = ensemble.as_ref().and_then(|e| e.peer_tls.clone());
-    let peers = Arc::new(Peers::new(Identity { ensemble: name.into(), me: id, tls: peer_tls }, routes));
-    let quorum = Arc::new(quorum::QuorumClock::default());
-    let network = PeerNetworkFactory { peers: peers.clone(), quorum: quorum.clone() };
-    let disk = store.activity();
-    let raft =
-        Raft::new(id, Arc::new(config), network, store, sm).await.map_err(|e| OpenError::raft("starting")(e.into()))?;
-    // Until this server leads and is ready, it expires nobody.
-    local.sessions.not_leading();
-    let cancel = CancellationToken::new();
-    let tasks = TaskTracker::new();
-    let reports = membership::AppliedReports::default();
-    let joining = ensemble.as_ref().is_some_and(|e| e.members.is_empty());
-    if fresh && !joining {
-        let members: BTreeMap<NodeId, BasicNode> = match &ensemble {
-            Some(e) => e.members.iter().map(|(id, addr)| (*id, BasicNode::new(addr))).collect(),
-            None => BTreeMap::from([(NODE_ID, BasicNode::default())]),
-        };
-        raft.initialize(members).await.map_err(|e| OpenError::raft("initializing")(e.into()))?;
-        tracing::info!(dir = %data_dir.display(), "new data directory initialized");
-    }
-    let handing = transfer::HandingOver::default();
-    let gone = gone_leader::GoneLeader::new(timing::grace(raft.config()));
-    let route = Route { raft: raft.clone(), peers: peers.clone(), me: id, handing: handing.clone() };
-    let (proposer, task) = Proposer::start(route.clone(), options.batch, disk);
-    match ensemble {
-        None => {
-            become_leader(&raft).await?;
-            let last = raft.metrics().borrow_watched().last_log_index;
-            raft.wait(Some(options.replay_timeout))
-                .applied_index_at_least(last, "replay the log")
-                .await
-                .map_err(|e| OpenError::raft("replaying the log")(e.into()))?;
-            tracing::info!(last_index = %last.map_or_else(|| "none".to_string(), |i| i.to_string()), zxid = core.read(|s| s.last_zxid()), "durable log open");
-        }
-        Some(e) => {
-            let member = Arc::new(service::Member {
-                raft: raft.clone(),
-                local: local.clone(),
-                reports: reports.clone(),
-                chunks: proposer.chunks(),
-                standing: standing::Standing::new(timing::grace(raft.config())),
-                quorum: quorum.clone(),
-                handing: handing.clone(),
-                snapshots: tokio::sync::Mutex::new(snapshot_receive::SnapshotReceiver::new(data_dir.join("snapshot"))),
-                gone: gone.clone(),
-                peers: peers.clone(),
-            });
-            let identity = peers.identity().clone();
-            let peer_tls = identity.tls.is_some();
-            let waits = (timing::grace(raft.config()), options.timing.heartbeat, options.timing.election / 2);
-            let (heard, running) = (member.standing.heard(), member.standing.running());
-            tasks.spawn(silence::watch(raft.clone(), heard, running, waits, cancel.clone()));
-            tasks.spawn(gone_leader::watch(raft.clone(), peers.clone(), gone.clone(), cancel.clone()));
-            tasks.spawn(crate::peer::listener::serve(e.peer_listener, identity, member, cancel.clone(), tasks.clone()));
-            let members: Vec<String> = e.members.iter().map(|(id, addr)| format!("{id}={addr}")).collect();
-            tracing::info!(
-                id,
-                members = %members.join(","),
-                peer_tls,
-                zxid = core.read(|s| s.last_zxid()),
-                heartbeat_ms = millis(options.timing.heartbeat),
-                election_timeout_ms = millis(options.timing.election),
-                "ensemble member open"
-            );
-        }
-    }
-    core.read(|state| local.restart_deadlines(state));
-    tasks.spawn(snapshot_trigger::run(raft.clone(), trigger, cancel.clone()));
-    tasks.spawn(leadership::run_duties(raft.clone(), local.clone(), grace, cancel.clone()));
-    let contact = contact::Contact::new(!replicated);
-    let leases = (quorum, handing);
-    tasks.spawn(contact::run(contact.clone(), raft.clone(), leases, (local.clone(), peers.clone()), cancel.clone()));
-    Ok(RaftLog {
-        raft,
-        proposer,
-        route,
-        contact,
-        reports,
-        gone,
-        replicated,
-        task,
-        background: (cancel, tasks),
-        _dir_lock: dir_lock,
-    })
-}
-
-/// Takes the data directory's `LOCK` file; the OS drops the lock if the process dies.
-fn lock_dir(data_dir: &Path) -> Result<std::fs::File, OpenError> {
-    let path = data_dir.join("LOCK");
-    let io = |source| FileError::Io { path: path.clone(), op: "lock", source };
-    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io)?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(OpenError::InUse(data_dir.to_path_buf())),
-        Err(std::fs::TryLockError::Error(source)) => Err(io(source).into()),
-    }
-}
-
-async fn become_leader(raft: &Raft) -> Result<(), OpenError> {
-    // A restarted leader resumes at once; otherwise do not wait out an election timeout.
-    let quick = raft.wait(Some(Duration::from_millis(200))).state(ServerState::Leader, "leader").await;
-    if quick.is_ok() {
-        return Ok(());
-    }
-    raft.trigger().elect(false).await.map_err(|e| OpenError::raft("calling an election")(e.into()))?;
-    raft.wait(Some(Duration::from_secs(30)))
-        .state(ServerState::Leader, "leader")
-        .await
-        .map(|_| ())
-        .map_err(|e| OpenError::raft("becoming leader of its own group")(e.into()))
 }
 
 impl RaftLog {
