@@ -17,7 +17,7 @@ use ward_proto::SessionId;
 /// these are applied, so the log sees a bounded burst, not one of the tree's size.
 const BATCH: usize = 1000;
 
-pub async fn run(server: Arc<Server>, cancel: CancellationToken) {
+pub(crate) async fn run(server: Arc<Server>, cancel: CancellationToken) {
     // The first check one interval after the start, as ZooKeeper's: a restarted server's
     // first moments are its replay's, not a fresh round of deletions.
     let every = server.config.container_check_interval;

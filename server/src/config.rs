@@ -125,12 +125,12 @@ impl Config {
     }
 
     /// The largest frame a client may send: the data limit plus envelope room.
-    pub fn max_frame_len(&self) -> usize {
+    pub(crate) fn max_frame_len(&self) -> usize {
         self.max_data_len + ward_proto::FRAME_OVERHEAD
     }
 
     /// The timeout a client gets for the one it asked for.
-    pub fn negotiate_timeout(&self, requested_ms: u32) -> u32 {
+    pub(crate) fn negotiate_timeout(&self, requested_ms: u32) -> u32 {
         let ms = |d: Duration| u32::try_from(d.as_millis()).unwrap_or(u32::MAX);
         requested_ms.clamp(ms(self.min_session_timeout), ms(self.max_session_timeout))
     }

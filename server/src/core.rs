@@ -49,7 +49,7 @@ impl Core {
     }
 
     /// Replaces the whole state (installing a snapshot, or recovery at startup).
-    pub fn replace_state(&self, state: StateMachine) {
+    pub(crate) fn replace_state(&self, state: StateMachine) {
         let mut current = self.state.write().unwrap_or_else(PoisonError::into_inner);
         *current = state;
         self.effects.replaced(&current);

@@ -11,7 +11,7 @@ use ward_proto::{Stat, Zxid};
 
 /// What `GET /digest` answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StateDigest {
+pub(crate) struct StateDigest {
     pub zxid: Zxid,
     pub nodes: u64,
     pub sessions: u64,
@@ -20,7 +20,7 @@ pub struct StateDigest {
 
 impl StateDigest {
     /// `zxid 123 nodes 45 sessions 6 digest 0123456789abcdef`
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         format!("zxid {} nodes {} sessions {} digest {:016x}\n", self.zxid, self.nodes, self.sessions, self.digest)
     }
 }
@@ -60,7 +60,7 @@ fn stat(h: &mut Fnv, s: &Stat) {
 }
 
 /// The digest of `state` now.
-pub fn digest(state: &StateMachine) -> StateDigest {
+pub(crate) fn digest(state: &StateMachine) -> StateDigest {
     let mut h = Fnv(0xcbf2_9ce4_8422_2325);
     let tree = state.tree();
     let mut nodes = 0;

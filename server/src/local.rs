@@ -67,7 +67,7 @@ impl Local {
     /// so after a restart nobody knows when a session was last heard from; its client gets a
     /// whole timeout to reconnect. Call before accepting connections (it forgets which
     /// connection serves a session).
-    pub fn restart_deadlines(&self, state: &StateMachine) {
+    pub(crate) fn restart_deadlines(&self, state: &StateMachine) {
         for (id, record) in state.sessions() {
             self.sessions.register(id, Duration::from_millis(u64::from(record.timeout_ms)));
         }

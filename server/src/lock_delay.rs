@@ -30,7 +30,7 @@ const TICK: Duration = Duration::from_millis(50);
 /// Deletions proposed at once.
 const BATCH: usize = 1000;
 
-pub async fn run(server: Arc<Server>, cancel: CancellationToken) {
+pub(crate) async fn run(server: Arc<Server>, cancel: CancellationToken) {
     let mut interval = tokio::time::interval(TICK);
     interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
     // When this member, leading, first saw each held-over node.

@@ -7,7 +7,7 @@ use crate::command::CommandOp;
 use ward_proto::{path, CreateMode, ErrorCode, LockKind, Op, Request, MAX_LOCK_DELAY_MS, MAX_TTL_MS};
 
 /// Turns a write request into the command op to log, or refuses it.
-pub fn prep(request: Request, max_data: usize) -> Result<CommandOp, ErrorCode> {
+pub(crate) fn prep(request: Request, max_data: usize) -> Result<CommandOp, ErrorCode> {
     match request {
         Request::Create { path, data, mode } => Ok(CommandOp::Op(check_op(Op::Create { path, data, mode }, max_data)?)),
         Request::Delete { path, version } => Ok(CommandOp::Op(check_op(Op::Delete { path, version }, max_data)?)),

@@ -11,7 +11,7 @@ use ward_proto::{
 
 /// Who is reading: the watch registry, the connection that would own a watch, and the
 /// connection's identities, which the node's ACL must grant the read to (G24).
-pub struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     pub local: &'a Local,
     pub conn: ConnId,
     pub session: SessionId,
@@ -21,7 +21,7 @@ pub struct Reader<'a> {
 impl Reader<'_> {
     /// Answers a read. `events` receives watches that fire at once (from `SetWatches`);
     /// they go out before the reply.
-    pub fn execute(
+    pub(crate) fn execute(
         &self,
         state: &StateMachine,
         request: Request,
@@ -109,7 +109,7 @@ impl Reader<'_> {
 
     /// A node's ACL and stat, for a client with READ or ADMIN on it; digests shown only to
     /// one with ADMIN (ZooKeeper's getACL).
-    pub fn acl(&self, state: &StateMachine, path: &str) -> Result<(Vec<Acl>, Stat), ErrorCode> {
+    pub(crate) fn acl(&self, state: &StateMachine, path: &str) -> Result<(Vec<Acl>, Stat), ErrorCode> {
         access::node(state.tree(), path, perms::READ | perms::ADMIN, self.ids)?;
         let node = state.tree().get(path).ok_or(ErrorCode::NoNode)?;
         let acl = state.tree().acl(node);

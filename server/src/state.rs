@@ -108,14 +108,14 @@ impl<'de> Deserialize<'de> for StateMachine {
 
 /// See [`StateMachine::apply_command`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LastWrite {
+pub(crate) struct LastWrite {
     pub xid: u64,
     pub applied: Applied,
 }
 
 impl StateMachine {
     /// The zxid of `session`'s latest attachment: its creation, or its last `Attach`.
-    pub fn attached_at(&self, session: SessionId) -> Zxid {
+    pub(crate) fn attached_at(&self, session: SessionId) -> Zxid {
         self.attachments.get(&session).copied().unwrap_or(session.0)
     }
 

@@ -26,7 +26,7 @@ use ward_proto::{path, ErrorCode};
 
 /// Fails with `NoNode` if `path` does not exist, `NoAuth` if its ACL does not grant any of
 /// `perm` to `ids`.
-pub fn node(tree: &DataTree, path: &str, perm: i32, ids: &[AuthId]) -> Result<(), ErrorCode> {
+pub(crate) fn node(tree: &DataTree, path: &str, perm: i32, ids: &[AuthId]) -> Result<(), ErrorCode> {
     let node = tree.get(path).ok_or(ErrorCode::NoNode)?;
     match allows(tree.acl(node), perm, ids) {
         true => Ok(()),
@@ -35,12 +35,12 @@ pub fn node(tree: &DataTree, path: &str, perm: i32, ids: &[AuthId]) -> Result<()
 }
 
 /// [`node`] on the parent of `path` (the root is its own parent).
-pub fn parent(tree: &DataTree, path: &str, perm: i32, ids: &[AuthId]) -> Result<(), ErrorCode> {
+pub(crate) fn parent(tree: &DataTree, path: &str, perm: i32, ids: &[AuthId]) -> Result<(), ErrorCode> {
     node(tree, path::parent(path), perm, ids)
 }
 
 /// [`node`] if `path` exists; nothing to check otherwise (exists on a missing node).
-pub fn if_exists(tree: &DataTree, path: &str, perm: i32, ids: &[AuthId]) -> Result<(), ErrorCode> {
+pub(crate) fn if_exists(tree: &DataTree, path: &str, perm: i32, ids: &[AuthId]) -> Result<(), ErrorCode> {
     match tree.get(path) {
         Some(_) => node(tree, path, perm, ids),
         None => Ok(()),

@@ -10,7 +10,7 @@ use ward_proto::{Acl, ErrorCode};
 /// matches everyone; `digest` and `x509` an equal id; `ip` an address within the entry's
 /// network). An empty ACL grants everything, as in ZooKeeper (no node can have one:
 /// [`fixup`] refuses it).
-pub fn allows(acl: &[Acl], perm: i32, ids: &[AuthId]) -> bool {
+pub(crate) fn allows(acl: &[Acl], perm: i32, ids: &[AuthId]) -> bool {
     if ids.contains(&AuthId::Super) || acl.is_empty() {
         return true;
     }
@@ -31,7 +31,7 @@ pub fn allows(acl: &[Acl], perm: i32, ids: &[AuthId]) -> bool {
 /// replaced by one entry per authenticated id (digests and certificates, not the address),
 /// and invalid if there is none; `digest` ids of the form `user:hash`; `ip` an address or a
 /// network (`addr/bits`), IPv4 or IPv6; `x509` a non-empty subject; no other scheme.
-pub fn fixup(acl: &[Acl], ids: &[AuthId]) -> Result<Vec<Acl>, ErrorCode> {
+pub(crate) fn fixup(acl: &[Acl], ids: &[AuthId]) -> Result<Vec<Acl>, ErrorCode> {
     let mut unique: Vec<&Acl> = Vec::with_capacity(acl.len());
     for entry in acl {
         if !unique.contains(&entry) {
@@ -66,7 +66,7 @@ pub fn fixup(acl: &[Acl], ids: &[AuthId]) -> Result<Vec<Acl>, ErrorCode> {
 
 /// The ACL as a client without ADMIN on the node sees it: digests as `user:x`, as
 /// ZooKeeper's getACL shows them.
-pub fn masked(acl: &[Acl]) -> Vec<Acl> {
+pub(crate) fn masked(acl: &[Acl]) -> Vec<Acl> {
     acl.iter()
         .map(|entry| match entry.id.scheme.as_str() {
             "digest" => {

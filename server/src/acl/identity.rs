@@ -39,7 +39,7 @@ impl AuthId {
 
     /// True for the ids an ACL's `auth` scheme expands to (ZooKeeper's providers that are
     /// `isAuthenticated`: an address is not, a password or a certificate is).
-    pub fn is_authenticated(&self) -> bool {
+    pub(crate) fn is_authenticated(&self) -> bool {
         matches!(self, AuthId::Digest(_) | AuthId::X509(_))
     }
 
@@ -105,7 +105,7 @@ impl fmt::Debug for SuperDigest {
 
 /// The identities of one connection, in the order they were added.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Identity {
+pub(crate) struct Identity {
     ids: Vec<AuthId>,
 }
 
@@ -113,13 +113,13 @@ impl Identity {
     /// A connection's identity at its start: its peer address and, under TLS, the subject
     /// of the client certificate it showed (`None` without one). An IPv4 peer reached
     /// through an IPv6 socket counts as its IPv4 address.
-    pub fn for_connection(peer: IpAddr, certificate_subject: Option<String>) -> Identity {
+    pub(crate) fn for_connection(peer: IpAddr, certificate_subject: Option<String>) -> Identity {
         let mut ids = vec![AuthId::Ip(peer.to_canonical())];
         ids.extend(certificate_subject.map(AuthId::X509));
         Identity { ids }
     }
 
-    pub fn ids(&self) -> &[AuthId] {
+    pub(crate) fn ids(&self) -> &[AuthId] {
         &self.ids
     }
 
@@ -131,7 +131,12 @@ impl Identity {
     /// * `ip`: succeeds, adding nothing new (the address is there from the start).
     /// * `x509`: succeeds if the connection showed a client certificate, else fails.
     /// * any other scheme fails.
-    pub fn add_auth(&mut self, scheme: &str, credentials: &[u8], super_digest: Option<&str>) -> Result<(), ErrorCode> {
+    pub(crate) fn add_auth(
+        &mut self,
+        scheme: &str,
+        credentials: &[u8],
+        super_digest: Option<&str>,
+    ) -> Result<(), ErrorCode> {
         match scheme {
             "digest" => {
                 let id = digest_id(&String::from_utf8_lossy(credentials));

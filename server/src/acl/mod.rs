@@ -15,10 +15,10 @@
 //! change, in log order: every member reaches the same verdict. Reads are checked where they
 //! are answered, against the view they read.
 
-pub mod access;
-pub mod check;
+pub(crate) mod access;
+pub(crate) mod check;
 pub mod identity;
-pub mod table;
+pub(crate) mod table;
 
-pub use identity::{AuthId, Identity};
-pub use table::AclTable;
+pub use identity::AuthId;
+pub(crate) use identity::Identity;

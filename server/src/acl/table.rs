@@ -18,10 +18,10 @@ use std::sync::Arc;
 use ward_proto::Acl;
 
 /// The number of a slot: what a node stores.
-pub type AclId = u32;
+pub(crate) type AclId = u32;
 
 /// The open ACL at version 0.
-pub const OPEN: AclId = 0;
+pub(crate) const OPEN: AclId = 0;
 
 #[derive(Clone, Debug)]
 struct Slot {
@@ -32,7 +32,7 @@ struct Slot {
 }
 
 #[derive(Clone, Debug)]
-pub struct AclTable {
+pub(crate) struct AclTable {
     /// By id; `None`: free.
     slots: Vec<Option<Slot>>,
     index: HashMap<(Arc<[Acl]>, i32), AclId>,
@@ -53,7 +53,7 @@ impl Default for AclTable {
 impl AclTable {
     /// The list and version of slot `id` (the open ACL for an id that is not in use, which
     /// the tree never holds).
-    pub fn get(&self, id: AclId) -> (&[Acl], i32) {
+    pub(crate) fn get(&self, id: AclId) -> (&[Acl], i32) {
         match self.slots.get(id as usize) {
             Some(Some(slot)) => (&slot.acl, slot.aversion),
             _ => {
@@ -72,7 +72,7 @@ impl AclTable {
 
     /// The slot for `acl` at `aversion`, made if there is none. The caller points a node at
     /// it ([`AclTable::retain`]) within the same command, or it is freed after.
-    pub fn intern(&mut self, acl: &[Acl], aversion: i32) -> AclId {
+    pub(crate) fn intern(&mut self, acl: &[Acl], aversion: i32) -> AclId {
         let key: (Arc<[Acl]>, i32) = (acl.into(), aversion);
         if let Some(id) = self.index.get(&key) {
             return *id;
@@ -93,14 +93,14 @@ impl AclTable {
     }
 
     /// A node now points to `id`.
-    pub fn retain(&mut self, id: AclId) {
+    pub(crate) fn retain(&mut self, id: AclId) {
         if let Some(Some(slot)) = self.slots.get_mut(id as usize) {
             slot.refs += 1;
         }
     }
 
     /// A node no longer points to `id`.
-    pub fn release(&mut self, id: AclId) {
+    pub(crate) fn release(&mut self, id: AclId) {
         if let Some(Some(slot)) = self.slots.get_mut(id as usize) {
             slot.refs = slot.refs.saturating_sub(1);
             if slot.refs == 0 && id != OPEN {
@@ -110,7 +110,7 @@ impl AclTable {
     }
 
     /// Frees the slots no node points to any more: after each command.
-    pub fn collect(&mut self) {
+    pub(crate) fn collect(&mut self) {
         for id in std::mem::take(&mut self.unused) {
             let Some(entry) = self.slots.get_mut(id as usize) else { continue };
             if entry.as_ref().is_some_and(|slot| slot.refs == 0) {
@@ -123,21 +123,18 @@ impl AclTable {
     }
 
     /// Whether slot `id` is in use.
-    pub fn contains(&self, id: AclId) -> bool {
+    pub(crate) fn contains(&self, id: AclId) -> bool {
         matches!(self.slots.get(id as usize), Some(Some(_)))
     }
 
     /// Slots in use, the open one included.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.index.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-
     /// The slots other than the open one, for a snapshot.
-    pub fn stored(&self) -> impl Iterator<Item = (AclId, &[Acl], i32)> {
+    pub(crate) fn stored(&self) -> impl Iterator<Item = (AclId, &[Acl], i32)> {
         self.slots.iter().enumerate().skip(1).filter_map(|(id, slot)| {
             let slot = slot.as_ref()?;
             Some((AclId::try_from(id).ok()?, &*slot.acl, slot.aversion))
@@ -146,7 +143,7 @@ impl AclTable {
 
     /// The table a snapshot stored: its slots under their ids, with no node pointing to
     /// them yet (the caller retains one per node).
-    pub fn restored(slots: impl IntoIterator<Item = (AclId, Vec<Acl>, i32)>) -> AclTable {
+    pub(crate) fn restored(slots: impl IntoIterator<Item = (AclId, Vec<Acl>, i32)>) -> AclTable {
         let mut table = AclTable::default();
         for (id, acl, aversion) in slots {
             if id != OPEN {

@@ -20,7 +20,7 @@ type Labels = Vec<(&'static str, String)>;
 type Seconds = Gauge<f64, AtomicU64>;
 
 /// The answer to `GET /metrics`.
-pub fn render(server: &Server) -> Result<String, std::fmt::Error> {
+pub(crate) fn render(server: &Server) -> Result<String, std::fmt::Error> {
     let mut registry = Registry::with_prefix("ward");
     let (stats, survey) = server
         .core

@@ -12,18 +12,18 @@ use std::collections::BTreeSet;
 use ward_proto::{lock, path, SessionId};
 
 /// Holders reported per directory (a read lock or semaphore can have many).
-pub const MAX_HOLDERS: usize = 16;
+pub(crate) const MAX_HOLDERS: usize = 16;
 
 /// One holder: its session and when its contender node was created (ms since the epoch).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Holder {
+pub(crate) struct Holder {
     pub session: SessionId,
-    pub ctime_ms: i64,
+    pub(crate) ctime_ms: i64,
 }
 
 /// One lock directory's queue.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LockFigures {
+pub(crate) struct LockFigures {
     pub dir: String,
     /// Contenders that do not hold.
     pub waiters: u64,
@@ -32,7 +32,7 @@ pub struct LockFigures {
     /// The first [`MAX_HOLDERS`] holders in queue order.
     pub holders: Vec<Holder>,
     /// Creation time of the waiter that has waited longest (ms since the epoch).
-    pub oldest_waiter_ms: Option<i64>,
+    pub(crate) oldest_waiter_ms: Option<i64>,
     /// When the lock-delay of a holder whose session ended without releasing ends (ms since
     /// the epoch), if the lock is held over.
     pub lock_delay_until_ms: Option<i64>,
@@ -40,14 +40,14 @@ pub struct LockFigures {
 
 /// The lock directories of a tree.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LockSurvey {
+pub(crate) struct LockSurvey {
     /// Every lock directory in the tree.
     pub directories: u64,
     /// The `max` longest queues, longest first (ties by path).
     pub top: Vec<LockFigures>,
 }
 
-pub fn survey(tree: &DataTree, max: usize) -> LockSurvey {
+pub(crate) fn survey(tree: &DataTree, max: usize) -> LockSurvey {
     // Held-over holders are no ephemerals any more: their directories count too.
     let dirs: BTreeSet<&str> = tree
         .all_ephemerals()

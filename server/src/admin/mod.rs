@@ -24,10 +24,10 @@
 //! * [`console`]: the web console at `/` and its JSON API under `/api/`.
 
 pub mod console;
-pub mod exposition;
-pub mod locks;
-pub mod routes;
-pub mod traffic;
+pub(crate) mod exposition;
+pub(crate) mod locks;
+pub(crate) mod routes;
+pub(crate) mod traffic;
 
 use crate::Server;
 use hyper::server::conn::http1;
@@ -43,16 +43,16 @@ use tokio_util::sync::CancellationToken;
 /// The default address of the admin listener.
 pub const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 7180));
 /// Time to send a request's head.
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time one connection may stay open, requests and keep-alive included.
-pub const CONNECTION_TIME: Duration = Duration::from_secs(60);
+pub(crate) const CONNECTION_TIME: Duration = Duration::from_secs(60);
 /// Bytes of a request head buffered (hyper's minimum is 8 KiB).
-pub const MAX_BUF: usize = 16 * 1024;
+pub(crate) const MAX_BUF: usize = 16 * 1024;
 /// Admin connections served at once.
-pub const MAX_CONNECTIONS: usize = 64;
+pub(crate) const MAX_CONNECTIONS: usize = 64;
 
 /// A bound admin listener carried in [`crate::Config`].
-pub type AdminListener = crate::net::listener::Prebound;
+pub(crate) type AdminListener = crate::net::listener::Prebound;
 
 /// Serves admin requests until `cancel` fires. Admin connections are not tracked for
 /// shutdown: an answer cut short costs a scraper one retry.

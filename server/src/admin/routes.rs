@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 const TEXT: &str = "text/plain; charset=utf-8";
 
-pub async fn respond<B>(
+pub(crate) async fn respond<B>(
     server: &Server,
     console: &Console,
     peer: SocketAddr,

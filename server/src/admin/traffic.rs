@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 
 type Labels = Vec<(&'static str, &'static str)>;
 
-pub fn register_requests(registry: &mut Registry, metrics: &Metrics) {
+pub(crate) fn register_requests(registry: &mut Registry, metrics: &Metrics) {
     let requests = Family::<Labels, Counter>::default();
     let mut durations = Series { series: Vec::new() };
     let errors = Family::<Labels, Counter>::default();
@@ -64,7 +64,7 @@ pub fn register_requests(registry: &mut Registry, metrics: &Metrics) {
     registry.register_with_unit("sent", "Bytes written to clients, per listener", Unit::Bytes, bytes_out);
 }
 
-pub fn register_log(registry: &mut Registry, log: &LogFigures) {
+pub(crate) fn register_log(registry: &mut Registry, log: &LogFigures) {
     registry.register_with_unit(
         "log_fsync_duration",
         "Time each fdatasync of the log took",
@@ -79,7 +79,7 @@ pub fn register_log(registry: &mut Registry, log: &LogFigures) {
     );
 }
 
-pub fn register_snapshots(registry: &mut Registry, snap: &SnapshotFigures) {
+pub(crate) fn register_snapshots(registry: &mut Registry, snap: &SnapshotFigures) {
     use std::sync::atomic::Ordering::Relaxed;
     let gauge = |v: &std::sync::atomic::AtomicU64| ConstGauge::new(i64::try_from(v.load(Relaxed)).unwrap_or(i64::MAX));
     let seconds = |v: &std::sync::atomic::AtomicU64| ConstGauge::new(v.load(Relaxed) as f64 / 1e9);
@@ -120,7 +120,7 @@ pub fn register_snapshots(registry: &mut Registry, snap: &SnapshotFigures) {
     );
 }
 
-pub fn register_lock_handoffs(registry: &mut Registry, locks: &LockFigures) {
+pub(crate) fn register_lock_handoffs(registry: &mut Registry, locks: &LockFigures) {
     registry.register_with_unit(
         "lock_wait",
         "Per grant after waiting: time from the waiter's contender creation to its grant",

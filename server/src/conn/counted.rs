@@ -15,19 +15,19 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-pub struct Counted<T, W> {
+pub(crate) struct Counted<T, W> {
     inner: T,
     metrics: Arc<Metrics>,
     wire: PhantomData<fn() -> W>,
 }
 
 impl<T, W: Wire> Counted<T, W> {
-    pub fn new(inner: T, metrics: Arc<Metrics>) -> Self {
+    pub(crate) fn new(inner: T, metrics: Arc<Metrics>) -> Self {
         Counted { inner, metrics, wire: PhantomData }
     }
 
     /// The socket half under the count.
-    pub fn get_ref(&self) -> &T {
+    pub(crate) fn get_ref(&self) -> &T {
         &self.inner
     }
 

@@ -27,7 +27,7 @@ type Tag<P> = <<P as Protocol>::Wire as Wire>::Tag;
 type Answer<P> = <<P as Protocol>::Wire as Wire>::Answer;
 
 /// One request as a listener decoded it, in the terms the driver orders.
-pub enum Decoded<P: Protocol + ?Sized> {
+pub(crate) enum Decoded<P: Protocol + ?Sized> {
     /// Goes through the log. `dedup_xid`: the id under which a resend is recognised (0: the
     /// protocol never resends); `nulls`: the ops (indices into a multi, 0 for a lone op) whose
     /// data the client sent as null, which only ZooKeeper's protocol can say.
@@ -42,7 +42,7 @@ pub enum Decoded<P: Protocol + ?Sized> {
 
 /// What a listener's protocol adds to the driver: how frames become requests and what its
 /// answers look like.
-pub trait Protocol: Send {
+pub(crate) trait Protocol: Send {
     type Wire: Wire;
     /// A read as the protocol states it.
     type Read: Send;
@@ -77,7 +77,7 @@ pub trait Protocol: Send {
 }
 
 /// Reads requests and queues their items in order until the connection ends.
-pub async fn drive<P: Protocol>(
+pub(crate) async fn drive<P: Protocol>(
     ctx: &SessionConn,
     protocol: &mut P,
     queue: ItemTx<P::Wire>,

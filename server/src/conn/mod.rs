@@ -17,16 +17,16 @@
 //! * [`park`]: an idle connection parked on its socket and outbox; [`counted`]: the bytes a
 //!   connection reads and writes, counted into its listener's figures.
 
-pub mod counted;
+pub(crate) mod counted;
 pub(crate) mod directory;
-pub mod driver;
-pub mod ordering;
-pub mod outbox;
-pub mod park;
-pub mod queue;
-pub mod session_conn;
-pub mod types;
-pub mod writer;
+pub(crate) mod driver;
+pub(crate) mod ordering;
+pub(crate) mod outbox;
+pub(crate) mod park;
+pub(crate) mod queue;
+pub(crate) mod session_conn;
+pub(crate) mod types;
+pub(crate) mod writer;
 
-pub use outbox::OutboundTx;
-pub use types::{Attached, CloseReason, ConnId, Delivery, Outbound};
+pub(crate) use outbox::OutboundTx;
+pub(crate) use types::{Attached, CloseReason, ConnId, Delivery, Outbound};

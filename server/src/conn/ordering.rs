@@ -53,7 +53,7 @@ const SHRINK_ABOVE: usize = 1024;
 
 /// Whether a read may look at the state yet (rule 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reads {
+pub(crate) enum Reads {
     /// Every write submitted so far is applied.
     MayRun,
     /// Some write submitted before the read is still to be applied.
@@ -65,7 +65,7 @@ pub enum Reads {
 /// One connection's ordering state (see the module's rules). `M` is what the server queues
 /// for the client (`crate::conn::Outbound`; tests use anything).
 #[derive(Debug)]
-pub struct ConnOrder<M> {
+pub(crate) struct ConnOrder<M> {
     /// Writes the reader has numbered (rule 2).
     submitted: u64,
     /// Writes the writer has reported applied.
@@ -95,7 +95,7 @@ impl<M> Default for ConnOrder<M> {
 
 impl<M> ConnOrder<M> {
     /// Queues `msg` as the next message; false (and `msg` dropped) once the writer is gone.
-    pub fn push(&mut self, msg: M) -> bool {
+    pub(crate) fn push(&mut self, msg: M) -> bool {
         if self.writer_gone {
             return false;
         }
@@ -104,18 +104,18 @@ impl<M> ConnOrder<M> {
     }
 
     /// How many messages have been queued so far.
-    pub fn queued(&self) -> u64 {
+    pub(crate) fn queued(&self) -> u64 {
         self.sent + self.waiting.len() as u64
     }
 
     /// Numbers the next write the reader submits (rule 2).
-    pub fn submit_write(&mut self) -> u64 {
+    pub(crate) fn submit_write(&mut self) -> u64 {
         self.submitted += 1;
         self.submitted
     }
 
     /// May a read look at the state now (rule 2)?
-    pub fn reads_may_run(&self) -> Reads {
+    pub(crate) fn reads_may_run(&self) -> Reads {
         match (self.applied >= self.submitted, self.writer_gone) {
             (true, _) => Reads::MayRun,
             (false, false) => Reads::Wait,
@@ -126,20 +126,20 @@ impl<M> ConnOrder<M> {
     /// A read looks at the state now: records and returns its fence, the number of messages
     /// queued so far (rules 3 and 4). Called under the state lock, so no event can be
     /// queued between the look and the count.
-    pub fn fence(&mut self) -> u64 {
+    pub(crate) fn fence(&mut self) -> u64 {
         let fence = self.queued();
         self.fences.push_back(fence);
         fence
     }
 
     /// The writer has the outcome of write `number`: reads after it may run (rule 2).
-    pub fn applied(&mut self, number: u64) {
+    pub(crate) fn applied(&mut self, number: u64) {
         self.applied = self.applied.max(number);
     }
 
     /// The next message, if one is queued and no unanswered read's fence holds it back
     /// (rules 4 and 5).
-    pub fn next_to_send(&mut self) -> Option<M> {
+    pub(crate) fn next_to_send(&mut self) -> Option<M> {
         let next = self.sent + 1;
         if self.fences.front().is_some_and(|&fence| next > fence) {
             return None;
@@ -149,7 +149,7 @@ impl<M> ConnOrder<M> {
 
     /// The next message the head read's reply must follow, if any is left: those numbered
     /// up to `fence`, the read's own (rule 3). `None`: the reply may go.
-    pub fn due_before_reply(&mut self, fence: u64) -> Option<M> {
+    pub(crate) fn due_before_reply(&mut self, fence: u64) -> Option<M> {
         if self.sent >= fence {
             return None;
         }
@@ -157,18 +157,18 @@ impl<M> ConnOrder<M> {
     }
 
     /// The head read's reply is out: its fence no longer holds messages back (rule 4).
-    pub fn replied(&mut self) {
+    pub(crate) fn replied(&mut self) {
         self.fences.pop_front();
     }
 
     /// True if [`next_to_send`](Self::next_to_send) would give a message.
-    pub fn has_sendable(&self) -> bool {
+    pub(crate) fn has_sendable(&self) -> bool {
         !self.waiting.is_empty() && self.fences.front().is_none_or(|&fence| self.sent < fence)
     }
 
     /// The writer is gone (rule 7): refuses every later message, and gives back those that
     /// waited, for the caller to drop outside its lock.
-    pub fn writer_gone(&mut self) -> VecDeque<M> {
+    pub(crate) fn writer_gone(&mut self) -> VecDeque<M> {
         self.writer_gone = true;
         std::mem::take(&mut self.waiting)
     }

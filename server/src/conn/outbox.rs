@@ -41,7 +41,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use ward_proto::{StreamEvent, WatchEvent, Zxid};
 
-pub struct Outbox {
+pub(crate) struct Outbox {
     /// The connection's order ([`ConnOrder`]): its messages, the fences of its reads in
     /// flight, its writes submitted and applied. A mutex of `crate::sync`, so the loom models
     /// run through it; every critical section is one call of a method that neither waits nor
@@ -70,19 +70,19 @@ pub struct Outbox {
 /// How long a connection the server closes may take to write what it still owes its client
 /// (replies to requests read before the close, the last message): a client that reads
 /// nothing would otherwise keep it, and what is buffered for it, for as long as it lives.
-pub const LAST_WRITES: Duration = Duration::from_secs(10);
+pub(crate) const LAST_WRITES: Duration = Duration::from_secs(10);
 
 /// How the rest of the server reaches a connection.
-pub type OutboundTx = Arc<Outbox>;
+pub(crate) type OutboundTx = Arc<Outbox>;
 
 /// The writer's end of its connection's outbox. Dropping it ends the connection's order:
 /// messages are refused and a reader waiting for writes is told (rule 7 of
 /// `conn/ordering.rs`).
-pub struct OutboxRx(Arc<Outbox>);
+pub(crate) struct OutboxRx(Arc<Outbox>);
 
 /// What a message costs while it waits: about the memory it holds (the enum and its path).
 /// A close costs nothing, so it is never refused.
-pub fn weight(msg: &Outbound) -> u64 {
+pub(crate) fn weight(msg: &Outbound) -> u64 {
     match msg {
         Outbound::Event(event) | Outbound::Streamed(StreamEvent { event, .. }) => event_weight(event),
         Outbound::LockGranted { path, .. } => (std::mem::size_of::<Outbound>() + path.len()) as u64,
@@ -91,14 +91,14 @@ pub fn weight(msg: &Outbound) -> u64 {
 }
 
 /// What an event costs while it waits, queued here or carried by a read's reply.
-pub fn event_weight(event: &WatchEvent) -> u64 {
+pub(crate) fn event_weight(event: &WatchEvent) -> u64 {
     (std::mem::size_of::<Outbound>() + event.path.len()) as u64
 }
 
 impl Outbox {
     /// The outbox of a connection that may have `limit` bytes queued for its client, and
     /// whose tasks stop when `cancel` (its own token) is cancelled.
-    pub fn bounded(limit: usize, cancel: CancellationToken) -> (OutboundTx, OutboxRx) {
+    pub(crate) fn bounded(limit: usize, cancel: CancellationToken) -> (OutboundTx, OutboxRx) {
         let outbox = Arc::new(Outbox {
             order: Mutex::new(ConnOrder::default()),
             to_writer: Notify::new(),
@@ -115,7 +115,7 @@ impl Outbox {
 
     /// An outbox without a bound, for models and tests.
     #[cfg(test)]
-    pub fn channel() -> (OutboundTx, OutboxRx) {
+    pub(crate) fn channel() -> (OutboundTx, OutboxRx) {
         Outbox::bounded(usize::MAX, CancellationToken::new())
     }
 
@@ -125,7 +125,7 @@ impl Outbox {
     }
 
     /// Queues `msg`; false if the connection is gone, or has just overflowed its bound.
-    pub fn send(self: &Arc<Self>, msg: Outbound) -> bool {
+    pub(crate) fn send(self: &Arc<Self>, msg: Outbound) -> bool {
         let weight = weight(&msg);
         if weight > 0 && !self.reserve(weight) {
             return false;
@@ -177,7 +177,7 @@ impl Outbox {
     }
 
     /// The connection's own token.
-    pub fn token(&self) -> &CancellationToken {
+    pub(crate) fn token(&self) -> &CancellationToken {
         &self.cancel
     }
 
@@ -185,19 +185,19 @@ impl Outbox {
     /// connection waits on its socket and its outbox, not on its token (`conn/park.rs`).
     /// Whoever cancels a connection's token calls this after; the server's shutdown calls
     /// it on every connection (`WatchRegistry::wake_parked`).
-    pub fn wake_parked(&self) {
+    pub(crate) fn wake_parked(&self) {
         self.parked.wake();
     }
 
     /// Counts a read reply of `weight` bytes the reader has computed. Never refused: the
     /// reader then waits in [`room`](Self::room) before it reads more.
-    pub fn charge(&self, weight: u64) {
+    pub(crate) fn charge(&self, weight: u64) {
         self.bytes.fetch_add(weight, Ordering::AcqRel);
     }
 
     /// Waits while the bytes queued for the client are at the bound (or until the connection
     /// is cancelled).
-    pub async fn room(&self) {
+    pub(crate) async fn room(&self) {
         while self.bytes.load(Ordering::Acquire) >= self.limit {
             tokio::select! {
                 _ = self.cancel.cancelled() => return,
@@ -207,13 +207,14 @@ impl Outbox {
     }
 
     /// How many messages have been queued so far.
-    pub fn queued(&self) -> u64 {
+    #[cfg(test)]
+    fn queued(&self) -> u64 {
         self.order().queued()
     }
 
     /// A read looks at the state: its fence (`ConnOrder::fence`). Call it under the state
     /// lock, and queue the read's reply after it.
-    pub fn fence(&self) -> u64 {
+    pub(crate) fn fence(&self) -> u64 {
         self.order().fence()
     }
 
@@ -223,7 +224,7 @@ impl Outbox {
     /// event for a change `f` can see is within that count, and the connection writes them
     /// before the read's reply (G6), and no later one (`conn/ordering.rs`). The read's reply
     /// must then be queued on the connection.
-    pub fn view<R>(&self, core: &Core, f: impl FnOnce(&StateMachine) -> R) -> (Zxid, u64, R) {
+    pub(crate) fn view<R>(&self, core: &Core, f: impl FnOnce(&StateMachine) -> R) -> (Zxid, u64, R) {
         core.read(|state| {
             let events_before = self.fence();
             (state.last_zxid(), events_before, f(state))
@@ -231,12 +232,12 @@ impl Outbox {
     }
 
     /// Numbers the next write the reader submits.
-    pub fn submit_write(&self) -> u64 {
+    pub(crate) fn submit_write(&self) -> u64 {
         self.order().submit_write()
     }
 
     /// Waits until every write submitted so far is applied; false if the writer is gone.
-    pub async fn caught_up(&self) -> bool {
+    pub(crate) async fn caught_up(&self) -> bool {
         loop {
             let reads = self.order().reads_may_run();
             match reads {
@@ -256,7 +257,7 @@ impl OutboxRx {
     /// The next message the fences allow, waiting for one (`ConnOrder::next_to_send`). The
     /// outbox's senders never close it, so it only ever ends with a message. Cancel-safe: a
     /// message is only taken by the call that returns it.
-    pub async fn next(&mut self) -> Outbound {
+    pub(crate) async fn next(&mut self) -> Outbound {
         loop {
             let next = self.order().next_to_send();
             match next {
@@ -269,7 +270,7 @@ impl OutboxRx {
     /// Ready once a message could be sent ([`has_sendable`](Self::has_sendable)) or the
     /// connection's token is cancelled: a parked connection's wait (`conn/park.rs`). Takes
     /// nothing.
-    pub fn poll_wake(&self, cx: &mut Context<'_>) -> Poll<()> {
+    pub(crate) fn poll_wake(&self, cx: &mut Context<'_>) -> Poll<()> {
         // Registered before the look: a message queued, or a cancel, after it wakes this
         // waker (`Outbox::wake_parked`).
         self.0.parked.register(cx.waker());
@@ -281,41 +282,41 @@ impl OutboxRx {
     }
 
     /// The next message the fences allow, if one is queued.
-    pub fn try_next(&mut self) -> Option<Outbound> {
+    pub(crate) fn try_next(&mut self) -> Option<Outbound> {
         self.order().next_to_send()
     }
 
     /// True if a message could be sent now.
-    pub fn has_sendable(&self) -> bool {
+    pub(crate) fn has_sendable(&self) -> bool {
         self.order().has_sendable()
     }
 
     /// The next message a read's reply must follow (`ConnOrder::due_before_reply`).
-    pub fn due_before_reply(&mut self, fence: u64) -> Option<Outbound> {
+    pub(crate) fn due_before_reply(&mut self, fence: u64) -> Option<Outbound> {
         self.order().due_before_reply(fence)
     }
 
     /// The head read's reply is out (`ConnOrder::replied`).
-    pub fn replied(&mut self) {
+    pub(crate) fn replied(&mut self) {
         self.order().replied();
     }
 
     /// Write `number` of the connection has its outcome: wakes a read waiting for it.
-    pub fn applied(&self, number: u64) {
+    pub(crate) fn applied(&self, number: u64) {
         self.order().applied(number);
         self.0.to_reader.notify_one();
     }
 
     /// Every message queued, fences or not: for models and tests that look at what apply
     /// queued without playing the writer.
-    #[cfg(test)]
-    pub fn take_all(&mut self) -> Vec<Outbound> {
+    #[cfg(all(test, ward_loom))]
+    pub(crate) fn take_all(&mut self) -> Vec<Outbound> {
         let mut order = self.order();
         std::iter::from_fn(|| order.due_before_reply(u64::MAX)).collect()
     }
 
     /// `weight` bytes were handed to the socket (or dropped): they no longer count.
-    pub fn release(&self, weight: u64) {
+    pub(crate) fn release(&self, weight: u64) {
         if weight == 0 {
             return;
         }
@@ -326,17 +327,17 @@ impl OutboxRx {
     }
 
     /// True once a message was refused for passing the bound: nothing more may be sent.
-    pub fn overflowed(&self) -> bool {
+    pub(crate) fn overflowed(&self) -> bool {
         self.0.overflowed.load(Ordering::Acquire)
     }
 
     /// The bound, for messages.
-    pub fn limit(&self) -> u64 {
+    pub(crate) fn limit(&self) -> u64 {
         self.0.limit
     }
 
     /// True once the connection was cut for not finishing its last writes in time.
-    pub fn cut(&self) -> bool {
+    pub(crate) fn cut(&self) -> bool {
         self.0.cut.load(Ordering::Acquire)
     }
 }
@@ -344,7 +345,7 @@ impl OutboxRx {
 impl OutboxRx {
     /// The writer has ended (rule 7 of `conn/ordering.rs`): later messages are refused, what
     /// waited is dropped, and a reader waiting for writes is told. Also on drop.
-    pub fn end(&mut self) {
+    pub(crate) fn end(&mut self) {
         let dropped = self.order().writer_gone();
         // Dropped outside the lock.
         drop(dropped);

@@ -27,23 +27,23 @@ use tokio::net::TcpStream;
 /// the connection's task, so when its active future returns `Pending` these say exactly where
 /// each of them stopped.
 #[derive(Debug, Default)]
-pub struct Idle {
+pub(crate) struct Idle {
     reader: AtomicBool,
     writer: AtomicBool,
 }
 
 /// Set while its wait lasts; cleared when the wait ends or is given up.
 #[must_use]
-pub struct Mark<'a>(&'a AtomicBool);
+pub(crate) struct Mark<'a>(&'a AtomicBool);
 
 impl Idle {
     /// The reader waits for a new frame, with none of one buffered.
-    pub fn reader(&self) -> Mark<'_> {
+    pub(crate) fn reader(&self) -> Mark<'_> {
         Mark::set(&self.reader)
     }
 
     /// The writer waits for work, with nothing queued, sendable or left unflushed.
-    pub fn writer(&self) -> Mark<'_> {
+    pub(crate) fn writer(&self) -> Mark<'_> {
         Mark::set(&self.writer)
     }
 
@@ -59,7 +59,7 @@ impl<'a> Mark<'a> {
     }
 
     /// For a wait that is idle at some polls and not at others.
-    pub fn set_to(&self, idle: bool) {
+    pub(crate) fn set_to(&self, idle: bool) {
         self.0.store(idle, Ordering::Relaxed);
     }
 }
@@ -72,7 +72,7 @@ impl Drop for Mark<'_> {
 
 /// How the active part stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stopped {
+pub(crate) enum Stopped {
     /// The connection is over.
     Ended,
     /// Reader and writer both wait with nothing to do: the active part may be dropped.
@@ -80,7 +80,7 @@ pub enum Stopped {
 }
 
 /// Drives `active` until it ends, or until it waits and `idle` says both its halves are idle.
-pub async fn until_idle<F: Future>(mut active: Pin<&mut F>, idle: &Idle) -> Stopped {
+pub(crate) async fn until_idle<F: Future>(mut active: Pin<&mut F>, idle: &Idle) -> Stopped {
     poll_fn(|cx| match active.as_mut().poll(cx) {
         Poll::Ready(_) => Poll::Ready(Stopped::Ended),
         Poll::Pending if idle.both() => Poll::Ready(Stopped::Idle),
@@ -112,7 +112,7 @@ impl Drop for Counted<'_> {
 /// wakers, so the wait itself holds nothing but its references: the token is not waited on
 /// directly (its wait is the largest of futures), which is why whoever cancels it wakes
 /// the outbox too (`Outbox::wake_parked`).
-pub async fn parked(socket: Option<&TcpStream>, out: &OutboxRx, parked_now: &AtomicU64) {
+pub(crate) async fn parked(socket: Option<&TcpStream>, out: &OutboxRx, parked_now: &AtomicU64) {
     let Some(socket) = socket else { return };
     let _counted = Counted::enter(parked_now);
     poll_fn(|cx| {

@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 const SHRINK_ABOVE: usize = 1024;
 
 /// The state both ends share.
-pub struct Queue<T> {
+pub(crate) struct Queue<T> {
     state: Mutex<State<T>>,
     /// Wakes the receiver (an item, or the sender gone). `notify_one` keeps a permit when
     /// nobody waits, so a wake-up between a check and the wait is not lost.
@@ -34,11 +34,11 @@ struct State<T> {
 
 /// The other end is gone.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Closed;
+pub(crate) struct Closed;
 
 /// Why `try_recv` returned nothing.
 #[derive(Debug, PartialEq, Eq)]
-pub enum TryRecvError {
+pub(crate) enum TryRecvError {
     Empty,
     Closed,
 }
@@ -51,7 +51,7 @@ enum Refused<T> {
 
 impl<T> Queue<T> {
     /// A queue holding at most `capacity` items (at least one).
-    pub fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         Queue {
             state: Mutex::new(State { items: VecDeque::new(), sender_gone: false, receiver_gone: false }),
             to_receiver: Notify::new(),
@@ -81,7 +81,7 @@ impl<T> Queue<T> {
 
     /// Queues `item`, waiting while the queue is full. Fails if the receiver is gone.
     /// Cancel-safe: if the wait is dropped, the item was not queued.
-    pub async fn push(&self, mut item: T) -> Result<(), Closed> {
+    pub(crate) async fn push(&self, mut item: T) -> Result<(), Closed> {
         loop {
             match self.try_push(item) {
                 Ok(()) => return Ok(()),
@@ -93,7 +93,7 @@ impl<T> Queue<T> {
     }
 
     /// The next item if one is queued.
-    pub fn try_pop(&self) -> Result<T, TryRecvError> {
+    pub(crate) fn try_pop(&self) -> Result<T, TryRecvError> {
         let mut state = self.lock();
         match state.items.pop_front() {
             Some(item) => {
@@ -112,7 +112,7 @@ impl<T> Queue<T> {
 
     /// The next item, waiting for one; `None` once the sender is gone and the queue is empty.
     /// Cancel-safe: an item is only taken by the call that returns it.
-    pub async fn pop(&self) -> Option<T> {
+    pub(crate) async fn pop(&self) -> Option<T> {
         loop {
             match self.try_pop() {
                 Ok(item) => return Some(item),
@@ -122,19 +122,19 @@ impl<T> Queue<T> {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.lock().items.is_empty()
     }
 
     /// The (only) sender is gone: the receiver gets what is queued, then the end.
-    pub fn close_sender(&self) {
+    pub(crate) fn close_sender(&self) {
         self.lock().sender_gone = true;
         self.to_receiver.notify_one();
     }
 
     /// The receiver is gone: senders are refused, and what was queued is dropped now rather
     /// than when the last sender lets go.
-    pub fn close_receiver(&self) {
+    pub(crate) fn close_receiver(&self) {
         let items = {
             let mut state = self.lock();
             state.receiver_gone = true;
@@ -147,20 +147,20 @@ impl<T> Queue<T> {
 }
 
 /// The reader's end of a bounded queue.
-pub struct Sender<T>(Arc<Queue<T>>);
+pub(crate) struct Sender<T>(Arc<Queue<T>>);
 
 /// The writer's end of a bounded queue.
-pub struct Receiver<T>(Arc<Queue<T>>);
+pub(crate) struct Receiver<T>(Arc<Queue<T>>);
 
 /// A queue holding at most `capacity` items (at least one), with one sender.
-pub fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
+pub(crate) fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
     let queue = Arc::new(Queue::new(capacity));
     (Sender(queue.clone()), Receiver(queue))
 }
 
 impl<T> Sender<T> {
     /// Queues `item`, waiting while the queue is full; see [`Queue::push`].
-    pub async fn send(&self, item: T) -> Result<(), Closed> {
+    pub(crate) async fn send(&self, item: T) -> Result<(), Closed> {
         self.0.push(item).await
     }
 }
@@ -173,15 +173,15 @@ impl<T> Drop for Sender<T> {
 
 impl<T> Receiver<T> {
     /// See [`Queue::pop`].
-    pub async fn recv(&mut self) -> Option<T> {
+    pub(crate) async fn recv(&mut self) -> Option<T> {
         self.0.pop().await
     }
 
-    pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
+    pub(crate) fn try_recv(&mut self) -> Result<T, TryRecvError> {
         self.0.try_pop()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 }

@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, Request, Response, SessionId, Zxid};
 
 /// A connection bound to a session, after its handshake.
-pub struct SessionConn {
+pub(crate) struct SessionConn {
     pub server: Arc<Server>,
     pub peer: SocketAddr,
     pub conn: ConnId,
@@ -49,7 +49,7 @@ pub struct SessionConn {
 impl SessionConn {
     /// A connection of `session`, with `identity`: its peer address, and under TLS the
     /// subject of its client certificate ([`Identity::for_connection`]).
-    pub fn new(
+    pub(crate) fn new(
         server: Arc<Server>,
         peer: SocketAddr,
         conn: ConnId,
@@ -63,7 +63,7 @@ impl SessionConn {
     }
 
     /// The connection's identities, for a read to check (hold it only while reading).
-    pub fn identity(&self) -> std::sync::MutexGuard<'_, Identity> {
+    pub(crate) fn identity(&self) -> std::sync::MutexGuard<'_, Identity> {
         // A list of ids cannot be left half-updated by a panic.
         self.identity.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -71,7 +71,7 @@ impl SessionConn {
     /// `AddAuth`: adds what `scheme` and `credentials` prove to the connection's identities,
     /// or fails with `AuthFailed` ([`Identity::add_auth`]). Later requests carry it; earlier
     /// ones were submitted or answered with the identities they had.
-    pub fn add_auth(&self, scheme: &str, credentials: &[u8]) -> Result<(), ErrorCode> {
+    pub(crate) fn add_auth(&self, scheme: &str, credentials: &[u8]) -> Result<(), ErrorCode> {
         let super_digest = self.server.config.super_digest.as_ref().map(SuperDigest::as_str);
         let result = self.identity().add_auth(scheme, credentials, super_digest);
         match result {
@@ -84,7 +84,7 @@ impl SessionConn {
     /// Runs `f` in a view of the state, recording the last zxid and the read's fence, how
     /// many messages were queued on the connection then: the writer sends those before the
     /// read's reply (G6), and no later one. The result must be queued as an `Item::Read`.
-    pub fn view<R>(&self, f: impl FnOnce(&StateMachine) -> R) -> (Zxid, u64, R) {
+    pub(crate) fn view<R>(&self, f: impl FnOnce(&StateMachine) -> R) -> (Zxid, u64, R) {
         self.outbox.view(&self.server.core, f)
     }
 
@@ -94,7 +94,7 @@ impl SessionConn {
     }
 
     /// Numbers the next write of the connection (`ConnOrder::submit_write`).
-    pub fn next_write(&self) -> u64 {
+    pub(crate) fn next_write(&self) -> u64 {
         self.outbox.submit_write()
     }
 
@@ -102,7 +102,7 @@ impl SessionConn {
     /// exactly the session's earlier writes; false if the writer is gone or `cancel` fires.
     /// Every answer that looks at the state ([`view`](Self::view)) waits for this first:
     /// its fence and its zxid must come after the session's earlier writes (G2, G6).
-    pub async fn caught_up(&self, cancel: &CancellationToken) -> bool {
+    pub(crate) async fn caught_up(&self, cancel: &CancellationToken) -> bool {
         tokio::select! {
             _ = cancel.cancelled() => false,
             r = self.outbox.caught_up() => r,
@@ -111,7 +111,7 @@ impl SessionConn {
 
     /// Preps and submits a write of this session, unless the connection no longer owns it.
     /// `nulls`: the ops whose data the client sent as null (`CommandOp::NullData`).
-    pub fn submit(&self, xid: u64, request: Request, nulls: Vec<u32>) -> Result<Pending, ErrorCode> {
+    pub(crate) fn submit(&self, xid: u64, request: Request, nulls: Vec<u32>) -> Result<Pending, ErrorCode> {
         if !self.server.local.sessions.is_owner(self.session, self.conn) {
             // A late frame on this connection must not be ordered after what a newer one
             // sends. If the session still lives (it moved, or this member gave its clients up),
@@ -158,7 +158,7 @@ impl SessionConn {
     /// known to count at the leader (R3: a pong promises the session outlives the ping's send time by a
     /// timeout). Membership requests are answered here, from the log, not from the state.
     /// `None`: go on and read; `Some`: this is the answer.
-    pub async fn prepare(&self, request: &Request) -> Option<Result<Response, ErrorCode>> {
+    pub(crate) async fn prepare(&self, request: &Request) -> Option<Result<Response, ErrorCode>> {
         let log = &self.server.replication;
         let waited = match request {
             // A fence check answers for the lock as it stands now, not as this member last
@@ -204,7 +204,7 @@ impl SessionConn {
     /// the connection's outbound bound until written; at the bound this then waits before
     /// the reader reads another request (back-pressure, `super::outbox`). Err: the writer is
     /// gone.
-    pub fn queue<'a, W: Wire>(
+    pub(crate) fn queue<'a, W: Wire>(
         &'a self,
         queue: &'a ItemTx<W>,
         stamp: Stamp,
@@ -236,7 +236,7 @@ impl SessionConn {
     /// Reader and writer run as one boxed future, given up whenever both wait with nothing
     /// to do and built again when the socket or the outbox has something (`conn/park.rs`):
     /// an idle connection keeps only what is built here.
-    pub fn run<W, S, P>(self, out_rx: OutboxRx, wire: W, sink: S, mut protocol: P) -> impl Future<Output = ()>
+    pub(crate) fn run<W, S, P>(self, out_rx: OutboxRx, wire: W, sink: S, mut protocol: P) -> impl Future<Output = ()>
     where
         W: Wire,
         S: Sink<W::Msg> + Shrink + Unpin + Send,

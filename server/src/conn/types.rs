@@ -5,7 +5,7 @@
 use ward_proto::{SessionId, StreamEvent, WatchEvent, Zxid};
 
 /// Identifies one client connection on this server.
-pub type ConnId = u64;
+pub(crate) type ConnId = u64;
 
 /// Why the server is closing a connection on its own initiative.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,14 +41,14 @@ pub enum Outbound {
 /// the connection's writes carry so that apply refuses them once the session has moved on
 /// (`CommandOp::Fenced`); 0 where nothing is fenced (a single server).
 #[derive(Clone, Copy, Debug)]
-pub struct Attached {
+pub(crate) struct Attached {
     pub session: SessionId,
     pub epoch: Zxid,
 }
 
 /// How a connection is told of changes its watches match.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Delivery {
+pub(crate) enum Delivery {
     /// ZooKeeper's: one notification per change, whichever watches (one-shot or persistent)
     /// it matched.
     OneEvent,

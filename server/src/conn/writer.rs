@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use ward_proto::{ErrorCode, Response, SessionId, WatchEvent, Zxid};
 
 /// How one protocol encodes what the writer sends.
-pub trait Wire: Send {
+pub(crate) trait Wire: Send {
     /// The listener whose request metrics this protocol's replies count in.
     const LISTENER: Listener;
     /// What the reader attaches to each request so its reply can be encoded (Ward: the xid;
@@ -54,13 +54,13 @@ pub trait Wire: Send {
 }
 
 /// An item with its stamp: what the request was and when its frame was decoded.
-pub struct Queued<W: Wire> {
+pub(crate) struct Queued<W: Wire> {
     pub stamp: Stamp,
     pub item: Item<W>,
 }
 
 /// A request on its way to a reply, in arrival order.
-pub enum Item<W: Wire> {
+pub(crate) enum Item<W: Wire> {
     /// Already answered by the reader; `events_before` messages had been queued on the
     /// connection when it looked, and go out first. `events` fired at once (re-armed watches).
     Read { tag: W::Tag, zxid: Zxid, events_before: u64, events: Vec<WatchEvent>, answer: W::Answer },
@@ -71,24 +71,24 @@ pub enum Item<W: Wire> {
 }
 
 /// A sink that can give back a buffer grown large once it has nothing left to write.
-pub trait Shrink {
+pub(crate) trait Shrink {
     fn shrink_if_idle(&mut self);
 }
 
 /// The reader's end of the queue of items. Boxed, so a queue that has grown for a burst of
 /// requests keeps pointers' worth of capacity afterwards, not items' worth.
-pub type ItemTx<W> = queue::Sender<Box<Queued<W>>>;
+pub(crate) type ItemTx<W> = queue::Sender<Box<Queued<W>>>;
 
 /// What the writer does next: go on (with a close the server asked for, to act on once the
 /// current item is done), or stop.
 type Flow<T = ()> = ControlFlow<(), T>;
 
 /// The writer's end of the queue of items: made afresh each time a parked connection wakes.
-pub type ItemRx<W> = queue::Receiver<Box<Queued<W>>>;
+pub(crate) type ItemRx<W> = queue::Receiver<Box<Queued<W>>>;
 
 /// What the writer keeps for the connection's whole life, parked or not; the queue of items
 /// is [`serve`](WriterLoop::serve)'s.
-pub struct WriterLoop<W: Wire, S> {
+pub(crate) struct WriterLoop<W: Wire, S> {
     pub wire: W,
     pub writer: S,
     /// The connection's messages, and its order: dropped by [`finish`](WriterLoop::finish),
@@ -105,7 +105,7 @@ where
     /// Completes the items `queue` brings, and sends the connection's messages, until the
     /// connection ends; then cancels it, which ends the reader too. Given up (dropped) while
     /// it waits with nothing to do, when the connection parks (`conn/park.rs`).
-    pub async fn serve(&mut self, who: Who<'_>, queue: ItemRx<W>, cancel: &CancellationToken, idle: &Idle) {
+    pub(crate) async fn serve(&mut self, who: Who<'_>, queue: ItemRx<W>, cancel: &CancellationToken, idle: &Idle) {
         let mut phase = Phase { w: self, who, queue };
         // Cancelled from outside too when the connection overflows its outbound bound: the
         // writer may be stuck on a client that does not read.
@@ -122,7 +122,7 @@ where
 
     /// After the connection's end: says why the server cut it, if it did, and ends its order
     /// (rule 7 of `conn/ordering.rs`).
-    pub fn finish(self, who: Who<'_>) {
+    pub(crate) fn finish(self, who: Who<'_>) {
         if self.out.cut() {
             tracing::info!(
                 peer = %who.peer,
@@ -146,7 +146,7 @@ where
 
 /// Who the connection is, for the writer's replies and logs: lent by the connection to
 /// each of its active parts rather than kept twice.
-pub struct Who<'a> {
+pub(crate) struct Who<'a> {
     pub server: &'a Server,
     pub peer: SocketAddr,
     pub session: SessionId,

@@ -122,7 +122,7 @@ impl StateMachine {
     }
 
     /// The standing of the attempt that `path` belongs to.
-    pub fn lock_state(&self, path: &str) -> Option<LockState> {
+    pub(crate) fn lock_state(&self, path: &str) -> Option<LockState> {
         let paths = match super::group_of(self, path) {
             Some(paths) => paths.clone(),
             None => vec![path.to_string()],

@@ -28,7 +28,7 @@ use ward_proto::lock::DirHeader;
 use ward_proto::{lock, path, ErrorCode, LockKind, SessionId, Zxid};
 
 /// One lock attempt as a command asks for it.
-pub struct Attempt<'a> {
+pub(crate) struct Attempt<'a> {
     pub dirs: &'a [String],
     pub tag: u64,
     pub kind: LockKind,
@@ -38,14 +38,14 @@ pub struct Attempt<'a> {
 }
 
 /// The lock-delay of `dir` (0: none), as its data records it.
-pub fn lock_delay_ms(tree: &DataTree, dir: &str) -> u64 {
+pub(crate) fn lock_delay_ms(tree: &DataTree, dir: &str) -> u64 {
     tree.get(dir).and_then(|n| DirHeader::parse(n.data())).map_or(0, |h| h.lock_delay_ms)
 }
 
 /// The contenders of `session` that hold their lock (their whole attempt holds) in a
 /// directory with a lock-delay, with that delay: what the end of the session without a
 /// release keeps in place (`DataTree::hold_over`).
-pub fn held_with_delay(state: &StateMachine, session: SessionId) -> Vec<(String, u64)> {
+pub(crate) fn held_with_delay(state: &StateMachine, session: SessionId) -> Vec<(String, u64)> {
     let contenders = state.tree.ephemerals(session).filter(|p| lock::sequence(path::name(p)).is_some());
     contenders
         .filter_map(|p| {
@@ -62,7 +62,12 @@ pub fn held_with_delay(state: &StateMachine, session: SessionId) -> Vec<(String,
 ///   written before this rule gives the same state;
 /// - whether an exclusive acquire will wait: some directory holds a contender of another
 ///   session. A hint for batching only ([`crate::replication::Replication::submit_waiting`]).
-pub fn before_logging(tree: &DataTree, session: SessionId, dirs: &[String], kind: LockKind) -> Result<bool, ErrorCode> {
+pub(crate) fn before_logging(
+    tree: &DataTree,
+    session: SessionId,
+    dirs: &[String],
+    kind: LockKind,
+) -> Result<bool, ErrorCode> {
     let semaphore = |dir: &String| tree.get(dir).is_some_and(|n| lock::parse_semaphore_header(n.data()).is_some());
     if !matches!(kind, LockKind::Semaphore { .. }) && dirs.iter().any(semaphore) {
         return Err(ErrorCode::PermitsMismatch);
@@ -87,7 +92,7 @@ fn holding<'a>(names: impl IntoIterator<Item = &'a str>, permits: u32) -> BTreeS
 }
 
 /// True if the node at `path` holds in its directory's queue.
-pub fn is_holder(tree: &DataTree, path: &str) -> bool {
+pub(crate) fn is_holder(tree: &DataTree, path: &str) -> bool {
     if path == "/" {
         return false;
     }
@@ -97,7 +102,7 @@ pub fn is_holder(tree: &DataTree, path: &str) -> bool {
 }
 
 /// True if every contender of the attempt `path` belongs to holds.
-pub fn attempt_holds(state: &StateMachine, path: &str) -> bool {
+pub(crate) fn attempt_holds(state: &StateMachine, path: &str) -> bool {
     match group_of(state, path) {
         Some(paths) => paths.iter().all(|p| is_holder(&state.tree, p)),
         None => is_holder(&state.tree, path),
@@ -105,14 +110,14 @@ pub fn attempt_holds(state: &StateMachine, path: &str) -> bool {
 }
 
 /// The contender paths of the multi-lock attempt `path` belongs to, if it is one.
-pub fn group_of<'a>(state: &'a StateMachine, path: &str) -> Option<&'a Vec<String>> {
+pub(crate) fn group_of<'a>(state: &'a StateMachine, path: &str) -> Option<&'a Vec<String>> {
     let (session, tag) = lock::parse_contender(path::name(path))?;
     state.lock_groups.get(&(session, tag))
 }
 
 /// The locks held by the session `cmd` expires, if it is an expiry: applying it releases
 /// them against their holder's will. 0 for any other command.
-pub fn held_by_expiring(state: &StateMachine, cmd: &Command) -> usize {
+pub(crate) fn held_by_expiring(state: &StateMachine, cmd: &Command) -> usize {
     if !matches!(cmd.op, CommandOp::ExpireSession) {
         return 0;
     }
@@ -122,7 +127,7 @@ pub fn held_by_expiring(state: &StateMachine, cmd: &Command) -> usize {
 
 /// A lock attempt that became held in this apply, and must be told.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Grant {
+pub(crate) struct Grant {
     pub session: SessionId,
     pub path: String,
     pub token: Zxid,
@@ -131,7 +136,7 @@ pub struct Grant {
 }
 
 /// Ward attempts that became held through the deletes in `changes`.
-pub fn grants(state: &StateMachine, changes: &[Change]) -> Vec<Grant> {
+pub(crate) fn grants(state: &StateMachine, changes: &[Change]) -> Vec<Grant> {
     // Per directory: contenders deleted and created by this apply.
     let mut touched: BTreeMap<&str, (Vec<&str>, HashSet<&str>)> = BTreeMap::new();
     for change in changes {

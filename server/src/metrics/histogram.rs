@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Upper bounds for request and fsync latencies, in nanoseconds: 50 µs to 10 s, roughly
 /// 1-2.5-5 per decade. The last bound is the `+Inf` bucket.
-pub const LATENCY_NS: [u64; 19] = {
+pub(crate) const LATENCY_NS: [u64; 19] = {
     const US: u64 = 1_000;
     const MS: u64 = 1_000_000;
     const S: u64 = 1_000_000_000;
@@ -45,10 +45,10 @@ pub const LATENCY_NS: [u64; 19] = {
 };
 
 /// Nanoseconds per second, to expose [`LATENCY_NS`] histograms in seconds.
-pub const NANOS: f64 = 1e9;
+pub(crate) const NANOS: f64 = 1e9;
 
 /// A histogram over [`LATENCY_NS`], observed in nanoseconds.
-pub type Latency = Histogram<{ LATENCY_NS.len() }>;
+pub(crate) type Latency = Histogram<{ LATENCY_NS.len() }>;
 
 /// A histogram over `N` buckets; `bounds[N - 1]` must be `u64::MAX` (the `+Inf` bucket).
 #[derive(Debug)]
@@ -103,7 +103,7 @@ pub struct Snapshot {
     pub sum: f64,
     pub count: u64,
     /// (upper bound, observations in this bucket alone); the encoder accumulates them.
-    pub buckets: Vec<(f64, u64)>,
+    pub(crate) buckets: Vec<(f64, u64)>,
 }
 
 impl EncodeMetric for Snapshot {
@@ -118,7 +118,7 @@ impl EncodeMetric for Snapshot {
 
 /// Labelled histograms of one name, for a registry built for one scrape.
 #[derive(Debug)]
-pub struct Series<S> {
+pub(crate) struct Series<S> {
     pub series: Vec<(S, Snapshot)>,
 }
 

@@ -10,7 +10,7 @@ use super::histogram::Histogram;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Upper bounds of a lock wait, in milliseconds: 1 ms to an hour.
-pub const WAIT_MS: [u64; 21] = [
+pub(crate) const WAIT_MS: [u64; 21] = [
     1,
     2,
     5,
@@ -35,7 +35,7 @@ pub const WAIT_MS: [u64; 21] = [
 ];
 
 /// Milliseconds per second, to expose [`WAIT_MS`] in seconds.
-pub const MILLIS: f64 = 1e3;
+pub(crate) const MILLIS: f64 = 1e3;
 
 #[derive(Debug)]
 pub struct LockFigures {
@@ -63,13 +63,13 @@ impl LockFigures {
     /// An expiry stamped at `stamped_ms` released `held` locks. Expiries stamped before this
     /// server started are history a restarted member replays from its log: they were counted
     /// (if at all) by the process that saw them happen.
-    pub fn released_by_expiry(&self, held: usize, stamped_ms: i64) {
+    pub(crate) fn released_by_expiry(&self, held: usize, stamped_ms: i64) {
         if held > 0 && stamped_ms >= self.started_ms {
             self.involuntary.fetch_add(held as u64, Ordering::Relaxed);
         }
     }
 
-    pub fn involuntary_releases(&self) -> u64 {
+    pub(crate) fn involuntary_releases(&self) -> u64 {
         self.involuntary.load(Ordering::Relaxed)
     }
 }

@@ -6,16 +6,16 @@ use super::histogram::{Histogram, Latency, LATENCY_NS};
 use std::time::Duration;
 
 /// Upper bounds of a batch's size: powers of two up to the proposer's 1024 commands.
-pub const BATCH: [u64; 12] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, u64::MAX];
+pub(crate) const BATCH: [u64; 12] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, u64::MAX];
 
 #[derive(Debug)]
 pub struct LogFigures {
     /// Each `fdatasync` of a log segment (appends, truncations and purges), in nanoseconds.
     pub fsync: Latency,
     /// Raft entries per durable append.
-    pub append_entries: Histogram<{ BATCH.len() }>,
+    pub(crate) append_entries: Histogram<{ BATCH.len() }>,
     /// Client and session commands per durable append (summed over its entries).
-    pub append_commands: Histogram<{ BATCH.len() }>,
+    pub(crate) append_commands: Histogram<{ BATCH.len() }>,
 }
 
 impl Default for LogFigures {

@@ -10,13 +10,14 @@
 //! All of them belong to one server ([`Metrics`], held by its [`crate::local::Local`]), so
 //! that servers sharing a process (tests, a simulated ensemble) count apart.
 
-pub mod histogram;
-pub mod locks;
-pub mod log;
-pub mod requests;
-pub mod snapshots;
+pub(crate) mod histogram;
+pub(crate) mod locks;
+pub(crate) mod log;
+pub(crate) mod requests;
+pub(crate) mod snapshots;
 
-pub use requests::{Failure, Listener, ListenerFigures, Op, Stamp};
+pub use requests::{Failure, Listener, Op};
+pub(crate) use requests::{ListenerFigures, Stamp};
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -51,19 +52,19 @@ impl Metrics {
         self.log.fsync.count()
     }
 
-    pub fn count_outbound_overflow(&self) {
+    pub(crate) fn count_outbound_overflow(&self) {
         self.outbound_overflows.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn outbound_overflows(&self) -> u64 {
+    pub(crate) fn outbound_overflows(&self) -> u64 {
         self.outbound_overflows.load(Ordering::Relaxed)
     }
 
-    pub fn count_refused_connection(&self) {
+    pub(crate) fn count_refused_connection(&self) {
         self.refused_connections.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn refused_connections(&self) -> u64 {
+    pub(crate) fn refused_connections(&self) -> u64 {
         self.refused_connections.load(Ordering::Relaxed)
     }
 }
@@ -135,7 +136,7 @@ pub struct RaftFigures {
     pub role: &'static str,
     pub term: u64,
     pub last_log_index: u64,
-    pub applied_index: u64,
+    pub(crate) applied_index: u64,
     /// On the leader: each other member's id and how many entries it lags behind the
     /// leader's last log index.
     pub lag: Vec<(u64, u64)>,
@@ -151,7 +152,7 @@ pub struct RaftFigures {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HeardFrom {
     /// Voters (ZooKeeper's synced followers).
-    pub voters: usize,
+    pub(crate) voters: usize,
     /// Members that do not vote (ZooKeeper's non-voting followers).
-    pub learners: usize,
+    pub(crate) learners: usize,
 }

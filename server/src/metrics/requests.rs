@@ -178,13 +178,13 @@ impl Failure {
     /// not: it is how the client learns that the lock directory is missing, which it then
     /// creates and asks again (client `Client::acquire_with`), so it is the first answer of
     /// every new lock, expected, and never what the caller sees.
-    pub fn is_error(self, op: Op) -> bool {
+    pub(crate) fn is_error(self, op: Op) -> bool {
         !(op == Op::Lock && self == Failure::NoNode)
     }
 
     /// How a write's result failed, if it did: its error, or for a multi that was rolled
     /// back, the error of the op that failed it.
-    pub fn of_write(result: &Result<Response, ErrorCode>) -> Option<Failure> {
+    pub(crate) fn of_write(result: &Result<Response, ErrorCode>) -> Option<Failure> {
         match result {
             Err(code) => Some(Failure::from(*code)),
             Ok(Response::Multi(results)) => results.iter().find_map(|r| match r {
@@ -221,7 +221,7 @@ pub struct ListenerFigures {
     /// Messages the server sent unasked: watch events, lock grants, session ends.
     pub pushed: AtomicU64,
     pub bytes_in: AtomicU64,
-    pub bytes_out: AtomicU64,
+    pub(crate) bytes_out: AtomicU64,
     /// The origin of this listener's stamps, on the monotonic clock.
     origin: Instant,
 }
@@ -286,12 +286,12 @@ impl ListenerFigures {
     }
 
     /// Their latencies' sum, in nanoseconds.
-    pub fn latency_sum_ns(&self) -> u64 {
+    pub(crate) fn latency_sum_ns(&self) -> u64 {
         self.latency.iter().map(Histogram::sum).sum()
     }
 
     /// The shortest and longest latency seen, in nanoseconds, once a request was answered.
-    pub fn extremes_ns(&self) -> Option<(u64, u64)> {
+    pub(crate) fn extremes_ns(&self) -> Option<(u64, u64)> {
         let min = self.min_ns.load(Ordering::Relaxed);
         (min != u64::MAX).then(|| (min, self.max_ns.load(Ordering::Relaxed)))
     }

@@ -7,19 +7,19 @@ use std::time::Duration;
 #[derive(Debug, Default)]
 pub struct SnapshotFigures {
     /// Bytes written to the log since the last snapshot began.
-    pub log_bytes: AtomicU64,
+    pub(crate) log_bytes: AtomicU64,
     /// The last snapshot's size in bytes (0: none yet).
     pub snapshot_bytes: AtomicU64,
     /// The log size at which the next snapshot is due.
-    pub threshold_bytes: AtomicU64,
+    pub(crate) threshold_bytes: AtomicU64,
     /// Snapshots begun: the state captured at an applied index.
     pub begun: AtomicU64,
     /// Snapshots written (or failed): serialized, fsynced and renamed into place.
     pub finished: AtomicU64,
     /// How long the last capture held the state's lock, in nanoseconds: how long writes waited.
-    pub capture_ns: AtomicU64,
+    pub(crate) capture_ns: AtomicU64,
     /// How long the last snapshot took from capture to rename, in nanoseconds (writes go on).
-    pub build_ns: AtomicU64,
+    pub(crate) build_ns: AtomicU64,
 }
 
 impl SnapshotFigures {

@@ -119,13 +119,13 @@ pub(crate) fn plain_socket<W: Wire, D>(reader: &FramedRead<Counted<ReadHalf, W>,
     }
 }
 
-pub type Reader = FramedRead<Counted<ReadHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
-pub type Writer = FramedWrite<Counted<WriteHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
+pub(crate) type Reader = FramedRead<Counted<ReadHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
+pub(crate) type Writer = FramedWrite<Counted<WriteHalf, WardWire>, FrameCodec<ClientMessage, ServerMessage>>;
 
 /// Serves one connection on Ward's listener: the handshake (boxed, so that its state is
 /// not part of the connection's task for as long as the session stays connected), then the
 /// session.
-pub fn serve(
+pub(crate) fn serve(
     server: Arc<Server>,
     incoming: Incoming,
     peer: SocketAddr,
@@ -179,7 +179,7 @@ async fn open(
 }
 
 /// Ward's own requests, as the driver takes them.
-pub struct WardReader(Reader);
+pub(crate) struct WardReader(Reader);
 
 impl Protocol for WardReader {
     type Wire = WardWire;
@@ -236,7 +236,7 @@ impl Protocol for WardReader {
 }
 
 /// Ward's own encoding of replies and server-initiated messages.
-pub struct WardWire;
+pub(crate) struct WardWire;
 
 impl Wire for WardWire {
     const LISTENER: Listener = Listener::Ward;
@@ -292,7 +292,7 @@ const REPLY_ENVELOPE: usize = 32;
 /// connection, and each retry would do the same. Only listings are measured; every other
 /// reply is bounded by what the server accepts (node data by `max_data_len`, which the
 /// config keeps under the limit).
-pub fn oversized(answer: &Result<Response, ErrorCode>, limit: usize) -> Option<usize> {
+pub(crate) fn oversized(answer: &Result<Response, ErrorCode>, limit: usize) -> Option<usize> {
     let Ok(response @ Response::Children { .. }) = answer else { return None };
     let len =
         postcard::experimental::serialized_size(response).map_or(usize::MAX, |n| n.saturating_add(REPLY_ENVELOPE));

@@ -15,7 +15,7 @@ use ward_proto::{
 /// Reads the hello and answers it. Returns the session now bound to this connection, or
 /// `None` when the connection must close (the reason is logged and, where the peer can
 /// understand it, sent as `Refused`).
-pub async fn run(
+pub(crate) async fn run(
     server: &Server,
     reader: &mut Reader,
     writer: &mut Writer,

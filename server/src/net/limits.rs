@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 /// The shortest time between two logged refusals.
-pub const LOG_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const LOG_EVERY: Duration = Duration::from_secs(1);
 
 /// The connections open now, against the limits (0: none).
 pub struct ConnLimits {
@@ -49,7 +49,7 @@ pub enum Refusal {
 }
 
 /// An admitted connection, counted until dropped.
-pub struct Admitted {
+pub(crate) struct Admitted {
     limits: Arc<ConnLimits>,
     ip: IpAddr,
 }
@@ -65,7 +65,7 @@ impl ConnLimits {
     }
 
     /// Counts a connection from `ip`, unless that would pass a limit.
-    pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<Admitted, Refusal> {
+    pub(crate) fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<Admitted, Refusal> {
         // An IPv4 client of a dual-stack listener shows up as ::ffff:a.b.c.d.
         let ip = ip.to_canonical();
         let mut counts = self.counts();

@@ -37,13 +37,18 @@ impl Prebound {
     }
 
     /// The listener for tokio (needs a runtime).
-    pub fn to_tokio(&self) -> std::io::Result<TcpListener> {
+    pub(crate) fn to_tokio(&self) -> std::io::Result<TcpListener> {
         TcpListener::from_std(self.0.try_clone()?)
     }
 }
 
 /// Accepts Ward clients until `cancel` fires (over TLS when the server has a certificate).
-pub async fn accept_loop(server: Arc<Server>, listener: TcpListener, tasks: TaskTracker, cancel: CancellationToken) {
+pub(crate) async fn accept_loop(
+    server: Arc<Server>,
+    listener: TcpListener,
+    tasks: TaskTracker,
+    cancel: CancellationToken,
+) {
     let tls = server.config.tls.clone();
     accept_each(&server, listener, tls, tasks, cancel, "Ward", |incoming, peer, conn, cancel| {
         connection::serve(server.clone(), incoming, peer, conn, cancel)
@@ -55,7 +60,7 @@ pub async fn accept_loop(server: Arc<Server>, listener: TcpListener, tasks: Task
 /// `serve` for each connection the connection limits admit (`limits.rs`) as a tracked
 /// task, so shutdown can wait for them all. With `tls`, each connection gets the
 /// configuration in force when it is accepted, for its handshake (`Incoming::open`).
-pub async fn accept_each<F, Fut>(
+pub(crate) async fn accept_each<F, Fut>(
     server: &Server,
     listener: TcpListener,
     tls: Option<Arc<ServerTls>>,
@@ -93,7 +98,7 @@ pub async fn accept_each<F, Fut>(
 
 /// Accepts until `cancel` fires, handing each connection and a child token of `cancel` to
 /// `each`. Shared by the client listeners and the peer listener.
-pub async fn accept_until(
+pub(crate) async fn accept_until(
     listener: TcpListener,
     cancel: CancellationToken,
     protocol: &'static str,

@@ -27,7 +27,7 @@ use ward_proto::FrameCodec;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum PeerError {
+pub(crate) enum PeerError {
     /// Not sent: no connection could be opened, or the member refused the hello.
     #[error("member {0} unreachable: {1}")]
     Unreachable(NodeId, String),
@@ -40,7 +40,7 @@ pub enum PeerError {
 /// Who we are, as the hello says it, and the certificate that proves it when the link has
 /// mutual TLS.
 #[derive(Clone, Debug)]
-pub struct Identity {
+pub(crate) struct Identity {
     pub ensemble: Arc<str>,
     pub me: NodeId,
     /// `None`: plain TCP.
@@ -58,7 +58,7 @@ struct Conn {
 }
 
 /// Calls to one member on one channel.
-pub struct PeerClient {
+pub(crate) struct PeerClient {
     identity: Identity,
     target: NodeId,
     channel: Channel,
@@ -68,12 +68,17 @@ pub struct PeerClient {
 }
 
 impl PeerClient {
-    pub fn new(identity: Identity, target: NodeId, channel: Channel) -> Self {
+    pub(crate) fn new(identity: Identity, target: NodeId, channel: Channel) -> Self {
         PeerClient { identity, target, channel, next_id: AtomicU64::new(1), conn: tokio::sync::Mutex::new(None) }
     }
 
     /// Sends `request` to the member at `addr` and waits up to `timeout` for its reply.
-    pub async fn call(&self, addr: &str, request: PeerRequest, timeout: Duration) -> Result<PeerResponse, PeerError> {
+    pub(crate) async fn call(
+        &self,
+        addr: &str,
+        request: PeerRequest,
+        timeout: Duration,
+    ) -> Result<PeerResponse, PeerError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
@@ -118,16 +123,9 @@ impl PeerClient {
 
     /// The token cancelled when the connection open now closes, if one is open (and not
     /// being opened: nobody waits here for a connect).
-    pub fn open_connection(&self) -> Option<CancellationToken> {
+    pub(crate) fn open_connection(&self) -> Option<CancellationToken> {
         let slot = self.conn.try_lock().ok()?;
         slot.as_ref().filter(|c| !c.closed.is_cancelled()).map(|c| c.closed.clone())
-    }
-
-    /// Closes the connection, if any; the next call opens a new one.
-    pub async fn close(&self) {
-        if let Some(conn) = self.conn.lock().await.take() {
-            conn.closed.cancel();
-        }
     }
 
     async fn open(&self, addr: &str) -> Result<Conn, String> {

@@ -20,12 +20,12 @@ use ward_proto::FrameCodec;
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What a member does with its peers' requests.
-pub trait PeerService: Send + Sync + 'static {
+pub(crate) trait PeerService: Send + Sync + 'static {
     fn handle(&self, from: NodeId, request: PeerRequest) -> impl Future<Output = PeerResponse> + Send;
 }
 
 /// Accepts peer connections on `listener` until `cancel`.
-pub async fn serve<S: PeerService>(
+pub(crate) async fn serve<S: PeerService>(
     listener: TcpListener,
     identity: Identity,
     service: Arc<S>,
@@ -39,7 +39,7 @@ pub async fn serve<S: PeerService>(
 }
 
 /// Checks a hello against who we are; `Err` carries the reason sent back.
-pub fn check_hello(hello: &PeerHello, identity: &Identity) -> Result<(), String> {
+pub(crate) fn check_hello(hello: &PeerHello, identity: &Identity) -> Result<(), String> {
     if hello.magic != PEER_MAGIC {
         return Err("not a Ward peer".into());
     }

@@ -13,15 +13,17 @@
 //! * [`listener`]: accepts members' connections, checks their hello, serves their requests.
 //! * [`pool`]: every member's clients, by id, with their current addresses.
 
-pub mod client;
-pub mod listener;
-pub mod pool;
-pub mod wire;
+pub(crate) mod client;
+pub(crate) mod listener;
+pub(crate) mod pool;
+pub(crate) mod wire;
 
-pub use client::{Identity, PeerError};
-pub use listener::PeerService;
-pub use pool::Peers;
-pub use wire::{AdminReply, AdminRequest, Channel, ForwardError, GoneAnswer, PeerRequest, PeerResponse, SnapshotChunk};
+pub(crate) use client::{Identity, PeerError};
+pub(crate) use listener::PeerService;
+pub(crate) use pool::Peers;
+pub(crate) use wire::{
+    AdminReply, AdminRequest, Channel, ForwardError, GoneAnswer, PeerRequest, PeerResponse, SnapshotChunk,
+};
 
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-pub struct Peers {
+pub(crate) struct Peers {
     identity: Identity,
     /// Addresses that override the membership's for some members (`--peer-route`): a
     /// member behind NAT, or a test's per-link proxy.
@@ -18,16 +18,16 @@ pub struct Peers {
 }
 
 impl Peers {
-    pub fn new(identity: Identity, routes: HashMap<NodeId, String>) -> Self {
+    pub(crate) fn new(identity: Identity, routes: HashMap<NodeId, String>) -> Self {
         Peers { identity, routes, clients: Mutex::default() }
     }
 
-    pub fn identity(&self) -> &Identity {
+    pub(crate) fn identity(&self) -> &Identity {
         &self.identity
     }
 
     /// The client for `target` on `channel`.
-    pub fn client(&self, target: NodeId, channel: Channel) -> Arc<PeerClient> {
+    pub(crate) fn client(&self, target: NodeId, channel: Channel) -> Arc<PeerClient> {
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
         clients
             .entry((target, channel))
@@ -36,12 +36,12 @@ impl Peers {
     }
 
     /// Where `target`, whose peer address is `addr`, is reached: its route, if it has one.
-    pub fn route(&self, target: NodeId, addr: &str) -> String {
+    pub(crate) fn route(&self, target: NodeId, addr: &str) -> String {
         self.routes.get(&target).map_or(addr, String::as_str).to_string()
     }
 
     /// Calls `target` at peer address `addr` (or at its route, if it has one).
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         target: NodeId,
         addr: &str,

@@ -17,13 +17,13 @@ use serde::{Deserialize, Serialize};
 use ward_proto::{MemberInfo, SessionId};
 
 /// "Ward peer": not a client hello, which starts with Ward's client magic.
-pub const PEER_MAGIC: [u8; 4] = *b"WRDP";
+pub(crate) const PEER_MAGIC: [u8; 4] = *b"WRDP";
 /// Bumped when a message changes shape; members of one ensemble must agree. Version 2 is
 /// openraft 0.10's messages (pre-vote, leader transfer, snapshots sent whole in chunks of
 /// Ward's own); a member of version 1 is refused at the hello, with both versions named.
-pub const PEER_VERSION: u32 = 2;
+pub(crate) const PEER_VERSION: u32 = 2;
 /// Why a member refuses a peer of another protocol version, in words an operator can act on.
-pub fn version_mismatch(here: u32, there: u32) -> String {
+pub(crate) fn version_mismatch(here: u32, there: u32) -> String {
     format!(
         "peer protocol {here} here, {there} there: members of releases with different peer protocols cannot \
          form one ensemble (version 2 is openraft 0.10's); stop every member, then start them all on one \
@@ -33,24 +33,20 @@ pub fn version_mismatch(here: u32, there: u32) -> String {
 
 /// Largest peer frame: a batch entry is at most about 1 MiB and an append carries a few,
 /// snapshot chunks are 1 MiB.
-pub const MAX_PEER_FRAME: usize = 64 << 20;
+pub(crate) const MAX_PEER_FRAME: usize = 64 << 20;
 
 /// What a connection is for. Snapshots have their own connection so that a large transfer
 /// never delays heartbeats; client traffic (forwarded writes, touches, read index) has its
 /// own so that a burst of writes never delays Raft's own messages either.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Channel {
+pub(crate) enum Channel {
     Raft,
     Snapshot,
     Client,
 }
 
-impl Channel {
-    pub const ALL: [Channel; 3] = [Channel::Raft, Channel::Snapshot, Channel::Client];
-}
-
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PeerHello {
+pub(crate) struct PeerHello {
     pub magic: [u8; 4],
     pub version: u32,
     /// The ensemble's name: two ensembles on one network never talk to each other.
@@ -62,20 +58,20 @@ pub struct PeerHello {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum HelloAnswer {
+pub(crate) enum HelloAnswer {
     Accepted,
     Refused(String),
 }
 
 /// A request or a reply, tagged with the caller's request id.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Envelope<T> {
+pub(crate) struct Envelope<T> {
     pub id: u64,
     pub body: T,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub enum PeerRequest {
+pub(crate) enum PeerRequest {
     AppendEntries(AppendEntriesRequest<TypeConfig>),
     Vote(VoteRequest<TypeConfig>),
     /// A candidate asks whether it would get a vote before it raises its term (Pre-Vote).
@@ -103,7 +99,7 @@ pub enum PeerRequest {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub enum PeerResponse {
+pub(crate) enum PeerResponse {
     AppendEntries(Result<AppendEntriesResponse<TypeConfig>, RaftError<TypeConfig>>),
     Vote(Result<VoteResponse<TypeConfig>, RaftError<TypeConfig>>),
     PreVote(Result<VoteResponse<TypeConfig>, RaftError<TypeConfig>>),
@@ -122,19 +118,19 @@ pub enum PeerResponse {
 
 /// A voter's answer to "is the leader of this vote gone for you too?".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GoneAnswer {
+pub(crate) struct GoneAnswer {
     pub gone: bool,
     /// The answering voter's last log index, so that the longest log stands.
-    pub last_log: u64,
+    pub(crate) last_log: u64,
 }
 
 /// A piece of the leader's snapshot file (`docs/storage.md`), sent in order; the one with
 /// `done` set is the last, and the receiver installs the snapshot when it has it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SnapshotChunk {
+pub(crate) struct SnapshotChunk {
     /// The sending leader's vote.
     pub vote: Vote,
-    pub meta: SnapshotMeta,
+    pub(crate) meta: SnapshotMeta,
     /// Where in the file `data` starts; a transfer starts at 0.
     pub offset: u64,
     pub data: Vec<u8>,
@@ -143,7 +139,7 @@ pub struct SnapshotChunk {
 
 /// Why the leader did not do what a follower forwarded.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-pub enum ForwardError {
+pub(crate) enum ForwardError {
     /// Not done: this member is not the leader (it names the one it knows, if any).
     /// Safe to send again to the leader.
     #[error("not the leader (leader: {0:?})")]
@@ -158,7 +154,7 @@ pub enum ForwardError {
 
 /// Membership changes and the member list, run by the leader.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum AdminRequest {
+pub(crate) enum AdminRequest {
     /// Adds `id` at peer address `addr` as a learner, waits until it has caught up, then
     /// makes it a voter.
     AddMember { id: NodeId, addr: String },
@@ -171,7 +167,7 @@ pub enum AdminRequest {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum AdminReply {
+pub(crate) enum AdminReply {
     Done,
     Members(Vec<MemberInfo>),
     /// The member that leads after a transfer.

@@ -8,14 +8,14 @@ use tokio::sync::watch;
 
 /// The two counts. The disk is idle when they are equal.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
+pub(crate) struct Counts {
     pub started: u64,
     pub flushed: u64,
 }
 
 impl Counts {
     /// No append is being written or synced.
-    pub fn idle(self) -> bool {
+    pub(crate) fn idle(self) -> bool {
         self.started == self.flushed
     }
 }
@@ -23,40 +23,40 @@ impl Counts {
 /// The log store's side. A start is counted from openraft's core, a flush from the I/O
 /// thread. Only flushes wake the watcher: a start never makes the disk free.
 #[derive(Default)]
-pub struct Activity {
+pub(crate) struct Activity {
     started: Arc<AtomicU64>,
     flushed: watch::Sender<u64>,
 }
 
 impl Activity {
-    pub fn started(&self) {
+    pub(crate) fn started(&self) {
         self.started.fetch_add(1, Ordering::AcqRel);
     }
 
-    pub fn flushed(&self) {
+    pub(crate) fn flushed(&self) {
         self.flushed.send_modify(|n| *n += 1);
     }
 
-    pub fn watch(&self) -> Watch {
+    pub(crate) fn watch(&self) -> Watch {
         Watch { started: self.started.clone(), flushed: self.flushed.subscribe() }
     }
 }
 
 /// The proposer's side.
-pub struct Watch {
+pub(crate) struct Watch {
     started: Arc<AtomicU64>,
     flushed: watch::Receiver<u64>,
 }
 
 impl Watch {
     /// The counts now; a later [`Watch::flushed`] waits for a flush after this.
-    pub fn now(&mut self) -> Counts {
+    pub(crate) fn now(&mut self) -> Counts {
         let flushed = *self.flushed.borrow_and_update();
         Counts { started: self.started.load(Ordering::Acquire), flushed }
     }
 
     /// Resolves at the next flush (or at once if the log is gone).
-    pub async fn flushed(&mut self) {
+    pub(crate) async fn flushed(&mut self) {
         let _ = self.flushed.changed().await;
     }
 }

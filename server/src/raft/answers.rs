@@ -11,14 +11,14 @@ use ward_proto::SessionId;
 
 /// A forwarded chunk's outcome: the index of the entry that holds it, and each command's
 /// result in order.
-pub type ChunkResult = Result<(u64, Vec<Applied>), Rejected>;
+pub(super) type ChunkResult = Result<(u64, Vec<Applied>), Rejected>;
 
 /// A batch's outcome as the proposer learns it: its entry's index (0 when unknown here) and
 /// the results the state machine did not send itself.
-pub type Outcome = Result<(u64, Vec<Applied>), Rejected>;
+pub(super) type Outcome = Result<(u64, Vec<Applied>), Rejected>;
 
 /// One item of the proposer's queue.
-pub enum Proposal {
+pub(super) enum Proposal {
     One(Command, oneshot::Sender<Committed>),
     Chunk(Vec<Command>, oneshot::Sender<ChunkResult>),
 }
@@ -26,7 +26,7 @@ pub enum Proposal {
 impl Proposal {
     /// The session whose order this proposal takes part in; `None` for a chunk, whose
     /// sessions the follower that sent it keeps in order.
-    pub fn session(&self) -> Option<SessionId> {
+    pub(super) fn session(&self) -> Option<SessionId> {
         match self {
             Proposal::One(cmd, _) => Some(cmd.session),
             Proposal::Chunk(..) => None,
@@ -36,7 +36,7 @@ impl Proposal {
 
 /// A batch being made: its commands and who waits for them.
 #[derive(Default)]
-pub struct Assembled {
+pub(super) struct Assembled {
     pub commands: Vec<Command>,
     senders: Vec<Sender>,
     chunks: Vec<(usize, oneshot::Sender<ChunkResult>)>,
@@ -44,7 +44,7 @@ pub struct Assembled {
 }
 
 impl Assembled {
-    pub fn add(&mut self, proposal: Proposal) {
+    pub(super) fn add(&mut self, proposal: Proposal) {
         match proposal {
             Proposal::One(cmd, reply) => {
                 self.bytes += approx_size(&cmd);
@@ -61,17 +61,17 @@ impl Assembled {
     }
 
     /// Whether the batch has reached either limit.
-    pub fn is_full(&self, max_commands: usize, max_bytes: usize) -> bool {
+    pub(super) fn is_full(&self, max_commands: usize, max_bytes: usize) -> bool {
         self.commands.len() >= max_commands || self.bytes >= max_bytes
     }
 
     /// The commands, and who waits for them.
-    pub fn split(self) -> (Vec<Command>, Answers) {
+    pub(super) fn split(self) -> (Vec<Command>, Answers) {
         (self.commands, Answers { replies: Replies::new(self.senders), chunks: self.chunks })
     }
 
     /// Refuses the chunks (as not applied: never sent anywhere) and keeps the rest.
-    pub fn refuse_chunks(&mut self, why: &str) {
+    pub(super) fn refuse_chunks(&mut self, why: &str) {
         for (_, chunk) in self.chunks.drain(..) {
             let _ = chunk.send(Err(Rejected::NotApplied(why.into())));
         }
@@ -88,7 +88,7 @@ impl Assembled {
 
 /// Who waits for a batch's results: a sender per command (`None` for a chunk's commands),
 /// and each chunk's length and sender, in order.
-pub struct Answers {
+pub(super) struct Answers {
     pub replies: Arc<Replies>,
     chunks: Vec<(usize, oneshot::Sender<ChunkResult>)>,
 }
@@ -97,7 +97,7 @@ impl Answers {
     /// Answers the commands the state machine did not answer itself: when the batch
     /// succeeded, the chunks' (and, if the state machine never saw the senders, everyone's)
     /// from the outcome's results, in order; when it failed, all of them.
-    pub fn finish(self, outcome: Outcome) {
+    pub(super) fn finish(self, outcome: Outcome) {
         let Answers { replies, chunks } = self;
         let (index, applied) = match outcome {
             Ok(done) => done,

@@ -31,7 +31,7 @@ pub struct Batch {
 
 /// One command's reply sender; `None` for a command of a forwarded chunk, whose result goes
 /// back through openraft's answer (see the module's doc).
-pub type Sender = Option<oneshot::Sender<Committed>>;
+pub(crate) type Sender = Option<oneshot::Sender<Committed>>;
 
 /// The reply senders of a proposed batch, one per command, taken once: by the state machine
 /// when it applies the batch, or by the proposer when the batch fails. And whether the
@@ -70,12 +70,12 @@ impl Batch {
     }
 
     /// The reply senders, if this is the batch as proposed here and nobody took them yet.
-    pub fn take_replies(&self) -> Option<Vec<Sender>> {
+    pub(crate) fn take_replies(&self) -> Option<Vec<Sender>> {
         self.replies.as_ref().and_then(|r| r.take())
     }
 
     /// Called by the log store when it is given this entry: see [`Replies::logged`].
-    pub fn mark_logged(&self) {
+    pub(crate) fn mark_logged(&self) {
         if let Some(replies) = &self.replies {
             replies.logged.store(true, Ordering::Release);
         }
@@ -119,7 +119,7 @@ impl std::fmt::Display for Batch {
 }
 
 /// The bytes a command adds to an entry, roughly.
-pub fn approx_size(cmd: &Command) -> usize {
+pub(crate) fn approx_size(cmd: &Command) -> usize {
     const FIXED: usize = 48;
     FIXED + payload_size(&cmd.op)
 }

@@ -32,7 +32,7 @@ use ward_proto::SessionId;
 
 /// Rounds run at least this often (a fraction of the shortest session timeout), and at once
 /// when a ping waits.
-pub const ROUND_EVERY: Duration = Duration::from_millis(300);
+pub(crate) const ROUND_EVERY: Duration = Duration::from_millis(300);
 /// After a round that was not acknowledged while a ping or a resuming client waits for one:
 /// the next try. Rounds fail while a leader is being elected or getting ready, and the
 /// clients waiting on them should hear as soon as the new leader can answer, not a whole
@@ -44,10 +44,10 @@ const RETRY_WAITED: Duration = Duration::from_millis(20);
 /// included), so that a leader change does not cost every follower's client its connection;
 /// clients whose pings go unconfirmed move on by themselves anyway (at 4/5 of their timeout,
 /// or 2/3 for ZooKeeper's clients).
-pub const OUT_OF_CONTACT: Duration = Duration::from_secs(5);
+pub(crate) const OUT_OF_CONTACT: Duration = Duration::from_secs(5);
 
 /// Shared between the round task, pings and handshakes.
-pub struct Contact {
+pub(crate) struct Contact {
     rounds: Rounds,
     /// Bumped at every acknowledgement, to wake the pings waiting on `rounds`.
     acked: watch::Sender<()>,
@@ -60,7 +60,7 @@ pub struct Contact {
 impl Contact {
     /// A member of an ensemble starts out of contact (it accepts no clients until a leader
     /// acknowledges it); a single server is its own leader.
-    pub fn new(in_contact: bool) -> Arc<Contact> {
+    pub(crate) fn new(in_contact: bool) -> Arc<Contact> {
         Arc::new(Contact {
             rounds: Rounds::default(),
             acked: watch::Sender::new(()),
@@ -71,7 +71,7 @@ impl Contact {
 
     /// Whether clients may be accepted. When not, a round starts at once: a member that has
     /// just found its leader should not make a client wait for the next tick.
-    pub fn in_contact(&self) -> bool {
+    pub(crate) fn in_contact(&self) -> bool {
         let yes = self.in_contact.load(Ordering::SeqCst);
         if !yes {
             self.wanted.notify_one();
@@ -80,7 +80,7 @@ impl Contact {
     }
 
     /// Resolves once a round started after this call has been acknowledged.
-    pub async fn confirm(&self) {
+    pub(crate) async fn confirm(&self) {
         // Subscribed before the round can be acknowledged: no acknowledgement is missed.
         let mut acked = self.acked.subscribe();
         let need = self.rounds.needed();
@@ -91,7 +91,7 @@ impl Contact {
 }
 
 /// Runs rounds until `cancel`.
-pub async fn run(
+pub(crate) async fn run(
     contact: Arc<Contact>,
     raft: Raft,
     (quorum, handing): (Arc<QuorumClock>, HandingOver),
@@ -191,7 +191,7 @@ fn leader_of(raft: &Raft) -> Leader {
 /// elected without waiting for the voters' leases to pass, so from the moment the hand-over
 /// begins this leader acknowledges no touch (G16, G26), and the new leader's grace covers
 /// every touch acknowledged before.
-pub fn lease_fresh(raft: &Raft, quorum: &QuorumClock, handing: &HandingOver) -> bool {
+pub(crate) fn lease_fresh(raft: &Raft, quorum: &QuorumClock, handing: &HandingOver) -> bool {
     if handing.is_set() {
         return false;
     }

@@ -13,7 +13,7 @@ use openraft::storage::RaftLogStorage;
 use std::path::Path;
 
 /// Before the log opens: a snapshot with no log segment at all means the log was deleted.
-pub fn before_log_opens(data_dir: &Path, snapshot: Option<LogId>, on_loss: OnLoss) -> Result<(), OpenError> {
+pub(super) fn before_log_opens(data_dir: &Path, snapshot: Option<LogId>, on_loss: OnLoss) -> Result<(), OpenError> {
     let log_dir = data_dir.join("log");
     let Some(snapshot) = snapshot else { return Ok(()) };
     let segments = match log_dir.exists() {
@@ -34,7 +34,7 @@ pub fn before_log_opens(data_dir: &Path, snapshot: Option<LogId>, on_loss: OnLos
 /// After the log opened: the purged part is behind the snapshot, and the entries after the
 /// snapshot are all there. Segments that held only entries the snapshot covers are recorded
 /// as purged (openraft reads the log from just after the last purge).
-pub async fn check(
+pub(super) async fn check(
     data_dir: &Path,
     store: &mut LogStore,
     snapshot: Option<LogId>,

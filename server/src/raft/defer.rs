@@ -16,14 +16,14 @@ use tokio::time::Instant;
 
 /// Whether what the proposer holds may wait, and until when.
 #[derive(Debug, Default)]
-pub struct Deferral {
+pub(super) struct Deferral {
     /// Set while everything held was submitted as waiting: when the first of it must go.
     until: Option<Instant>,
 }
 
 impl Deferral {
     /// A proposal was held; `first`: nothing was held before it.
-    pub fn held(&mut self, waiting: bool, first: bool, now: Instant, defer: std::time::Duration) {
+    pub(super) fn held(&mut self, waiting: bool, first: bool, now: Instant, defer: std::time::Duration) {
         match (waiting, first) {
             (false, _) => self.until = None,
             (true, true) => self.until = (!defer.is_zero()).then(|| now + defer),
@@ -33,7 +33,7 @@ impl Deferral {
     }
 
     /// Whether the held proposals may go now.
-    pub fn ready(&self, now: Instant) -> bool {
+    pub(super) fn ready(&self, now: Instant) -> bool {
         self.timer(now).is_none()
     }
 
@@ -41,12 +41,12 @@ impl Deferral {
     /// has passed needs no timer (what is held goes at the next chance the disk and openraft
     /// give), and a timer in the past would fire at once, again and again: the proposer
     /// would spin.
-    pub fn timer(&self, now: Instant) -> Option<Instant> {
+    pub(super) fn timer(&self, now: Instant) -> Option<Instant> {
         self.until.filter(|until| *until > now)
     }
 
     /// A batch was sent (or forwarded): whatever is still held goes as soon as the disk allows.
-    pub fn sent(&mut self) {
+    pub(super) fn sent(&mut self) {
         self.until = None;
     }
 }

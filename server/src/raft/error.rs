@@ -86,7 +86,7 @@ impl From<openraft::ConfigError> for OpenError {
 
 impl OpenError {
     /// Refuses a file of format `found` when this version reads only up to `supported`.
-    pub fn check_version(path: &std::path::Path, found: u8, supported: u8) -> Result<(), OpenError> {
+    pub(crate) fn check_version(path: &std::path::Path, found: u8, supported: u8) -> Result<(), OpenError> {
         match found > supported {
             true => Err(OpenError::NewerFormat { path: path.to_path_buf(), found, supported }),
             false => Ok(()),

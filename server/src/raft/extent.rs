@@ -23,21 +23,21 @@ use super::fsutil::{array, magic, read_versioned, write_checked};
 use super::segment::file_name;
 use std::path::{Path, PathBuf};
 
-pub const FILE: &str = "extent";
+pub(crate) const FILE: &str = "extent";
 const KIND: &[u8; 7] = b"WARDEXT";
 const VERSION: u8 = 1;
 
 /// The log's reach at one moment: everything below it was durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Extent {
+pub(crate) struct Extent {
     /// The newest segment's number.
     pub segment: u64,
     /// The serial number of the next record.
-    pub next_rsn: u64,
+    pub(crate) next_rsn: u64,
 }
 
 /// The recorded extent of the log in `log_dir`, if there is one.
-pub fn read(log_dir: &Path) -> Result<Option<Extent>, OpenError> {
+pub(crate) fn read(log_dir: &Path) -> Result<Option<Extent>, OpenError> {
     let path = log_dir.join(FILE);
     let Some((_, bytes)) = read_versioned(&path, KIND, VERSION)? else { return Ok(None) };
     if bytes.len() != 16 {
@@ -52,7 +52,7 @@ pub fn read(log_dir: &Path) -> Result<Option<Extent>, OpenError> {
 }
 
 /// Replaces the recorded extent, durably.
-pub fn record(log_dir: &Path, extent: Extent) -> Result<(), FileError> {
+pub(crate) fn record(log_dir: &Path, extent: Extent) -> Result<(), FileError> {
     let mut payload = [0; 16];
     payload[..8].copy_from_slice(&extent.segment.to_le_bytes());
     payload[8..].copy_from_slice(&extent.next_rsn.to_le_bytes());
@@ -60,20 +60,20 @@ pub fn record(log_dir: &Path, extent: Extent) -> Result<(), FileError> {
 }
 
 /// What opening the log found.
-pub struct Found {
+pub(crate) struct Found {
     /// The newest segment's number, if there is any segment.
     pub newest: Option<u64>,
     /// The serial number after the last intact record.
-    pub next_rsn: u64,
+    pub(crate) next_rsn: u64,
     /// Whether a segment was written by a version that keeps the extent file (format 2 on).
-    pub keeps_extent: bool,
+    pub(crate) keeps_extent: bool,
     /// The newest segment's length and the size it was created with, when it is shorter.
     pub cut: Option<(u64, u64)>,
 }
 
 /// Durable data of the log in `log_dir` that is gone, compared with `recorded`: the file at
 /// fault and why.
-pub fn missing(log_dir: &Path, recorded: Option<Extent>, found: &Found) -> Option<OpenError> {
+pub(crate) fn missing(log_dir: &Path, recorded: Option<Extent>, found: &Found) -> Option<OpenError> {
     let loss = |path: PathBuf, reason: String| Some(OpenError::DataLoss { path, reason });
     let newest = found.newest.map_or_else(|| "there is none".to_string(), |n| format!("the newest here is {n}"));
     if let Some(extent) = recorded.filter(|e| found.newest < Some(e.segment)) {

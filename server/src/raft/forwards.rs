@@ -19,7 +19,7 @@ use std::collections::{HashSet, VecDeque};
 use ward_proto::{SessionId, Zxid};
 
 /// Batches a follower may have at the leader at once.
-pub const MAX_FORWARDS: usize = 4;
+pub(super) const MAX_FORWARDS: usize = 4;
 
 /// A batch's outcome, who waits for it, its sessions, and its connections' fences
 /// ([`super::unsettled::fence`]).
@@ -27,25 +27,25 @@ type Done = (Outcome, Answers, Vec<SessionId>, Vec<(SessionId, Zxid)>);
 
 /// See the module's doc.
 #[derive(Default)]
-pub struct Forwards {
+pub(super) struct Forwards {
     running: FuturesUnordered<BoxFuture<'static, Done>>,
     /// Sessions with commands in a running batch.
     busy: HashSet<SessionId>,
 }
 
 impl Forwards {
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.running.is_empty()
     }
 
-    pub fn has_room(&self) -> bool {
+    pub(super) fn has_room(&self) -> bool {
         self.running.len() < MAX_FORWARDS
     }
 
     /// Takes from `held`, in order, the proposals whose session has no batch running and no
     /// earlier proposal left behind in `held`, until the batch is full; the rest stay, in
     /// their order.
-    pub fn assemble(&self, held: &mut VecDeque<Proposal>, full: impl Fn(&Assembled) -> bool) -> Assembled {
+    pub(super) fn assemble(&self, held: &mut VecDeque<Proposal>, full: impl Fn(&Assembled) -> bool) -> Assembled {
         let mut batch = Assembled::default();
         let mut left: HashSet<SessionId> = HashSet::new();
         let mut kept = VecDeque::new();
@@ -68,7 +68,7 @@ impl Forwards {
     }
 
     /// Sends `batch` to the leader; its sessions are busy until its answer.
-    pub fn start(&mut self, route: &Route, batch: Assembled) {
+    pub(super) fn start(&mut self, route: &Route, batch: Assembled) {
         let (commands, answers) = batch.split();
         let mut sessions: Vec<SessionId> = commands.iter().map(|cmd| cmd.session).collect();
         sessions.sort_unstable();
@@ -93,7 +93,7 @@ impl Forwards {
 
     /// The next batch to be answered, its sessions free again, and the fences of its
     /// connections' writes. Never resolves while none runs.
-    pub async fn next(&mut self) -> (Outcome, Answers, Vec<(SessionId, Zxid)>) {
+    pub(super) async fn next(&mut self) -> (Outcome, Answers, Vec<(SessionId, Zxid)>) {
         let Some((outcome, answers, sessions, fences)) = self.running.next().await else {
             return std::future::pending().await;
         };

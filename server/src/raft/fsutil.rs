@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 const HEADER: usize = 24;
 
 /// Replaces `path` with `payload` atomically and durably.
-pub fn write_checked(path: &Path, magic: &[u8; 8], payload: &[u8]) -> Result<(), FileError> {
+pub(crate) fn write_checked(path: &Path, magic: &[u8; 8], payload: &[u8]) -> Result<(), FileError> {
     write_streamed(path, magic, |w| w.write_all(payload)).map(|_| ())
 }
 
@@ -29,7 +29,7 @@ pub fn write_checked(path: &Path, magic: &[u8; 8], payload: &[u8]) -> Result<(),
 /// comes (a snapshot's payload is as large as the state: it is never held in memory whole).
 /// The header's length and checksum are filled in once the payload is written. Returns the
 /// payload's length.
-pub fn write_streamed(
+pub(crate) fn write_streamed(
     path: &Path,
     magic: &[u8; 8],
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
@@ -41,7 +41,7 @@ pub fn write_streamed(
 
 /// [`write_streamed`] without its last step: the file is written and fsynced at
 /// [`tmp_path`]`(path)`, for the caller to [`put_in_place`].
-pub fn write_beside(
+pub(crate) fn write_beside(
     path: &Path,
     magic: &[u8; 8],
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
@@ -65,7 +65,7 @@ pub fn write_beside(
 }
 
 /// Renames the durable file `from` over `to`, and makes the rename durable.
-pub fn put_in_place(from: &Path, to: &Path) -> Result<(), FileError> {
+pub(crate) fn put_in_place(from: &Path, to: &Path) -> Result<(), FileError> {
     fs::rename(from, to).map_err(FileError::io(to, "rename over"))?;
     sync_dir(parent(to))
 }
@@ -93,7 +93,7 @@ impl Write for Checked {
 /// The version and payload of a file written by [`write_checked`] with a magic of `kind`
 /// ([`magic`]); `None` if there is no such file. A version above `supported` is refused
 /// before anything else of the file is read: a newer version may have changed all of it.
-pub fn read_versioned(path: &Path, kind: &[u8; 7], supported: u8) -> Result<Option<(u8, Vec<u8>)>, OpenError> {
+pub(crate) fn read_versioned(path: &Path, kind: &[u8; 7], supported: u8) -> Result<Option<(u8, Vec<u8>)>, OpenError> {
     let Some(mut reader) = CheckedReader::open(path, kind, supported)? else { return Ok(None) };
     let mut payload = Vec::new();
     reader.read_to_end(&mut payload).map_err(|source| FileError::Io {
@@ -110,7 +110,7 @@ pub fn read_versioned(path: &Path, kind: &[u8; 7], supported: u8) -> Result<Opti
 /// snapshot is never held whole: the header is checked when it is opened (kind, version,
 /// length against the file's size), the checksum once the payload has been read
 /// ([`CheckedReader::finish`]). Reads end at the payload's end.
-pub struct CheckedReader {
+pub(crate) struct CheckedReader {
     path: PathBuf,
     version: u8,
     /// The payload's length and checksum, as the header gives them.
@@ -126,7 +126,7 @@ pub struct CheckedReader {
 
 impl CheckedReader {
     /// The file at `path`, `None` if there is none.
-    pub fn open(path: &Path, kind: &[u8; 7], supported: u8) -> Result<Option<CheckedReader>, OpenError> {
+    pub(crate) fn open(path: &Path, kind: &[u8; 7], supported: u8) -> Result<Option<CheckedReader>, OpenError> {
         match File::open(path) {
             Ok(file) => CheckedReader::new(file, path, kind, supported).map(Some),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
@@ -135,7 +135,7 @@ impl CheckedReader {
     }
 
     /// `file` (named `path` in errors), read from its start.
-    pub fn new(mut file: File, path: &Path, kind: &[u8; 7], supported: u8) -> Result<CheckedReader, OpenError> {
+    pub(crate) fn new(mut file: File, path: &Path, kind: &[u8; 7], supported: u8) -> Result<CheckedReader, OpenError> {
         let io = |op| FileError::io(path, op);
         let damaged =
             |offset: u64, reason: &str| FileError::Damaged { path: path.to_path_buf(), offset, reason: reason.into() };
@@ -164,26 +164,22 @@ impl CheckedReader {
     }
 
     /// The format version its magic gives.
-    pub fn version(&self) -> u8 {
+    pub(crate) fn version(&self) -> u8 {
         self.version
     }
 
     /// The payload's length.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Reads what is left of the payload and checks it against the header's checksum:
     /// whatever was read before is trusted only once this succeeded. Gives the file back.
-    pub fn finish(mut self) -> Result<File, FileError> {
+    pub(crate) fn finish(mut self) -> Result<File, FileError> {
         let mut rest = vec![0; 1 << 18];
         while self.read(&mut rest).map_err(FileError::io(&self.path, "read"))? > 0 {}
         if self.taken != self.len {
@@ -214,21 +210,21 @@ impl Read for CheckedReader {
 
 /// The magic of format `version` (1 to 9) of a kind of file: the kind's seven letters and
 /// the version's digit, as in `WARDSNP3`.
-pub fn magic(kind: &[u8; 7], version: u8) -> [u8; 8] {
+pub(crate) fn magic(kind: &[u8; 7], version: u8) -> [u8; 8] {
     let mut magic = [b'0' + version; 8];
     magic[..7].copy_from_slice(kind);
     magic
 }
 
 /// The format version in the magic `bytes` start with, if it is one of `kind`.
-pub fn version_of(kind: &[u8; 7], bytes: &[u8]) -> Option<u8> {
+pub(crate) fn version_of(kind: &[u8; 7], bytes: &[u8]) -> Option<u8> {
     let magic = bytes.get(..8)?;
     let digit = magic[7];
     (magic[..7] == kind[..] && (b'1'..=b'9').contains(&digit)).then(|| digit - b'0')
 }
 
 /// Makes renames, creations and deletions inside `dir` durable.
-pub fn sync_dir(dir: &Path) -> Result<(), FileError> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), FileError> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(|source| FileError::Io {
         path: dir.to_path_buf(),
         op: "fsync directory",
@@ -237,7 +233,7 @@ pub fn sync_dir(dir: &Path) -> Result<(), FileError> {
 }
 
 /// Removes a leftover temporary file from a write that a crash interrupted.
-pub fn remove_stale_tmp(path: &Path) -> Result<(), FileError> {
+pub(crate) fn remove_stale_tmp(path: &Path) -> Result<(), FileError> {
     let tmp = tmp_path(path);
     match fs::remove_file(&tmp) {
         Ok(()) => {
@@ -249,19 +245,19 @@ pub fn remove_stale_tmp(path: &Path) -> Result<(), FileError> {
     }
 }
 
-pub fn tmp_path(path: &Path) -> PathBuf {
+pub(crate) fn tmp_path(path: &Path) -> PathBuf {
     with_suffix(path, ".tmp")
 }
 
 /// `path` with `suffix` appended to its file name.
-pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
     name.push(suffix);
     path.with_file_name(name)
 }
 
 /// The directory `path` is in (`.` for a bare name).
-pub fn parent(path: &Path) -> &Path {
+pub(crate) fn parent(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -269,7 +265,7 @@ pub fn parent(path: &Path) -> &Path {
 }
 
 /// The first `N` bytes of `bytes` (callers slice exactly `N`).
-pub fn array<const N: usize>(bytes: &[u8]) -> [u8; N] {
+pub(crate) fn array<const N: usize>(bytes: &[u8]) -> [u8; N] {
     let mut out = [0; N];
     out.copy_from_slice(&bytes[..N]);
     out

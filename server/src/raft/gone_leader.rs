@@ -48,7 +48,7 @@ const NO_CONNECTION_POLL: Duration = Duration::from_millis(50);
 
 /// What a try of a member's peer port found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Probe {
+pub(super) enum Probe {
     /// Nothing serves there: the connection was refused, or closed at once unasked.
     Gone,
     /// Something accepted the connection and waits for the caller to speak.
@@ -58,7 +58,7 @@ pub enum Probe {
 }
 
 /// Tries `addr` once: a bare TCP connect, held open for [`HELD_OPEN`] without a word.
-pub async fn probe(addr: &str) -> Probe {
+pub(super) async fn probe(addr: &str) -> Probe {
     use tokio::io::AsyncReadExt;
     let mut stream = match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(addr)).await {
         Ok(Ok(stream)) => stream,
@@ -81,7 +81,7 @@ pub async fn probe(addr: &str) -> Probe {
 
 /// This member's mark of a gone leader, shared by the watcher, the vote handler and the
 /// answers to other voters.
-pub struct GoneLeader {
+pub(crate) struct GoneLeader {
     /// The vote whose leader's port refused a connection, and when that was found.
     mark: Mutex<Option<(Vote, Instant)>>,
     /// openraft's lease: past it there is nothing to waive.
@@ -93,7 +93,7 @@ pub struct GoneLeader {
 }
 
 impl GoneLeader {
-    pub fn new(lease: Duration) -> Arc<GoneLeader> {
+    pub(crate) fn new(lease: Duration) -> Arc<GoneLeader> {
         Arc::new(GoneLeader {
             mark: Mutex::new(None),
             lease,
@@ -107,18 +107,18 @@ impl GoneLeader {
     }
 
     /// An append from a leader was accepted: whatever was marked is not gone, or not current.
-    pub fn heard_leader(&self) {
+    pub(crate) fn heard_leader(&self) {
         *self.mark.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     /// Whether this member found the leader of `vote` (its current one) gone, recently
     /// enough that its lease may still stand in the way of the next election.
-    pub fn waives(&self, vote: &Vote) -> bool {
+    pub(crate) fn waives(&self, vote: &Vote) -> bool {
         let mark = self.mark.lock().unwrap_or_else(PoisonError::into_inner);
         mark.is_some_and(|(marked, at)| marked == *vote && at.elapsed() < self.lease)
     }
 
-    pub fn elections(&self) -> u64 {
+    pub(crate) fn elections(&self) -> u64 {
         self.elections.load(Ordering::Relaxed)
     }
 }
@@ -145,7 +145,7 @@ fn following(raft: &Raft) -> Option<Following> {
 }
 
 /// Watches the connection to the leader until `cancel`; see the module.
-pub async fn watch(raft: Raft, peers: Arc<Peers>, gone: Arc<GoneLeader>, cancel: CancellationToken) {
+pub(super) async fn watch(raft: Raft, peers: Arc<Peers>, gone: Arc<GoneLeader>, cancel: CancellationToken) {
     let mut server = raft.server_metrics();
     loop {
         let now = following(&raft);
@@ -212,7 +212,7 @@ async fn stand_if_agreed(raft: &Raft, peers: &Peers, gone: &GoneLeader, f: Follo
 }
 
 /// Whether a voter with last log index and id `a` should stand rather than `b`.
-pub fn ahead(a: (u64, NodeId), b: (u64, NodeId)) -> bool {
+pub(super) fn ahead(a: (u64, NodeId), b: (u64, NodeId)) -> bool {
     a.0 > b.0 || (a.0 == b.0 && a.1 <= b.1)
 }
 
@@ -235,7 +235,7 @@ async fn stand(raft: &Raft, gone: &GoneLeader, vote: &Vote) {
 /// A voter's answer to another's `LeaderGone`: it tries the leader's port itself (unless it
 /// has already found it refusing), and if it finds the leader gone and its own log ahead of
 /// the asker's, it stands itself.
-pub async fn answer(
+pub(super) async fn answer(
     raft: &Raft,
     peers: &Peers,
     gone: &Arc<GoneLeader>,

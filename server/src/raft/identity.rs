@@ -13,7 +13,7 @@ use super::types::NodeId;
 use std::path::Path;
 
 /// The name a single server's group goes by.
-pub const SINGLE: &str = "ward";
+pub(crate) const SINGLE: &str = "ward";
 
 const FILE: &str = "member";
 /// The magic is `WARDMEM` and the format version.
@@ -22,7 +22,7 @@ const VERSION: u8 = 1;
 
 /// Checks that `dir` belongs to member `id` of ensemble `name`, recording it if the file is
 /// missing.
-pub fn check_or_record(dir: &Path, id: NodeId, name: &str, fresh: bool) -> Result<(), OpenError> {
+pub(crate) fn check_or_record(dir: &Path, id: NodeId, name: &str, fresh: bool) -> Result<(), OpenError> {
     let path = dir.join(FILE);
     match super::fsutil::read_versioned(&path, KIND, VERSION)? {
         Some((_, bytes)) => {

@@ -8,11 +8,11 @@ use super::types::Entry;
 use std::time::{Duration, Instant};
 
 /// How long an acknowledged append may wait unwritten.
-pub const LATE_BY: Duration = Duration::from_secs(1);
+pub(super) const LATE_BY: Duration = Duration::from_secs(1);
 
 /// Entries acknowledged and not yet written, oldest first.
 #[derive(Default)]
-pub struct Late {
+pub(super) struct Late {
     entries: Vec<Entry>,
     since: Option<Instant>,
 }
@@ -21,7 +21,7 @@ impl Late {
     /// Holds `entries` back; returns what is due for writing now: all held, once the oldest
     /// has waited [`LATE_BY`], or when `entries` change the group (a membership or a new
     /// leader's blank entry: the break loses commands, not the group that a restart needs).
-    pub fn hold(&mut self, entries: Vec<Entry>) -> Vec<Entry> {
+    pub(super) fn hold(&mut self, entries: Vec<Entry>) -> Vec<Entry> {
         let structural = entries.iter().any(|e| !matches!(e.payload, openraft::EntryPayload::Normal(_)));
         self.entries.extend(entries);
         let since = *self.since.get_or_insert_with(Instant::now);
@@ -32,7 +32,7 @@ impl Late {
     }
 
     /// Everything held.
-    pub fn take(&mut self) -> Vec<Entry> {
+    pub(super) fn take(&mut self) -> Vec<Entry> {
         self.since = None;
         std::mem::take(&mut self.entries)
     }

@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Runs until `cancel`: switches the expiry sweep with readiness as leader.
-pub async fn run_duties(raft: Raft, local: Arc<Local>, grace: Duration, cancel: CancellationToken) {
+pub(crate) async fn run_duties(raft: Raft, local: Arc<Local>, grace: Duration, cancel: CancellationToken) {
     let mut metrics = raft.metrics();
     let mut led_term = None;
     loop {

@@ -15,7 +15,7 @@ use ward_proto::Contact;
 
 /// Each member's contact with this member, which must lead (`None` otherwise): acknowledged
 /// within `bound`, or not.
-pub fn contacts(m: &RaftMetrics<TypeConfig>, bound: Duration) -> Option<BTreeMap<NodeId, Contact>> {
+pub(super) fn contacts(m: &RaftMetrics<TypeConfig>, bound: Duration) -> Option<BTreeMap<NodeId, Contact>> {
     if m.current_leader != Some(m.id) {
         return None;
     }
@@ -34,7 +34,7 @@ pub fn contacts(m: &RaftMetrics<TypeConfig>, bound: Duration) -> Option<BTreeMap
 
 /// A member whose newest acknowledged message was sent `age` ago (`None`: nothing
 /// acknowledged since this leader took the lead).
-pub fn judge(age: Option<Duration>, bound: Duration) -> Contact {
+pub(super) fn judge(age: Option<Duration>, bound: Duration) -> Contact {
     let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     match age {
         Some(age) if age <= bound => Contact::Reachable { last_heard_ms: ms(age) },
@@ -43,7 +43,7 @@ pub fn judge(age: Option<Duration>, bound: Duration) -> Contact {
 }
 
 /// [`HeardFrom`] from [`contacts`] and the voters' ids.
-pub fn heard(contacts: &BTreeMap<NodeId, Contact>, is_voter: impl Fn(NodeId) -> bool) -> HeardFrom {
+pub(super) fn heard(contacts: &BTreeMap<NodeId, Contact>, is_voter: impl Fn(NodeId) -> bool) -> HeardFrom {
     let mut heard = HeardFrom::default();
     for (id, contact) in contacts {
         if let Contact::Reachable { .. } = contact {

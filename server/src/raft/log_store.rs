@@ -193,7 +193,7 @@ impl LogStore {
     /// heard they were committed would answer a `sync` without them (G17). The vote still
     /// promises what matters, no second vote in its term; a new term's first entry follows
     /// every write committed before.
-    pub fn forget_leadership(&mut self, me: NodeId) {
+    pub(crate) fn forget_leadership(&mut self, me: NodeId) {
         if let Some(vote) = write(&self.cache).vote.as_mut().filter(|v| v.committed && v.leader_id.node_id == me) {
             tracing::info!(term = vote.leader_id.term, "led before this start: leads again only if elected");
             vote.committed = false;
@@ -203,7 +203,7 @@ impl LogStore {
     /// The entries missing at the front of the log, if any: those after the last purge (or
     /// from index 0) and before the first entry there is. Only lost segment files leave
     /// such a gap.
-    pub fn missing_front(&self) -> Option<Range<u64>> {
+    pub(crate) fn missing_front(&self) -> Option<Range<u64>> {
         let cache = read(&self.cache);
         let from = cache.last_purged.map_or(0, |p| p.index + 1);
         let to = *cache.entries.first_key_value()?.0;
@@ -211,18 +211,18 @@ impl LogStore {
     }
 
     /// The last log id purged, and the first one there is.
-    pub fn bounds(&self) -> (Option<LogId>, Option<LogId>) {
+    pub(crate) fn bounds(&self) -> (Option<LogId>, Option<LogId>) {
         let cache = read(&self.cache);
         (cache.last_purged, cache.entries.first_key_value().map(|(_, e)| e.log_id))
     }
 
     /// The oldest segment's number when the log was opened.
-    pub fn oldest_segment(&self) -> u64 {
+    pub(crate) fn oldest_segment(&self) -> u64 {
         self.oldest_segment
     }
 
     /// The bytes of the records found when the log was opened.
-    pub fn found_bytes(&self) -> u64 {
+    pub(crate) fn found_bytes(&self) -> u64 {
         self.found_bytes
     }
 
@@ -233,18 +233,18 @@ impl LogStore {
     }
 
     /// From now on, the bytes of every append count towards the next snapshot.
-    pub fn count_towards(&mut self, trigger: Arc<SnapshotTrigger>) {
+    pub(crate) fn count_towards(&mut self, trigger: Arc<SnapshotTrigger>) {
         self.trigger = Some(trigger);
     }
 
     /// What the disk is doing (appends started and flushed), for the proposer.
-    pub fn activity(&self) -> Watch {
+    pub(crate) fn activity(&self) -> Watch {
         self.activity.watch()
     }
 
     /// Breaks durability on purpose: appends are acknowledged before they are written
     /// (`--unsafe-break ack-before-fsync`, for the tests that show `ward check` catching it).
-    pub fn acknowledge_before_writing(&mut self) {
+    pub(crate) fn acknowledge_before_writing(&mut self) {
         tracing::warn!("unsafe break ack-before-fsync: log appends are acknowledged before they are written");
         self.late = Some(Late::default());
     }
@@ -270,7 +270,7 @@ impl LogStore {
     }
 
     /// Removes the entries from index `since` on, durably.
-    pub async fn truncate_since(&mut self, since: u64) -> Result<(), io::Error> {
+    pub(crate) async fn truncate_since(&mut self, since: u64) -> Result<(), io::Error> {
         self.write_late().await.map_err(|e| write_failed(&e))?;
         self.write_durably(&RecordRef::Truncate { since }).await.map_err(|e| write_failed(&e))?;
         drop(write(&self.cache).entries.split_off(&since));
@@ -283,7 +283,7 @@ impl LogStore {
     }
 
     /// True when nothing was ever logged: the group needs initializing.
-    pub fn is_new(&self) -> bool {
+    pub(crate) fn is_new(&self) -> bool {
         let cache = read(&self.cache);
         cache.entries.is_empty() && cache.last_purged.is_none() && cache.last_evicted.is_none()
     }

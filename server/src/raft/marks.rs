@@ -20,18 +20,18 @@ use std::sync::{Mutex, PoisonError};
 
 /// About how many bytes of records lie between two marks: what a reader reads at most
 /// before it reaches the record it wants, besides the records it wants.
-pub const MARK_BYTES: u64 = 1 << 20;
+pub(super) const MARK_BYTES: u64 = 1 << 20;
 
 /// A record's place: its segment, its offset in that segment, and its sequence number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Place {
+pub(crate) struct Place {
     pub segment: u64,
     pub offset: u64,
     pub rsn: u64,
 }
 
 #[derive(Default)]
-pub struct Marks {
+pub(crate) struct Marks {
     // A std mutex: the I/O thread and the readers each hold it for a map operation.
     inner: Mutex<Inner>,
 }
@@ -49,7 +49,7 @@ struct Inner {
 
 impl Marks {
     /// A record of entries from index `first`, `bytes` long, was written at `place`.
-    pub fn written(&self, first: u64, place: Place, bytes: u64) {
+    pub(crate) fn written(&self, first: u64, place: Place, bytes: u64) {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         // The first record of each segment is marked, so that a reader never scans a whole
         // segment it does not need.
@@ -63,19 +63,19 @@ impl Marks {
 
     /// Where to start reading for the entries from index `from`: the place of the latest
     /// marked record whose first entry is at or below it. `None`: from the oldest segment.
-    pub fn start_for(&self, from: u64) -> Option<Place> {
+    pub(crate) fn start_for(&self, from: u64) -> Option<Place> {
         let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         inner.by_first.range(..=from).next_back().map(|(_, place)| *place)
     }
 
     /// Segments up to `last` were removed.
-    pub fn removed_through(&self, last: u64) {
+    pub(crate) fn removed_through(&self, last: u64) {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         inner.by_first.retain(|_, place| place.segment > last);
     }
 
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner).by_first.len()
     }
 }

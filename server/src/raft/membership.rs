@@ -16,10 +16,10 @@ use ward_proto::{Contact, MemberInfo, MemberList, MemberRole, MemberStatus};
 
 /// The applied index each member last reported with its touches.
 #[derive(Clone, Default)]
-pub struct AppliedReports(Arc<Mutex<HashMap<NodeId, u64>>>);
+pub(crate) struct AppliedReports(Arc<Mutex<HashMap<NodeId, u64>>>);
 
 impl AppliedReports {
-    pub fn record(&self, member: NodeId, applied: u64) {
+    pub(crate) fn record(&self, member: NodeId, applied: u64) {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(member, applied);
     }
 
@@ -36,7 +36,7 @@ impl AppliedReports {
 /// (`Membership::change`: the union for `AddVoterIds`, the difference for `RemoveVoters`), so
 /// a second add or removal of the same member leaves the membership as the first made it, and
 /// `add_learner` of a node already present keeps its entry.
-pub async fn run(
+pub(crate) async fn run(
     raft: &Raft,
     reports: &AppliedReports,
     handing: &HandingOver,
@@ -69,7 +69,11 @@ const TRANSFER_WAIT: Duration = Duration::from_secs(5);
 /// The member list as this member, the leader, knows it, with whom it hears from. A member
 /// it has not heard from within its lease gets no applied index and no lag: the last ones it
 /// reported are not current.
-pub fn list_here(raft: &Raft, reports: &AppliedReports, handing: &HandingOver) -> Result<MemberList, ForwardError> {
+pub(crate) fn list_here(
+    raft: &Raft,
+    reports: &AppliedReports,
+    handing: &HandingOver,
+) -> Result<MemberList, ForwardError> {
     let m = raft.metrics().borrow_watched().clone();
     let bound = Duration::from_millis(raft.config().election_timeout_max);
     let contacts = super::liveness::contacts(&m, bound).ok_or(ForwardError::NotLeader(m.current_leader))?;
@@ -99,7 +103,7 @@ pub fn list_here(raft: &Raft, reports: &AppliedReports, handing: &HandingOver) -
 /// The member list a leader gave a follower: the peer protocol's list carries no liveness,
 /// which only the leader knows (a new question would be one the leaders of earlier releases
 /// cannot read: docs/operations.md, "Upgrading").
-pub fn forwarded(members: Vec<MemberInfo>) -> MemberList {
+pub(crate) fn forwarded(members: Vec<MemberInfo>) -> MemberList {
     let leader = members.iter().find(|m| m.role == MemberRole::Leader).map(|m| m.id);
     let members = members
         .into_iter()

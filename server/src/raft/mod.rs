@@ -21,7 +21,7 @@
 //! * [`log_store`]: openraft's `RaftLogStorage` over the WAL, and the vote; it keeps only
 //!   unapplied entries in memory, and `readback` reads applied ones from the segments,
 //!   starting at the nearest of the places `marks` keeps.
-//! * [`state_machine`]: openraft's `RaftStateMachine` over [`Core`], and snapshots;
+//! * [`state_machine`]: openraft's `RaftStateMachine` over [`Core`](crate::core::Core), and snapshots;
 //!   [`snapshot_trigger`]: when the next one is due (by log size).
 //! * [`proposer`]: group commit in front of openraft, paced by the disk ([`activity`]), which
 //!   holds back a lone lock acquire that will queue anyway for the next command (`defer`); on
@@ -48,48 +48,48 @@
 //! * `open`: opening a member, step by step ([`open_member`]); `config`: openraft's
 //!   configuration for a member or a one-member group.
 
-pub mod activity;
+pub(crate) mod activity;
 mod answers;
-pub mod batch;
+pub(crate) mod batch;
 mod config;
-pub mod contact;
+pub(crate) mod contact;
 mod continuity;
 mod defer;
-pub mod error;
-pub mod extent;
+pub(crate) mod error;
+pub(crate) mod extent;
 mod forwards;
-pub mod fsutil;
+pub(crate) mod fsutil;
 mod gone_leader;
-pub mod identity;
+pub(crate) mod identity;
 mod late;
-pub mod leadership;
+pub(crate) mod leadership;
 mod liveness;
 pub mod log_store;
 mod marks;
-pub mod membership;
-pub mod network;
+pub(crate) mod membership;
+pub(crate) mod network;
 mod open;
-pub mod proposer;
-pub mod quorum;
+pub(crate) mod proposer;
+pub(crate) mod quorum;
 mod readback;
 pub mod record;
-pub mod rounds;
-pub mod route;
-pub mod segment;
-pub mod service;
+pub(crate) mod rounds;
+pub(crate) mod route;
+pub(crate) mod segment;
+pub(crate) mod service;
 mod silence;
 pub mod snapshot_file;
 mod snapshot_format;
 mod snapshot_receive;
-pub mod snapshot_trigger;
+pub(crate) mod snapshot_trigger;
 mod standing;
 pub mod state_machine;
-pub mod timing;
+pub(crate) mod timing;
 mod transfer;
 pub mod types;
 mod unsettled;
 pub mod wal;
-pub mod writer;
+pub(crate) mod writer;
 
 pub use error::{FileError, OpenError};
 pub use open::{open, open_member};

@@ -29,16 +29,16 @@ use tokio::io::AsyncReadExt;
 
 /// The bytes of a snapshot sent in one call, unless openraft's `snapshot_max_chunk_size`
 /// says otherwise.
-pub const SNAPSHOT_CHUNK: usize = 1 << 20;
+pub(crate) const SNAPSHOT_CHUNK: usize = 1 << 20;
 
 /// Makes a [`PeerNetwork`] per target; they share [`Peers`]' pooled connections.
 #[derive(Clone)]
-pub struct PeerNetworkFactory {
+pub(crate) struct PeerNetworkFactory {
     pub peers: Arc<Peers>,
     pub quorum: Arc<QuorumClock>,
 }
 
-pub struct PeerNetwork {
+pub(crate) struct PeerNetwork {
     peers: Arc<Peers>,
     quorum: Arc<QuorumClock>,
     target: NodeId,

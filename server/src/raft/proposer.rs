@@ -75,7 +75,7 @@ const MAX_IN_FLIGHT: usize = 2;
 
 /// The [`Replication`](crate::replication::Replication) side: submitting only enqueues, so the queue order is the submission
 /// order, and the log order follows it.
-pub struct Proposer {
+pub(crate) struct Proposer {
     queue: mpsc::UnboundedSender<Queued>,
 }
 
@@ -85,12 +85,12 @@ type Queued = (Proposal, bool);
 /// Where the leader's peer service puts forwarded batches: the proposer's queue, without
 /// keeping the proposer alive.
 #[derive(Clone)]
-pub struct Chunks(mpsc::WeakUnboundedSender<Queued>);
+pub(crate) struct Chunks(mpsc::WeakUnboundedSender<Queued>);
 
 impl Chunks {
     /// Commits `commands` as one chunk of this member's next entry, if it leads when the
     /// entry is made (otherwise: not applied).
-    pub async fn commit(&self, commands: Vec<Command>) -> ChunkResult {
+    pub(crate) async fn commit(&self, commands: Vec<Command>) -> ChunkResult {
         let (reply, answer) = oneshot::channel();
         let queued =
             self.0.upgrade().is_some_and(|queue| queue.send((Proposal::Chunk(commands, reply), false)).is_ok());
@@ -104,7 +104,7 @@ impl Chunks {
 impl Proposer {
     /// Starts the proposer task on the current runtime. It ends when the proposer is dropped.
     /// `disk`: the log store's [`super::activity`].
-    pub fn start(route: Route, limits: BatchLimits, disk: Watch) -> (Proposer, JoinHandle<()>) {
+    pub(crate) fn start(route: Route, limits: BatchLimits, disk: Watch) -> (Proposer, JoinHandle<()>) {
         let (queue, rx) = mpsc::unbounded_channel();
         let task = Task {
             route,
@@ -122,7 +122,7 @@ impl Proposer {
     }
 
     /// A handle for forwarded chunks.
-    pub fn chunks(&self) -> Chunks {
+    pub(crate) fn chunks(&self) -> Chunks {
         Chunks(self.queue.downgrade())
     }
 }

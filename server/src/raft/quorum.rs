@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 /// See the module's doc. Shared by the network (one writer per peer) and the touch rounds.
 #[derive(Default)]
-pub struct QuorumClock {
+pub(crate) struct QuorumClock {
     /// Per peer: when the newest append it accepted was sent.
     accepted: Mutex<BTreeMap<u64, Instant>>,
 }
@@ -26,7 +26,7 @@ pub struct QuorumClock {
 impl QuorumClock {
     /// `peer` accepted an append this member sent at `sent` (answered it with anything but
     /// a higher vote).
-    pub fn accepted(&self, peer: u64, sent: Instant) {
+    pub(crate) fn accepted(&self, peer: u64, sent: Instant) {
         let mut accepted = self.accepted.lock().unwrap_or_else(PoisonError::into_inner);
         let at = accepted.entry(peer).or_insert(sent);
         *at = (*at).max(sent);
@@ -35,7 +35,7 @@ impl QuorumClock {
     /// Whether a majority of the voters of every one of `configs` (a joint membership has
     /// two) accepted an append sent less than `lease` before `now`; `me` counts as having
     /// accepted it now.
-    pub fn fresh(&self, me: u64, configs: &[BTreeSet<u64>], now: Instant, lease: Duration) -> bool {
+    pub(crate) fn fresh(&self, me: u64, configs: &[BTreeSet<u64>], now: Instant, lease: Duration) -> bool {
         let accepted = self.accepted.lock().unwrap_or_else(PoisonError::into_inner);
         let recent = |voter: &u64| {
             *voter == me || accepted.get(voter).is_some_and(|&sent| now.saturating_duration_since(sent) < lease)

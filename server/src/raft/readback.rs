@@ -31,7 +31,7 @@ const CHUNK: usize = 1 << 20;
 /// looked, below `from`. A damaged record in a full segment, or a gap in what is found, is an
 /// error: the entries were acknowledged, and a reader must not be handed a log with a hole in
 /// it.
-pub fn read_entries(dir: &Path, from: u64, to: u64, start: Option<Place>) -> Result<Vec<Entry>, FileError> {
+pub(super) fn read_entries(dir: &Path, from: u64, to: u64, start: Option<Place>) -> Result<Vec<Entry>, FileError> {
     let (numbers, _) = segment::list(dir)?;
     let mut found = BTreeMap::new();
     let newest = numbers.last().copied();

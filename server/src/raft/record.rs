@@ -30,11 +30,11 @@ pub const VERSION: u8 = 2;
 const KIND: &[u8; 7] = b"WARDWAL";
 pub const SEGMENT_HEADER: usize = 32;
 /// Segment sizes are whole pages of this many bytes (the header counts pages).
-pub const PAGE: u64 = 4096;
+pub(crate) const PAGE: u64 = 4096;
 pub const RECORD_HEADER: usize = 16;
 /// Larger payloads are refused: the length must fit in the header, and a length this large
 /// read from a damaged header must not look plausible.
-pub const MAX_PAYLOAD: usize = 1 << 30;
+pub(crate) const MAX_PAYLOAD: usize = 1 << 30;
 
 /// What one record says happened to the log.
 #[derive(Debug, Serialize, Deserialize)]
@@ -58,7 +58,7 @@ pub enum RecordRef<'a> {
 
 /// What a segment's header says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SegmentHeader {
+pub(crate) struct SegmentHeader {
     pub version: u8,
     pub number: u64,
     /// The serial number of its first record.
@@ -69,7 +69,7 @@ pub struct SegmentHeader {
 
 /// Why a segment header is not one this version reads.
 #[derive(Debug, PartialEq, Eq)]
-pub enum BadHeader {
+pub(crate) enum BadHeader {
     /// Not a segment header, or a damaged one.
     Damaged,
     /// A segment of a later format version.
@@ -78,7 +78,7 @@ pub enum BadHeader {
 
 /// The header of segment `number` of `size` bytes (a multiple of [`PAGE`]), in the current
 /// format.
-pub fn segment_header(number: u64, first_rsn: u64, size: u64) -> [u8; SEGMENT_HEADER] {
+pub(crate) fn segment_header(number: u64, first_rsn: u64, size: u64) -> [u8; SEGMENT_HEADER] {
     let mut h = [0; SEGMENT_HEADER];
     h[..8].copy_from_slice(&magic(KIND, VERSION));
     h[8..16].copy_from_slice(&number.to_le_bytes());
@@ -93,7 +93,7 @@ pub fn segment_header(number: u64, first_rsn: u64, size: u64) -> [u8; SEGMENT_HE
 
 /// Parses a segment header. The version comes first: a later version may have changed
 /// everything after the magic, the checksum included.
-pub fn parse_segment_header(bytes: &[u8]) -> Result<SegmentHeader, BadHeader> {
+pub(crate) fn parse_segment_header(bytes: &[u8]) -> Result<SegmentHeader, BadHeader> {
     let h = bytes.get(..SEGMENT_HEADER).ok_or(BadHeader::Damaged)?;
     let version = version_of(KIND, h).ok_or(BadHeader::Damaged)?;
     if version > VERSION {
@@ -137,7 +137,7 @@ pub fn encode(rsn: u64, payload: &[u8], out: &mut Vec<u8>) {
 /// Postcard writes an enum as its variant's index and a list as its length, both varints,
 /// then the elements: the merged payload is variant 0, the summed length, and each payload's
 /// elements as they are, so no entry is decoded or encoded again.
-pub fn merge_entries(payloads: &[Vec<u8>]) -> Option<Vec<u8>> {
+pub(crate) fn merge_entries(payloads: &[Vec<u8>]) -> Option<Vec<u8>> {
     let mut count = 0u64;
     let mut bodies = Vec::with_capacity(payloads.len());
     for payload in payloads {
@@ -234,7 +234,7 @@ pub fn read_at(image: &[u8], offset: usize, rsn: u64) -> Slot {
 
 /// Whether an intact record with a serial number after `rsn` sits anywhere after `offset`:
 /// then the bad bytes at `offset` are damage in the middle of the log, not a torn tail.
-pub fn intact_record_after(image: &[u8], offset: usize, rsn: u64) -> Option<usize> {
+pub(crate) fn intact_record_after(image: &[u8], offset: usize, rsn: u64) -> Option<usize> {
     let mut at = offset + 8;
     while at + RECORD_HEADER <= image.len() {
         let h = &image[at..at + RECORD_HEADER];

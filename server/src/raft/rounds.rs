@@ -22,7 +22,7 @@ struct State {
 
 /// Shared by the round task and the connections' pings.
 #[derive(Default)]
-pub struct Rounds {
+pub(crate) struct Rounds {
     // One lock for both counters: "started after the ping arrived" is decided by the order
     // of `needed` and `start` on it.
     state: Mutex<State>,
@@ -34,12 +34,12 @@ impl Rounds {
     }
 
     /// A ping arrived: the round it must wait for.
-    pub fn needed(&self) -> u64 {
+    pub(crate) fn needed(&self) -> u64 {
         self.lock().started + 1
     }
 
     /// The round task begins a round (before it takes the touched sessions): its number.
-    pub fn start(&self) -> u64 {
+    pub(crate) fn start(&self) -> u64 {
         let mut state = self.lock();
         state.started += 1;
         state.started
@@ -48,19 +48,25 @@ impl Rounds {
     /// The leader acknowledged round `round`, which carried the touches of `touched`, and
     /// answered `gone` of them gone. The refusals are recorded first: a ping this round
     /// confirms must not be answered as confirmed for a session the leader refused.
-    pub fn acknowledged(&self, round: u64, sessions: &SessionTracker, touched: &[SessionId], gone: &[SessionId]) {
+    pub(crate) fn acknowledged(
+        &self,
+        round: u64,
+        sessions: &SessionTracker,
+        touched: &[SessionId],
+        gone: &[SessionId],
+    ) {
         sessions.heard_back(touched, gone);
         self.ack(round);
     }
 
     /// The leader acknowledged round `round`.
-    pub fn ack(&self, round: u64) {
+    pub(crate) fn ack(&self, round: u64) {
         let mut state = self.lock();
         state.acked = state.acked.max(round);
     }
 
     /// Whether a ping that needed round `need` may be answered.
-    pub fn confirmed(&self, need: u64) -> bool {
+    pub(crate) fn confirmed(&self, need: u64) -> bool {
         self.lock().acked >= need
     }
 }

@@ -26,7 +26,7 @@ use tokio::time::Instant;
 /// How long a batch may wait for a leader (an election) before it is refused as not applied.
 const LEADER_WAIT: Duration = Duration::from_secs(6);
 /// How long the leader may take to commit a batch before its outcome is called unknown.
-pub const COMMIT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const COMMIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A new member is caught up before it votes, perhaps from a snapshot.
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(120);
 /// A short pause before asking again after "not the leader", so a member that has just
@@ -35,7 +35,7 @@ const RETRY_PAUSE: Duration = Duration::from_millis(50);
 
 /// The two ways to the log.
 #[derive(Clone)]
-pub struct Route {
+pub(crate) struct Route {
     pub raft: Raft,
     pub peers: Arc<Peers>,
     pub me: NodeId,
@@ -47,7 +47,7 @@ pub struct Route {
 impl Route {
     /// Whether this member leads, as far as it knows, and takes writes now (see
     /// `writable_here`).
-    pub fn leads_here(&self) -> bool {
+    pub(crate) fn leads_here(&self) -> bool {
         self.writable_here(&self.raft.metrics().borrow_watched())
     }
 
@@ -121,7 +121,7 @@ impl Route {
     }
 
     /// Commits `batch` and waits until this member has applied it.
-    pub async fn commit(&self, batch: Vec<Command>) -> Result<Vec<Applied>, Rejected> {
+    pub(crate) async fn commit(&self, batch: Vec<Command>) -> Result<Vec<Applied>, Rejected> {
         let deadline = Instant::now() + LEADER_WAIT;
         loop {
             let (leader, addr) = self.leader(deadline).await?;
@@ -167,7 +167,7 @@ impl Route {
 
     /// A linearizable point: the leader confirms with a quorum that it still leads and names
     /// its commit index; this member waits until it has applied that far.
-    pub async fn barrier(&self) -> Result<(), Rejected> {
+    pub(crate) async fn barrier(&self) -> Result<(), Rejected> {
         let deadline = Instant::now() + LEADER_WAIT;
         loop {
             let (leader, addr) = self.leader(deadline).await?;
@@ -195,7 +195,7 @@ impl Route {
 impl Route {
     /// Runs a membership request on the leader (here, or forwarded), asking again after a
     /// leader change.
-    pub async fn admin(&self, request: AdminRequest, reports: &AppliedReports) -> Result<AdminReply, Rejected> {
+    pub(crate) async fn admin(&self, request: AdminRequest, reports: &AppliedReports) -> Result<AdminReply, Rejected> {
         let deadline = Instant::now() + LEADER_WAIT;
         loop {
             let (leader, addr) = self.leader(deadline).await?;
@@ -236,7 +236,7 @@ impl Route {
 /// A write openraft answered "forward to the leader" after its entry was logged here: a new
 /// leader's log removed it from this member's, but a copy on another member may still be
 /// committed, so its outcome is unknown (never "not applied", which invites a resend).
-pub fn removed() -> Rejected {
+pub(crate) fn removed() -> Rejected {
     Rejected::Unknown(REMOVED.into())
 }
 
@@ -245,7 +245,7 @@ const REMOVED: &str = "logged, then removed from this member's log by a new lead
 /// Proposes `batch` as one entry on this member, which must lead. Returns the entry's index
 /// and each command's result. Used for a batch whose leader turned out to be this member
 /// on its way there, and for expiries (forwarded batches join the proposer's entries).
-pub async fn write_here(raft: &Raft, batch: Vec<Command>) -> Result<(u64, Vec<Applied>), ForwardError> {
+pub(crate) async fn write_here(raft: &Raft, batch: Vec<Command>) -> Result<(u64, Vec<Applied>), ForwardError> {
     // No senders: every result comes back in openraft's answer. Kept to learn whether the
     // entry was logged (see `Replies`).
     let replies = Arc::new(Replies::default());
@@ -264,7 +264,7 @@ pub async fn write_here(raft: &Raft, batch: Vec<Command>) -> Result<(u64, Vec<Ap
 
 /// The read index on this member, which must lead: `get_read_log_id` confirms leadership
 /// with a quorum of heartbeats.
-pub async fn read_index_here(raft: &Raft) -> Result<u64, ForwardError> {
+pub(crate) async fn read_index_here(raft: &Raft) -> Result<u64, ForwardError> {
     match tokio::time::timeout(COMMIT_TIMEOUT, raft.get_read_log_id(ReadPolicy::ReadIndex)).await {
         Ok(Ok((read, _applied))) => Ok(read.log_id().index),
         Ok(Err(RaftError::APIError(LinearizableReadError::ForwardToLeader(f)))) => {

@@ -16,24 +16,24 @@ use std::path::{Path, PathBuf};
 const ZEROS: usize = 1 << 20;
 
 /// The segment being appended to.
-pub struct Segment {
+pub(crate) struct Segment {
     pub number: u64,
     pub path: PathBuf,
     file: File,
     /// Bytes in the file; appends stay below it.
     pub size: u64,
     /// Where the next record goes; everything from here to `size` is zero.
-    pub write_pos: u64,
+    pub(crate) write_pos: u64,
     /// Where the bytes made durable by the last `fdatasync` end: `write_pos` once synced.
     synced_pos: u64,
 }
 
-pub fn file_name(number: u64) -> String {
+pub(crate) fn file_name(number: u64) -> String {
     format!("{number:020}.wal")
 }
 
 /// The segment number of a file named by [`file_name`].
-pub fn parse_name(name: &str) -> Option<u64> {
+pub(crate) fn parse_name(name: &str) -> Option<u64> {
     let digits = name.strip_suffix(".wal")?;
     if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -43,7 +43,7 @@ pub fn parse_name(name: &str) -> Option<u64> {
 
 /// The segments in `dir`, oldest first, and the leftover `.tmp` files beside them (a
 /// segment whose creation a crash interrupted, or an unused spare).
-pub fn list(dir: &Path) -> Result<(Vec<u64>, Vec<PathBuf>), FileError> {
+pub(crate) fn list(dir: &Path) -> Result<(Vec<u64>, Vec<PathBuf>), FileError> {
     let mut numbers = Vec::new();
     let mut stale = Vec::new();
     for item in fs::read_dir(dir).map_err(FileError::io(dir, "list"))? {
@@ -60,7 +60,7 @@ pub fn list(dir: &Path) -> Result<(Vec<u64>, Vec<PathBuf>), FileError> {
 }
 
 /// Writes a file of `size` zero bytes and fsyncs it: the body of a future segment.
-pub fn prepare_zeroed(path: &Path, size: u64) -> Result<(), FileError> {
+pub(crate) fn prepare_zeroed(path: &Path, size: u64) -> Result<(), FileError> {
     let mut file =
         OpenOptions::new().write(true).create(true).truncate(true).open(path).map_err(FileError::io(path, "create"))?;
     let zeros = vec![0u8; ZEROS];
@@ -77,7 +77,7 @@ impl Segment {
     /// Turns a pre-zeroed temporary file into segment `number` of `dir`: header, fsync,
     /// rename, directory fsync. A crash before the rename leaves only a temporary file,
     /// which opening the log removes.
-    pub fn install(zeroed: &Path, dir: &Path, number: u64, first_rsn: u64) -> Result<Segment, FileError> {
+    pub(crate) fn install(zeroed: &Path, dir: &Path, number: u64, first_rsn: u64) -> Result<Segment, FileError> {
         let file = OpenOptions::new().read(true).write(true).open(zeroed).map_err(FileError::io(zeroed, "open"))?;
         let size = file.metadata().map_err(FileError::io(zeroed, "stat"))?.len();
         file.write_all_at(&segment_header(number, first_rsn, size), 0).map_err(FileError::io(zeroed, "write"))?;
@@ -97,7 +97,13 @@ impl Segment {
     /// between a record's write and its fdatasync leaves the record whole in the page cache,
     /// where this start reads it, but not yet on the disk, and a power loss would then take
     /// away an entry this start counted (and applied, and recorded in the extent) as durable.
-    pub fn reopen(path: &Path, number: u64, image: &[u8], write_pos: u64, min_size: u64) -> Result<Segment, FileError> {
+    pub(crate) fn reopen(
+        path: &Path,
+        number: u64,
+        image: &[u8],
+        write_pos: u64,
+        min_size: u64,
+    ) -> Result<Segment, FileError> {
         let file = OpenOptions::new().read(true).write(true).open(path).map_err(FileError::io(path, "open"))?;
         let len = image.len() as u64;
         let size = len.max(min_size);
@@ -118,13 +124,13 @@ impl Segment {
     }
 
     /// Whether `len` more bytes fit.
-    pub fn fits(&self, len: usize) -> bool {
+    pub(crate) fn fits(&self, len: usize) -> bool {
         self.write_pos + len as u64 <= self.size
     }
 
     /// Writes `bytes` at the write position. They are not durable until [`Segment::sync`]
     /// returns, and nothing that depends on them may be acknowledged before.
-    pub fn write(&mut self, bytes: &[u8]) -> Result<(), FileError> {
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<(), FileError> {
         self.file.write_all_at(bytes, self.write_pos).map_err(FileError::io(&self.path, "write"))?;
         self.write_pos += bytes.len() as u64;
         Ok(())
@@ -132,7 +138,7 @@ impl Segment {
 
     /// Makes every byte written so far durable (one `fdatasync`, none if nothing was written
     /// since the last), and says how long the `fdatasync` took, if there was one.
-    pub fn sync(&mut self) -> Result<Option<std::time::Duration>, FileError> {
+    pub(crate) fn sync(&mut self) -> Result<Option<std::time::Duration>, FileError> {
         if self.synced_pos == self.write_pos {
             return Ok(None);
         }
@@ -143,6 +149,6 @@ impl Segment {
     }
 }
 
-pub fn read_image(path: &Path) -> Result<Vec<u8>, FileError> {
+pub(crate) fn read_image(path: &Path) -> Result<Vec<u8>, FileError> {
     fs::read(path).map_err(FileError::io(path, "read"))
 }

@@ -18,7 +18,7 @@ use openraft::async_runtime::WatchReceiver;
 use openraft::raft::AppendEntriesResponse;
 use std::sync::Arc;
 
-pub struct Member {
+pub(crate) struct Member {
     pub raft: Raft,
     pub local: Arc<Local>,
     pub reports: membership::AppliedReports,

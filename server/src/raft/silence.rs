@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 /// How long after the leader's last word this member stands: openraft's lease, one heartbeat
 /// interval, and a jitter below `spread` drawn from `seed` (this member's id and the silence).
-pub fn wait_after(lease: Duration, heartbeat: Duration, spread: Duration, seed: u64) -> Duration {
+pub(super) fn wait_after(lease: Duration, heartbeat: Duration, spread: Duration, seed: u64) -> Duration {
     let spread_us = u64::try_from(spread.as_micros()).unwrap_or(u64::MAX).max(1);
     // A multiplicative hash: members and silences that differ by little land far apart.
     let jitter = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20;
@@ -41,12 +41,12 @@ pub fn wait_after(lease: Duration, heartbeat: Duration, spread: Duration, seed: 
 }
 
 /// Whether to stand now, the wait over: still silent since `heard`, a voter following a leader.
-pub fn stands(silent: bool, state: ServerState, following: bool, voter: bool) -> bool {
+pub(super) fn stands(silent: bool, state: ServerState, following: bool, voter: bool) -> bool {
     silent && state == ServerState::Follower && following && voter
 }
 
 /// Watches for the leader's silence until `cancel`; see the module.
-pub async fn watch(
+pub(super) async fn watch(
     raft: Raft,
     heard: Heard,
     running: Arc<AtomicBool>,
@@ -91,7 +91,7 @@ pub async fn watch(
 /// Whether openraft's own record says this member should stand: a voter following a leader
 /// it has not heard from for `wait`. Asked inside openraft's core, so after every message
 /// that reached it first.
-pub async fn silent_in_core(raft: &Raft, me: NodeId, wait: Duration) -> bool {
+pub(super) async fn silent_in_core(raft: &Raft, me: NodeId, wait: Duration) -> bool {
     raft.with_raft_state(move |state| {
         let silent = state.vote_last_modified().is_some_and(|at| at.elapsed() >= wait);
         let voter = state.membership_state.effective().voter_ids().any(|id| id == me);

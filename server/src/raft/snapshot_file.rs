@@ -59,13 +59,13 @@ impl SnapshotFile {
     /// Whether this is a file received beside `snapshot`, which installing it renames into
     /// place; any other (openraft's storage suite hands over another store's current
     /// snapshot) is copied into a received one first.
-    pub fn is_received_beside(&self, snapshot: &Path) -> bool {
+    pub(crate) fn is_received_beside(&self, snapshot: &Path) -> bool {
         self.temp.0.as_deref().is_some_and(|p| p.parent() == snapshot.parent())
     }
 
     /// Everything written so far, durable, as a blocking file read from its start; and the
     /// guard that removes the file unless [`Temp::keep`] is called.
-    pub async fn into_synced(self) -> Result<(std::fs::File, Temp), FileError> {
+    pub(crate) async fn into_synced(self) -> Result<(std::fs::File, Temp), FileError> {
         let SnapshotFile { mut file, temp } = self;
         let path = temp.0.clone().unwrap_or_default();
         let io = |op| FileError::io(&path, op);
@@ -79,16 +79,16 @@ impl SnapshotFile {
 }
 
 /// A received snapshot's file, removed when this is dropped unless kept.
-pub struct Temp(Option<PathBuf>);
+pub(crate) struct Temp(Option<PathBuf>);
 
 impl Temp {
     /// The file's path (empty for a file that is not a received one).
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.0.as_deref().unwrap_or(Path::new(""))
     }
 
     /// The file was renamed into place: it stays.
-    pub fn keep(mut self) {
+    pub(crate) fn keep(mut self) {
         self.0 = None;
     }
 }
@@ -164,7 +164,7 @@ impl InPlace {
 }
 
 /// Removes the files of receives a crash interrupted, beside `snapshot`.
-pub fn remove_stale(snapshot: &Path) -> Result<(), FileError> {
+pub(crate) fn remove_stale(snapshot: &Path) -> Result<(), FileError> {
     let dir = parent(snapshot);
     let prefix = format!("{}{RECEIVING}", snapshot.file_name().unwrap_or_default().to_string_lossy());
     let io = |op, path: &Path| FileError::io(path, op);

@@ -47,14 +47,14 @@ pub(super) fn magic(version: u8) -> [u8; 8] {
 /// The snapshot's content, as built (borrowing a copy of the state)...
 #[derive(Serialize)]
 pub(super) struct BodyRef<'a> {
-    pub meta: &'a SnapshotMeta,
+    pub(crate) meta: &'a SnapshotMeta,
     pub state: &'a StateMachine,
 }
 
 /// ...and as read back.
 #[derive(Deserialize)]
 pub(super) struct Body {
-    pub meta: SnapshotMeta,
+    pub(crate) meta: SnapshotMeta,
     pub state: StateMachine,
 }
 
@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(back.tree().acl_table().len(), 3, "open, the shared list, and /a's");
 
         let mut forged = state.clone();
-        forged.tree.acls = crate::acl::AclTable::default();
+        forged.tree.acls = crate::acl::table::AclTable::default();
         let bytes = postcard::to_allocvec(&BodyRef { meta: &SnapshotMeta::default(), state: &forged }).expect("encode");
         assert!(decode(SNAPSHOT_VERSION, &bytes).is_err(), "nodes pointing to slots the snapshot lacks");
     }

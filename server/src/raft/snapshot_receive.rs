@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use tokio::io::AsyncWriteExt;
 
 /// The transfer under way, if any.
-pub struct SnapshotReceiver {
+pub(crate) struct SnapshotReceiver {
     /// The member's current snapshot: received files go beside it.
     snapshot_path: PathBuf,
     /// Transfers begun by this process, to name their files.
@@ -28,14 +28,14 @@ struct Transfer {
 }
 
 impl SnapshotReceiver {
-    pub fn new(snapshot_path: PathBuf) -> SnapshotReceiver {
+    pub(crate) fn new(snapshot_path: PathBuf) -> SnapshotReceiver {
         SnapshotReceiver { snapshot_path, begun: 0, current: None }
     }
 
     /// Takes `chunk` in: written into the transfer's file, or refused (the transfer is
     /// dropped; the sender starts again at offset 0). After the last chunk, the snapshot to
     /// install.
-    pub async fn take(&mut self, chunk: SnapshotChunk) -> Result<Option<(Vote, Snapshot)>, String> {
+    pub(crate) async fn take(&mut self, chunk: SnapshotChunk) -> Result<Option<(Vote, Snapshot)>, String> {
         let SnapshotChunk { vote, meta, offset, data, done } = chunk;
         if offset == 0 {
             self.begun += 1;
@@ -70,7 +70,7 @@ impl SnapshotReceiver {
     /// [`SnapshotReceiver::take`], and the install once the last chunk is in: this member's
     /// vote (a higher one tells the sender to stop), after the last chunk the vote openraft
     /// answered the install with.
-    pub async fn chunk(&mut self, raft: &Raft, chunk: SnapshotChunk) -> Result<Vote, String> {
+    pub(crate) async fn chunk(&mut self, raft: &Raft, chunk: SnapshotChunk) -> Result<Vote, String> {
         match self.take(chunk).await? {
             None => Ok(raft.metrics().borrow_watched().vote),
             Some((vote, snapshot)) => match raft.install_full_snapshot(vote, snapshot).await {

@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 /// See the module's doc.
-pub struct SnapshotTrigger {
+pub(crate) struct SnapshotTrigger {
     /// The least log worth a snapshot: one segment.
     floor: u64,
     /// Of the last snapshot's size; 0 turns the trigger off.
@@ -34,7 +34,7 @@ pub struct SnapshotTrigger {
 impl SnapshotTrigger {
     /// `snapshot_bytes`: the size of the snapshot the server started from (0 if none);
     /// `log_bytes`: the log it found.
-    pub fn new(
+    pub(crate) fn new(
         (floor, percent): (u64, u64),
         snapshot_bytes: u64,
         log_bytes: u64,
@@ -54,20 +54,20 @@ impl SnapshotTrigger {
     }
 
     /// How much log makes a snapshot due.
-    pub fn threshold(&self) -> u64 {
+    pub(crate) fn threshold(&self) -> u64 {
         let share = self.snapshot_bytes.load(Ordering::Relaxed).saturating_mul(self.percent) / 100;
         self.floor.max(share)
     }
 
     /// Whether a snapshot is due now (and none is being built).
-    pub fn is_due(&self) -> bool {
+    pub(crate) fn is_due(&self) -> bool {
         self.percent > 0
             && !self.building.load(Ordering::Relaxed)
             && self.log_bytes.load(Ordering::Relaxed) >= self.threshold()
     }
 
     /// `bytes` more were written to the log.
-    pub fn logged(&self, bytes: u64) {
+    pub(crate) fn logged(&self, bytes: u64) {
         let total = self.log_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
         self.figures.log_bytes.store(total, Ordering::Relaxed);
         if self.is_due() {
@@ -77,7 +77,7 @@ impl SnapshotTrigger {
 
     /// A snapshot of the state as applied so far begins (capturing it held the state's lock
     /// for `held`): the log is counted from here.
-    pub fn began(&self, held: Duration) {
+    pub(crate) fn began(&self, held: Duration) {
         self.building.store(true, Ordering::Relaxed);
         self.log_bytes.store(0, Ordering::Relaxed);
         self.figures.log_bytes.store(0, Ordering::Relaxed);
@@ -87,7 +87,7 @@ impl SnapshotTrigger {
     /// The snapshot begun last is written, `bytes` long (`None`: it failed or was dropped).
     /// A failed build leaves the log counted from when it began: the next try waits for a
     /// threshold more of log, not hammering a failing disk with one build after another.
-    pub fn finished(&self, bytes: Option<u64>, took: Duration) {
+    pub(crate) fn finished(&self, bytes: Option<u64>, took: Duration) {
         self.figures.finished(took);
         if let Some(bytes) = bytes {
             self.snapshot_bytes.store(bytes, Ordering::Relaxed);
@@ -101,7 +101,7 @@ impl SnapshotTrigger {
     }
 
     /// A snapshot `bytes` long was installed from the leader, in place of the log.
-    pub fn installed(&self, bytes: u64) {
+    pub(crate) fn installed(&self, bytes: u64) {
         self.log_bytes.store(0, Ordering::Relaxed);
         self.snapshot_bytes.store(bytes, Ordering::Relaxed);
         self.publish();
@@ -115,7 +115,7 @@ impl SnapshotTrigger {
 }
 
 /// Asks openraft for a snapshot whenever `trigger` says one is due, until `cancel`.
-pub async fn run(raft: Raft, trigger: Arc<SnapshotTrigger>, cancel: CancellationToken) {
+pub(crate) async fn run(raft: Raft, trigger: Arc<SnapshotTrigger>, cancel: CancellationToken) {
     loop {
         tokio::select! {
             () = cancel.cancelled() => return,

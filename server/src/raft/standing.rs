@@ -29,13 +29,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// When this member last accepted entries or a heartbeat from a leader (see [`Standing`]).
-pub type Heard = Arc<Mutex<Option<Instant>>>;
+pub(super) type Heard = Arc<Mutex<Option<Instant>>>;
 
 /// Elections started at once at most, back to back, to reach a term above a candidate's: a
 /// candidate further ahead than that has been standing alone for a while and will give up.
 const MAX_TERMS_AHEAD: u64 = 3;
 
-pub struct Standing {
+pub(crate) struct Standing {
     /// openraft's leader lease (`election_timeout_max`).
     lease: Duration,
     /// When this member last accepted entries or a heartbeat from a leader, set once the
@@ -48,27 +48,32 @@ pub struct Standing {
 }
 
 impl Standing {
-    pub fn new(lease: Duration) -> Standing {
+    pub(crate) fn new(lease: Duration) -> Standing {
         Standing { lease, heard: Heard::default(), running: Arc::default() }
     }
 
     /// An append from the leader was accepted.
-    pub fn heard_leader(&self) {
+    pub(crate) fn heard_leader(&self) {
         *self.heard.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
     }
 
     /// When this member last heard from a leader, for [`super::silence`].
-    pub fn heard(&self) -> Heard {
+    pub(crate) fn heard(&self) -> Heard {
         self.heard.clone()
     }
 
     /// Elections this member runs now, so that a watcher does not start a second series.
-    pub fn running(&self) -> Arc<AtomicBool> {
+    pub(crate) fn running(&self) -> Arc<AtomicBool> {
         self.running.clone()
     }
 
     /// After answering `request` with `response`: stands if it should (see the module).
-    pub fn after_vote(&self, raft: &Raft, request: &VoteRequest<TypeConfig>, response: &VoteResponse<TypeConfig>) {
+    pub(crate) fn after_vote(
+        &self,
+        raft: &Raft,
+        request: &VoteRequest<TypeConfig>,
+        response: &VoteResponse<TypeConfig>,
+    ) {
         let heard = *self.heard.lock().unwrap_or_else(PoisonError::into_inner);
         let lease_over = heard.is_none_or(|at| at.elapsed() > self.lease);
         let (me, voters) = {
@@ -110,7 +115,7 @@ impl Standing {
 
 /// How many elections, back to back, put this member in a term above the candidate of
 /// `request` that it refused with `response`; 0: it should not stand.
-pub fn elections_to_stand(
+pub(super) fn elections_to_stand(
     me: NodeId,
     request: &VoteRequest<TypeConfig>,
     response: &VoteResponse<TypeConfig>,

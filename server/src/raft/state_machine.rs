@@ -74,7 +74,7 @@ impl StateMachineStore {
     }
 
     /// Whether a snapshot was loaded (or taken).
-    pub fn has_state(&self) -> bool {
+    pub(crate) fn has_state(&self) -> bool {
         self.last_applied.is_some()
     }
 
@@ -91,7 +91,7 @@ impl StateMachineStore {
     }
 
     /// The size of the snapshot loaded at opening (0 if none).
-    pub fn loaded_bytes(&self) -> u64 {
+    pub(crate) fn loaded_bytes(&self) -> u64 {
         self.loaded_bytes
     }
 
@@ -101,7 +101,7 @@ impl StateMachineStore {
     }
 
     /// From now on, `trigger` hears of every snapshot begun, written and installed.
-    pub fn report_snapshots(&mut self, trigger: Arc<SnapshotTrigger>) {
+    pub(crate) fn report_snapshots(&mut self, trigger: Arc<SnapshotTrigger>) {
         self.trigger = Some(trigger);
     }
 

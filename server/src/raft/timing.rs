@@ -30,7 +30,7 @@ pub struct Timing {
 
 /// openraft's leader lease (`election_timeout_max`) for `timing`: the election timeout (Ward's
 /// touch lease) and one heartbeat interval more.
-pub fn lease(timing: &Timing) -> Duration {
+pub(crate) fn lease(timing: &Timing) -> Duration {
     timing.election + timing.heartbeat
 }
 
@@ -41,19 +41,19 @@ impl Default for Timing {
 }
 
 /// A whole number of milliseconds, as openraft's config takes them.
-pub fn millis(d: Duration) -> u64 {
+pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Ward's lease for touches under openraft's `config`: a leader that has not heard from a
 /// quorum for this long acknowledges no touch round (G16).
-pub fn touch_lease(config: &openraft::Config) -> Duration {
+pub(crate) fn touch_lease(config: &openraft::Config) -> Duration {
     Duration::from_millis(config.election_timeout_min)
 }
 
 /// The grace a new leader adds to every session's timeout (G15, G16): a deposed leader may
 /// have acknowledged touches until openraft's lease ran out.
-pub fn grace(config: &openraft::Config) -> Duration {
+pub(crate) fn grace(config: &openraft::Config) -> Duration {
     Duration::from_millis(config.election_timeout_max)
 }
 

@@ -21,7 +21,7 @@ use std::time::Duration;
 /// openraft (which would refuse it) and waits for the new leader instead, to forward to it
 /// what its clients write meanwhile: no write is refused because the leadership moved.
 #[derive(Clone, Default)]
-pub struct HandingOver(Arc<Handing>);
+pub(crate) struct HandingOver(Arc<Handing>);
 
 #[derive(Default)]
 struct Handing {
@@ -31,12 +31,12 @@ struct Handing {
 }
 
 impl HandingOver {
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.0.set.load(Ordering::Acquire)
     }
 
     /// The member the leadership is being handed to, while it is.
-    pub fn target(&self) -> Option<NodeId> {
+    pub(crate) fn target(&self) -> Option<NodeId> {
         self.is_set().then(|| self.0.to.load(Ordering::Acquire))
     }
 
@@ -56,7 +56,7 @@ impl HandingOver {
 
 /// Hands the leadership to `to`, or to the voter whose log is most up to date, and waits
 /// until it leads (at most `wait`). This member must lead.
-pub async fn hand_over(
+pub(super) async fn hand_over(
     raft: &Raft,
     handing: &HandingOver,
     to: Option<NodeId>,

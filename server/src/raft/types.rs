@@ -27,17 +27,17 @@ openraft::declare_raft_types!(
 );
 
 /// This server's id in its (one-member, for now) group.
-pub const NODE_ID: NodeId = 1;
+pub(crate) const NODE_ID: NodeId = 1;
 
-pub type NodeId = u64;
+pub(crate) type NodeId = u64;
 pub type LeaderId = openraft::impls::leader_id_adv::LeaderId<u64, u64>;
 pub type LogId = openraft::LogId<LeaderId>;
 pub type Vote = openraft::impls::Vote<LeaderId>;
 pub type Entry = openraft::Entry<LeaderId, openraft::EntryPayload<Batch, NodeId, openraft::BasicNode>>;
-pub type StoredMembership = openraft::StoredMembership<LeaderId, NodeId, openraft::BasicNode>;
-pub type SnapshotMeta = openraft::SnapshotMeta<LeaderId, NodeId, openraft::BasicNode>;
+pub(crate) type StoredMembership = openraft::StoredMembership<LeaderId, NodeId, openraft::BasicNode>;
+pub(crate) type SnapshotMeta = openraft::SnapshotMeta<LeaderId, NodeId, openraft::BasicNode>;
 pub type Snapshot = openraft::Snapshot<LeaderId, NodeId, openraft::BasicNode, SnapshotFile>;
-pub type LogState = openraft::LogState<TypeConfig>;
+pub(crate) type LogState = openraft::LogState<TypeConfig>;
 pub type Raft = openraft::Raft<TypeConfig, StateMachineStore>;
 
 /// A log position for log lines: `index 42 (term 3)`, or `none` (nothing logged yet),

@@ -24,13 +24,13 @@ const KEEP: Duration = Duration::from_secs(60);
 
 /// See the module's doc.
 #[derive(Default)]
-pub struct Unsettled {
+pub(super) struct Unsettled {
     /// Per session: the newest epoch with a write of unknown outcome, and since when.
     epochs: HashMap<SessionId, (Zxid, Instant)>,
 }
 
 /// The session and epoch of a connection's fenced write; `None` for any other command.
-pub fn fence(cmd: &Command) -> Option<(SessionId, Zxid)> {
+pub(super) fn fence(cmd: &Command) -> Option<(SessionId, Zxid)> {
     match &cmd.op {
         CommandOp::Fenced { epoch, .. } => Some((cmd.session, *epoch)),
         _ => None,
@@ -39,7 +39,7 @@ pub fn fence(cmd: &Command) -> Option<(SessionId, Zxid)> {
 
 impl Unsettled {
     /// The writes of `fences` (sessions and epochs, from [`fence`]) have an unknown outcome.
-    pub fn record(&mut self, fences: &[(SessionId, Zxid)], now: Instant) {
+    pub(super) fn record(&mut self, fences: &[(SessionId, Zxid)], now: Instant) {
         self.epochs.retain(|_, (_, since)| now.saturating_duration_since(*since) < KEEP);
         for &(session, epoch) in fences {
             let entry = self.epochs.entry(session).or_insert((epoch, now));
@@ -49,7 +49,7 @@ impl Unsettled {
 
     /// Whether `cmd` may be proposed or forwarded: not a write of a connection with a write
     /// of unknown outcome. A write from a later connection of the session ends the record.
-    pub fn admits(&mut self, cmd: &Command) -> bool {
+    pub(super) fn admits(&mut self, cmd: &Command) -> bool {
         let Some((session, epoch)) = fence(cmd) else { return true };
         match self.epochs.get(&session) {
             Some(&(unsettled, _)) if epoch <= unsettled => false,

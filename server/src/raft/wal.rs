@@ -197,7 +197,7 @@ impl Wal {
     /// [`Wal::write`] of a record already encoded by [`encode_payload`]: the encoding can be
     /// done by the caller, off the thread that does the log's I/O. Returns where the record
     /// was written.
-    pub fn write_payload(&mut self, payload: &[u8]) -> Result<Place, FileError> {
+    pub(crate) fn write_payload(&mut self, payload: &[u8]) -> Result<Place, FileError> {
         if self.failed {
             return Err(FileError::Failed);
         }
@@ -238,7 +238,7 @@ impl Wal {
     }
 
     /// From now on, each `fdatasync` is counted in `figures`.
-    pub fn report_to(&mut self, figures: Arc<LogFigures>) {
+    pub(crate) fn report_to(&mut self, figures: Arc<LogFigures>) {
         self.figures = figures;
     }
 
@@ -301,22 +301,22 @@ impl Wal {
     }
 
     /// The bytes of the records found when the log was opened.
-    pub fn found_bytes(&self) -> u64 {
+    pub(crate) fn found_bytes(&self) -> u64 {
         self.found_bytes
     }
 
     /// Full segments, oldest first.
-    pub fn closed_segments(&self) -> impl Iterator<Item = u64> + '_ {
+    pub(crate) fn closed_segments(&self) -> impl Iterator<Item = u64> + '_ {
         self.closed.iter().map(|(n, _)| *n)
     }
 
     /// The oldest segment's number.
-    pub fn oldest_segment(&self) -> u64 {
+    pub(crate) fn oldest_segment(&self) -> u64 {
         self.closed.first().map_or(self.active.number, |(n, _)| *n)
     }
 
     /// Deletes the full segments numbered up to `last`.
-    pub fn remove_through(&mut self, last: u64) -> Result<(), FileError> {
+    pub(crate) fn remove_through(&mut self, last: u64) -> Result<(), FileError> {
         let (gone, keep): (Vec<_>, Vec<_>) = self.closed.drain(..).partition(|(n, _)| *n <= last);
         self.closed = keep;
         if gone.is_empty() {
@@ -347,7 +347,7 @@ impl Drop for Wal {
 }
 
 /// A record's payload, as [`Wal::write_payload`] takes it.
-pub fn encode_payload(record: &RecordRef<'_>) -> Result<Vec<u8>, FileError> {
+pub(crate) fn encode_payload(record: &RecordRef<'_>) -> Result<Vec<u8>, FileError> {
     let payload = postcard::to_allocvec(record).map_err(|_| FileError::TooLarge(0))?;
     if payload.len() > record::MAX_PAYLOAD {
         return Err(FileError::TooLarge(payload.len()));

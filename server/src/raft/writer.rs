@@ -26,7 +26,7 @@ use std::thread::JoinHandle;
 /// Called once its record is durable, with the number of the `fdatasync` that made it so
 /// (counted from 1 by each writer), or with why it is not. Runs on the I/O thread: it must be
 /// short and never block (sending on a channel is the usual body).
-pub type Done = Box<dyn FnOnce(Result<u64, FileError>) + Send>;
+pub(crate) type Done = Box<dyn FnOnce(Result<u64, FileError>) + Send>;
 
 /// At most this many requests share one `fdatasync`: bounds how long the first of them waits.
 const MAX_GROUP: usize = 256;
@@ -74,7 +74,7 @@ enum Request {
 
 /// The handle on the I/O thread. Dropping it lets the thread finish what is queued, sync,
 /// and close the log (recording its extent, see [`Wal`]'s `Drop`).
-pub struct Writer {
+pub(crate) struct Writer {
     requests: Option<mpsc::Sender<Request>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -82,7 +82,7 @@ pub struct Writer {
 impl Writer {
     /// Moves `wal` to a new I/O thread. `segment_max`: the highest entry index each segment
     /// held when the log was opened; `marks`: where the records it writes from now on are.
-    pub fn start(wal: Wal, segment_max: BTreeMap<u64, u64>, marks: Arc<Marks>) -> Result<Writer, FileError> {
+    pub(crate) fn start(wal: Wal, segment_max: BTreeMap<u64, u64>, marks: Arc<Marks>) -> Result<Writer, FileError> {
         let (requests, queue) = mpsc::channel();
         let io = Io { wal, segment_max, marks };
         let thread = std::thread::Builder::new()
@@ -94,7 +94,7 @@ impl Writer {
 
     /// Queues a record (a payload from [`super::wal::encode_payload`]); `done` runs once it
     /// is durable. Records reach the log in the order of these calls.
-    pub fn write(&self, payload: Vec<u8>, indexes: Option<(u64, u64)>, done: Done) {
+    pub(crate) fn write(&self, payload: Vec<u8>, indexes: Option<(u64, u64)>, done: Done) {
         let request = Request::Record { payload, indexes, done };
         if let Err(mpsc::SendError(Request::Record { done, .. })) = self.send(request) {
             done(Err(FileError::Failed));
@@ -104,7 +104,7 @@ impl Writer {
     /// Queues the removal of the full segments whose entries are all at or below `upto`.
     /// Send it only once the purge of `upto` is durable and no reader can ask for those
     /// entries any more.
-    pub fn remove_purged(&self, upto: u64) {
+    pub(crate) fn remove_purged(&self, upto: u64) {
         // Without the thread, the files stay until a later start removes them.
         let _ = self.send(Request::RemovePurged { upto });
     }
@@ -262,7 +262,7 @@ impl Io {
 /// A sync covers exactly the records written before it started: a completion registered with
 /// [`Unsynced::written`] after [`Unsynced::sync_started`] waits for the next sync, even if
 /// the one in progress happens to flush its bytes too.
-pub struct Unsynced<D> {
+pub(crate) struct Unsynced<D> {
     /// Oldest first, with the number of writes before each.
     waiting: std::collections::VecDeque<(u64, D)>,
     writes: u64,
@@ -276,32 +276,33 @@ impl<D> Default for Unsynced<D> {
 
 /// A sync in progress: it covers the writes counted before it started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SyncStarted(u64);
+pub(crate) struct SyncStarted(u64);
 
 impl<D> Unsynced<D> {
     /// A record was written (not durable yet); `done` waits for a sync that covers it.
-    pub fn written(&mut self, done: D) {
+    pub(crate) fn written(&mut self, done: D) {
         self.writes += 1;
         self.waiting.push_back((self.writes, done));
     }
 
     /// A sync starts now: it covers every record written so far.
-    pub fn sync_started(&self) -> SyncStarted {
+    pub(crate) fn sync_started(&self) -> SyncStarted {
         SyncStarted(self.writes)
     }
 
     /// `sync` returned: the completions of the records it covers, oldest first.
-    pub fn synced(&mut self, sync: SyncStarted) -> Vec<D> {
+    pub(crate) fn synced(&mut self, sync: SyncStarted) -> Vec<D> {
         let covered = self.waiting.iter().take_while(|(n, _)| *n <= sync.0).count();
         self.waiting.drain(..covered).map(|(_, done)| done).collect()
     }
 
     /// Completions still waiting for a sync.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.waiting.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.waiting.is_empty()
     }
 }

@@ -9,9 +9,9 @@
 //! * [`members`]: membership changes and the futures of membership calls.
 //! * [`memory`]: `MemoryLog`, a single server's log in memory.
 
-pub mod members;
-pub mod memory;
-pub mod pending;
+pub(crate) mod members;
+pub(crate) mod memory;
+pub(crate) mod pending;
 
 pub use members::{MemberChange, Members, Transfer};
 pub use memory::MemoryLog;

@@ -32,7 +32,7 @@ pub enum Rejected {
 impl Rejected {
     /// The error a client may be given for a command that was not applied; `None` when
     /// nothing may be said (the outcome is unknown).
-    pub fn as_reply(&self) -> Option<ErrorCode> {
+    pub(crate) fn as_reply(&self) -> Option<ErrorCode> {
         match self {
             Rejected::NotApplied(_) => Some(ErrorCode::Unavailable),
             Rejected::Unknown(_) | Rejected::Stopped => None,
@@ -54,7 +54,7 @@ impl Pending {
     }
 
     /// The result if it is already there: lets a connection flush before it waits.
-    pub fn try_take(&mut self) -> Option<Committed> {
+    pub(crate) fn try_take(&mut self) -> Option<Committed> {
         match self.0.try_recv() {
             Ok(committed) => Some(committed),
             Err(oneshot::error::TryRecvError::Empty) => None,

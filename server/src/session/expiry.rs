@@ -11,7 +11,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 /// Sweeps `owner`'s session table (the server's local registries) every `tick`.
-pub async fn run<L>(owner: Arc<L>, log: Arc<dyn Replication>, tick: Duration, cancel: CancellationToken)
+pub(crate) async fn run<L>(owner: Arc<L>, log: Arc<dyn Replication>, tick: Duration, cancel: CancellationToken)
 where
     L: AsRef<SessionTracker> + Send + Sync + 'static,
 {

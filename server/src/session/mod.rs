@@ -14,8 +14,8 @@
 //! tracker's lock.
 
 pub(crate) mod deadlines;
-pub mod expiry;
-pub mod readiness;
+pub(crate) mod expiry;
+pub(crate) mod readiness;
 pub(crate) mod touches;
 pub mod tracker;
 

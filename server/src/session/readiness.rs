@@ -17,7 +17,7 @@ impl Default for Readiness {
 }
 
 impl Readiness {
-    pub fn is_ready(&self) -> bool {
+    pub(crate) fn is_ready(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
 

@@ -18,7 +18,7 @@ use ward_proto::SessionId;
 
 /// One session's liveness here ([`SessionTracker::liveness`]).
 #[derive(Clone, Copy, Debug)]
-pub struct Liveness {
+pub(crate) struct Liveness {
     /// The connection serving the session on this server, if any.
     pub conn: Option<ConnId>,
     /// When this server last heard from it (or restarted its timeout).
@@ -93,7 +93,7 @@ impl SessionTracker {
     /// another member last heard from a client, so each gets a whole timeout (and `grace`,
     /// the time a deposed leader may still have been acknowledging that client) before this
     /// one may expire it.
-    pub fn ready_to_lead(&self, grace: Duration) {
+    pub(crate) fn ready_to_lead(&self, grace: Duration) {
         let mut s = self.lock();
         s.deadlines.restart(grace, Instant::now());
         s.touches.forget_refusals();
@@ -103,14 +103,14 @@ impl SessionTracker {
     /// Turns the leader's duties off, and forgets every expiry this server proposed and has
     /// not applied: a member that stopped leading decides no expiry, and must not turn its
     /// sessions' resumes and touches away as if it had.
-    pub fn not_leading(&self) {
+    pub(crate) fn not_leading(&self) {
         self.ready.set(false);
         self.lock().deadlines.forget_expiries();
     }
 
     /// The leader acknowledged a round that carried the touches of `touched`, and answered
     /// `gone` of them gone.
-    pub fn heard_back(&self, touched: &[SessionId], gone: &[SessionId]) {
+    pub(crate) fn heard_back(&self, touched: &[SessionId], gone: &[SessionId]) {
         let mut s = self.lock();
         let tracked: Vec<SessionId> = touched.iter().copied().filter(|id| s.deadlines.contains(*id)).collect();
         s.touches.heard_back(&tracked, gone);
@@ -119,7 +119,7 @@ impl SessionTracker {
     /// Whether a heartbeat of `session` that a round has confirmed may be answered as
     /// confirmed (a pong, or the welcome of a resume): tracked here, not being expired by
     /// this member, and not refused by the leader at the last touch that reached it.
-    pub fn may_confirm(&self, session: SessionId) -> bool {
+    pub(crate) fn may_confirm(&self, session: SessionId) -> bool {
         let s = self.lock();
         s.deadlines.is_live(session) && !s.touches.refused(session)
     }
@@ -131,7 +131,7 @@ impl SessionTracker {
 
     /// Binds the session to a connection, closing the one that served it before. Returns
     /// false when the session is not live here.
-    pub fn attach(&self, session: SessionId, conn: ConnId, tx: OutboundTx) -> bool {
+    pub(crate) fn attach(&self, session: SessionId, conn: ConnId, tx: OutboundTx) -> bool {
         let mut s = self.lock();
         if !s.deadlines.revive(session, Instant::now()) {
             return false;
@@ -153,7 +153,7 @@ impl SessionTracker {
     }
 
     /// The connection went away; the session lives on until its deadline.
-    pub fn detach(&self, session: SessionId, conn: ConnId) {
+    pub(crate) fn detach(&self, session: SessionId, conn: ConnId) {
         self.lock().conns.unbind(session, conn);
     }
 
@@ -164,12 +164,12 @@ impl SessionTracker {
 
     /// True while `conn` is the connection serving `session`. A connection that lost its
     /// session to a newer one must not submit more writes for it.
-    pub fn is_owner(&self, session: SessionId, conn: ConnId) -> bool {
+    pub(crate) fn is_owner(&self, session: SessionId, conn: ConnId) -> bool {
         self.lock().conns.owner(session) == Some(conn)
     }
 
     /// True while the session is tracked here and not being expired.
-    pub fn is_live(&self, session: SessionId) -> bool {
+    pub(crate) fn is_live(&self, session: SessionId) -> bool {
         self.lock().deadlines.is_live(session)
     }
 
@@ -193,7 +193,7 @@ impl SessionTracker {
     }
 
     /// An expiry proposal failed to be ordered; let the next sweep try again.
-    pub fn retry_expiry(&self, session: SessionId) {
+    pub(crate) fn retry_expiry(&self, session: SessionId) {
         self.lock().deadlines.retry(session);
     }
 
@@ -208,7 +208,7 @@ impl SessionTracker {
     /// What this server knows of each tracked session's liveness, for the console: the
     /// connection serving it here, and when it was last heard from (its deadline less its
     /// timeout; after a restart or a change of leader, when its fresh timeout began).
-    pub fn liveness(&self) -> Vec<(SessionId, Liveness)> {
+    pub(crate) fn liveness(&self) -> Vec<(SessionId, Liveness)> {
         let s = self.lock();
         s.deadlines
             .heard()

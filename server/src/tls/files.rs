@@ -8,7 +8,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::Path;
 
 /// Every certificate in the PEM file at `path`, leaf first.
-pub fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+pub(crate) fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let bytes = read(path)?;
     let certs = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
@@ -21,7 +21,7 @@ pub fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
 
 /// The private key in the PEM file at `path` (PKCS#8, PKCS#1 or SEC1), refused if the file
 /// can be read by users other than its owner and group.
-pub fn key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+pub(crate) fn key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
     check_private(path)?;
     let bytes = read(path)?;
     PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| match e {
@@ -33,7 +33,7 @@ pub fn key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
 }
 
 /// The CA certificates in the PEM file at `path`, as trust anchors.
-pub fn roots(path: &Path) -> Result<RootCertStore, TlsError> {
+pub(crate) fn roots(path: &Path) -> Result<RootCertStore, TlsError> {
     let mut roots = RootCertStore::empty();
     for cert in certs(path)? {
         roots.add(cert).map_err(|e| TlsError::Pem { path: path.to_path_buf(), message: e.to_string() })?;

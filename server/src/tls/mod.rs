@@ -7,12 +7,12 @@
 //! * [`subject`]: a client certificate's subject as an RFC 4514 string.
 //! * [`stream`]: a connection after its TLS handshake (or without one), split in halves.
 
-pub mod files;
-pub mod reload;
-pub mod stream;
-pub mod subject;
+pub(crate) mod files;
+pub(crate) mod reload;
+pub(crate) mod stream;
+pub(crate) mod subject;
 
-pub use reload::Reloading;
+pub(crate) use reload::Reloading;
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;

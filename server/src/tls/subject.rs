@@ -9,7 +9,7 @@
 //! TLS handshake has already verified; anything unexpected gives `None`.
 
 /// The subject of the DER certificate `cert`, or `None` if it cannot be read.
-pub fn rfc4514(cert: &[u8]) -> Option<String> {
+pub(crate) fn rfc4514(cert: &[u8]) -> Option<String> {
     let (certificate, _) = Der::new(cert).expect(SEQUENCE)?;
     let (tbs, _) = certificate.expect(SEQUENCE)?;
     let mut fields = tbs;

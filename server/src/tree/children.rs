@@ -47,7 +47,7 @@ impl ChildList {
     }
 
     /// Adds `id`, whose name is `new` (not already a child's name).
-    pub fn insert(&mut self, slab: &Slab, id: u32, new: &[u8]) {
+    pub(super) fn insert(&mut self, slab: &Slab, id: u32, new: &[u8]) {
         self.len += 1;
         let (mut b, mut p) = self.seek(slab, |n| n < new);
         // Between two blocks (or after the last): the end of the earlier one, so that names
@@ -79,7 +79,7 @@ impl ChildList {
     }
 
     /// Removes `id`, whose name is `old`.
-    pub fn remove(&mut self, slab: &Slab, id: u32, old: &[u8]) {
+    pub(super) fn remove(&mut self, slab: &Slab, id: u32, old: &[u8]) {
         let (b, p) = self.seek(slab, |n| n < old);
         let Some(block) = self.blocks.get_mut(b).filter(|block| block.get(p) == Some(&id)) else {
             tracing::error!(id, "a child list without the child removed");
@@ -92,11 +92,11 @@ impl ChildList {
         self.len -= 1;
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.len == 0
     }
 }
@@ -142,14 +142,14 @@ impl<'a> Children<'a> {
     }
 
     /// The first name at or after `from`.
-    pub fn first_from(&self, from: &str) -> Option<&'a str> {
+    pub(crate) fn first_from(&self, from: &str) -> Option<&'a str> {
         let list = self.list?;
         let at = list.seek(self.slab, |n| n < from.as_bytes());
         self.names(list.from(at)).next()
     }
 
     /// The names after `after` (all of them for `None`), in order: a page of a listing.
-    pub fn iter_after(&self, after: Option<&str>) -> impl Iterator<Item = &'a str> + 'a {
+    pub(crate) fn iter_after(&self, after: Option<&str>) -> impl Iterator<Item = &'a str> + 'a {
         let at = match (self.list, after) {
             (Some(list), Some(after)) => list.seek(self.slab, |n| n <= after.as_bytes()),
             _ => (0, 0),

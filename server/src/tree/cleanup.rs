@@ -21,7 +21,7 @@ use ward_proto::ErrorCode;
 ///   passed since its session ended (its `mtime`).
 ///
 /// ZooKeeper checks `cversion > 0`; `!= 0` says the same until the counter wraps.
-pub fn unused(node: Znode<'_>, now_ms: i64, never_used_ms: u64) -> bool {
+pub(crate) fn unused(node: Znode<'_>, now_ms: i64, never_used_ms: u64) -> bool {
     if !node.children.is_empty() {
         return false;
     }
@@ -38,7 +38,7 @@ pub fn unused(node: Znode<'_>, now_ms: i64, never_used_ms: u64) -> bool {
 
 impl DataTree {
     /// The containers and TTL nodes due at `now_ms`, in path order, at most `limit`.
-    pub fn unused_nodes(&self, now_ms: i64, never_used_ms: u64, limit: usize) -> Vec<String> {
+    pub(crate) fn unused_nodes(&self, now_ms: i64, never_used_ms: u64, limit: usize) -> Vec<String> {
         self.swept
             .iter()
             .filter(|path| self.nodes.get(path).is_some_and(|node| unused(node, now_ms, never_used_ms)))
@@ -48,7 +48,7 @@ impl DataTree {
     }
 
     /// The lock contenders kept for their lock-delay, with their nodes.
-    pub fn lock_delayed(&self) -> impl Iterator<Item = (&str, Znode<'_>)> {
+    pub(crate) fn lock_delayed(&self) -> impl Iterator<Item = (&str, Znode<'_>)> {
         self.delayed.iter().filter_map(|path| self.nodes.get(path).map(|node| (&**path, node)))
     }
 
@@ -69,7 +69,8 @@ impl DataTree {
     }
 
     /// The number of containers and TTL nodes.
-    pub fn swept_len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn swept_len(&self) -> usize {
         self.swept.len()
     }
 

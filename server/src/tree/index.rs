@@ -60,21 +60,21 @@ fn hash_of(seed: &Seed, slab: &Slab, id: u32) -> u64 {
 
 impl Index {
     /// The id of `parent`'s child `name`.
-    pub fn find(&self, slab: &Slab, parent: u32, name: &[u8]) -> Option<u32> {
+    pub(super) fn find(&self, slab: &Slab, parent: u32, name: &[u8]) -> Option<u32> {
         let hash = hash(&self.seed, parent, name);
         let is = |&id: &u32| slab.record(id).is_some_and(|r| r.parent() == parent && r.name_bytes() == name);
         self.shards[shard(hash)].find(hash, is).copied()
     }
 
     /// Adds `id`, whose record is in `slab` already (and no sibling has its name).
-    pub fn insert(&mut self, slab: &Slab, id: u32) {
+    pub(super) fn insert(&mut self, slab: &Slab, id: u32) {
         let (seed, hash) = (&self.seed, hash_of(&self.seed, slab, id));
         let table = Arc::make_mut(&mut self.shards[shard(hash)]);
         table.insert_unique(hash, id, |&other| hash_of(seed, slab, other));
     }
 
     /// Removes `id`, whose record is still in `slab`.
-    pub fn remove(&mut self, slab: &Slab, id: u32) {
+    pub(super) fn remove(&mut self, slab: &Slab, id: u32) {
         let hash = hash_of(&self.seed, slab, id);
         let table = Arc::make_mut(&mut self.shards[shard(hash)]);
         if let Ok(entry) = table.find_entry(hash, |&other| other == id) {
@@ -83,7 +83,7 @@ impl Index {
     }
 
     /// How many shards this and `other` share.
-    pub fn shared_with(&self, other: &Index) -> usize {
+    pub(super) fn shared_with(&self, other: &Index) -> usize {
         self.shards.iter().zip(other.shards.iter()).filter(|(a, b)| Arc::ptr_eq(a, b)).count()
     }
 }

@@ -31,25 +31,25 @@ fn shard(id: u32) -> usize {
 }
 
 impl Lists {
-    pub fn get(&self, id: u32) -> Option<&ChildList> {
+    pub(super) fn get(&self, id: u32) -> Option<&ChildList> {
         self.shards[shard(id)].get(&id).map(|list| &**list)
     }
 
     /// The list of `id`, to change (made empty if it has none); copies its shard's table,
     /// and then the list, first if a snapshot shares them.
-    pub fn get_mut(&mut self, id: u32) -> &mut ChildList {
+    pub(super) fn get_mut(&mut self, id: u32) -> &mut ChildList {
         Arc::make_mut(Arc::make_mut(&mut self.shards[shard(id)]).entry(id).or_default())
     }
 
     /// Drops the list of `id` if it is empty: a node whose last child went is a leaf again.
-    pub fn drop_if_empty(&mut self, id: u32) {
+    pub(super) fn drop_if_empty(&mut self, id: u32) {
         if self.get(id).is_some_and(ChildList::is_empty) {
             Arc::make_mut(&mut self.shards[shard(id)]).remove(&id);
         }
     }
 
     /// How many shards this and `other` share.
-    pub fn shared_with(&self, other: &Lists) -> usize {
+    pub(super) fn shared_with(&self, other: &Lists) -> usize {
         self.shards.iter().zip(other.shards.iter()).filter(|(a, b)| Arc::ptr_eq(a, b)).count()
     }
 }

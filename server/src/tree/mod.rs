@@ -14,10 +14,9 @@ mod slab;
 mod tests;
 mod znode;
 
-pub use children::Children;
 pub(crate) use journal::Journal;
-pub use nodes::Nodes;
-pub use znode::{NodeKind, Znode};
+pub(crate) use nodes::Nodes;
+pub(crate) use znode::{NodeKind, Znode};
 
 use crate::acl::table::{AclId, AclTable};
 use record::Record;
@@ -107,12 +106,12 @@ impl DataTree {
     }
 
     /// The ACL table (for the snapshot and the metrics).
-    pub fn acl_table(&self) -> &AclTable {
+    pub(crate) fn acl_table(&self) -> &AclTable {
         &self.acls
     }
 
     /// Every node whose ACL slot is not the open one: what a snapshot lists.
-    pub fn acl_assignments(&self) -> Vec<(String, AclId)> {
+    pub(crate) fn acl_assignments(&self) -> Vec<(String, AclId)> {
         let mut out = Vec::new();
         self.nodes.each(|path, node| {
             if node.acl != crate::acl::table::OPEN {
@@ -140,7 +139,7 @@ impl DataTree {
     }
 
     /// The nodes' path and data lengths, summed (`footprint`).
-    pub fn approximate_data_size(&self) -> u64 {
+    pub(crate) fn approximate_data_size(&self) -> u64 {
         self.data_size
     }
 
@@ -160,7 +159,7 @@ impl DataTree {
     }
 
     /// The path of the first child of `dir` whose name starts with `prefix`.
-    pub fn child_with_prefix(&self, dir: &str, prefix: &str) -> Option<String> {
+    pub(crate) fn child_with_prefix(&self, dir: &str, prefix: &str) -> Option<String> {
         let node = self.nodes.get(dir)?;
         let name = node.children.first_from(prefix).filter(|n| n.starts_with(prefix))?;
         Some(ward_proto::path::join(dir, name))
@@ -172,7 +171,7 @@ impl DataTree {
     }
 
     /// Every session's ephemeral nodes (grouped by session).
-    pub fn all_ephemerals(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn all_ephemerals(&self) -> impl Iterator<Item = &str> {
         self.ephemerals.values().flatten().map(|path| &**path)
     }
 

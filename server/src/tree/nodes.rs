@@ -30,7 +30,7 @@ pub(super) const ROOT: u32 = 0;
 
 /// See the module's doc.
 #[derive(Clone, Debug)]
-pub struct Nodes {
+pub(crate) struct Nodes {
     slab: Slab,
     index: Index,
     lists: Lists,
@@ -69,7 +69,7 @@ impl Nodes {
         self.index.find(&self.slab, parent, name.as_bytes())
     }
 
-    pub fn get(&self, path: &str) -> Option<Znode<'_>> {
+    pub(crate) fn get(&self, path: &str) -> Option<Znode<'_>> {
         self.node(self.lookup(path)?)
     }
 
@@ -116,24 +116,20 @@ impl Nodes {
     }
 
     /// Number of nodes, the root included.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.slab.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        false
     }
 
     /// How many pieces (slab chunks, index shards, shards of child lists) this and `other`
     /// share: all of them right after a copy, fewer as writes copy the pieces they change.
-    pub fn shared_with(&self, other: &Nodes) -> usize {
+    pub(crate) fn shared_with(&self, other: &Nodes) -> usize {
         self.slab.shared_with(&other.slab) + self.index.shared_with(&other.index) + self.lists.shared_with(&other.lists)
     }
 
     /// Visits every node with its path, depth first from the root, each node before its
     /// children and children in name order. One path buffer for all: nothing is allocated
     /// per node.
-    pub fn walk<E>(&self, mut visit: impl FnMut(&str, Znode<'_>) -> Result<(), E>) -> Result<(), E> {
+    pub(crate) fn walk<E>(&self, mut visit: impl FnMut(&str, Znode<'_>) -> Result<(), E>) -> Result<(), E> {
         let Some(root) = self.node(ROOT) else { return Ok(()) };
         visit("/", root)?;
         let mut path = String::new();
@@ -157,7 +153,7 @@ impl Nodes {
     }
 
     /// [`Nodes::walk`] with a visit that cannot fail.
-    pub fn each(&self, mut visit: impl FnMut(&str, Znode<'_>)) {
+    pub(crate) fn each(&self, mut visit: impl FnMut(&str, Znode<'_>)) {
         let _ = self.walk(|path, node| {
             visit(path, node);
             Ok::<(), std::convert::Infallible>(())

@@ -38,7 +38,7 @@ pub(crate) struct Fields {
     pub mtime: i64,
     pub version: i32,
     pub cversion: i32,
-    pub child_creates: i32,
+    pub(crate) child_creates: i32,
     /// `ephemeralOwner`'s word ([`super::NodeKind`]'s encoding).
     pub owner: u64,
     pub acl: AclId,
@@ -48,7 +48,7 @@ pub(crate) struct Fields {
 
 impl Fields {
     /// A node made at `zxid` and `time_ms`: every optional field at its default.
-    pub fn new(parent: u32, zxid: Zxid, time_ms: i64) -> Fields {
+    pub(crate) fn new(parent: u32, zxid: Zxid, time_ms: i64) -> Fields {
         Fields {
             parent,
             czxid: zxid,
@@ -138,7 +138,7 @@ fn optional_len(flags: u16) -> usize {
 pub(crate) struct Record(Box<[u8]>);
 
 impl Record {
-    pub fn new(fields: &Fields, name: &str, data: &[u8]) -> Record {
+    pub(crate) fn new(fields: &Fields, name: &str, data: &[u8]) -> Record {
         let mut len = u32::try_from(name.len()).unwrap_or(u32::MAX);
         let len_bytes = (1..5).find(|&n| u64::from(len) < 1 << (7 * n)).unwrap_or(5);
         let size = FIXED + len_bytes + name.len() + optional_len(fields.flags()) + data.len();
@@ -177,7 +177,7 @@ impl Record {
     }
 
     /// The parent's id: at a fixed place, as the index reads it for every probe.
-    pub fn parent(&self) -> u32 {
+    pub(crate) fn parent(&self) -> u32 {
         self.u32_at(2)
     }
 
@@ -195,23 +195,23 @@ impl Record {
         (at, (at + len).min(self.0.len()))
     }
 
-    pub fn name_bytes(&self) -> &[u8] {
+    pub(crate) fn name_bytes(&self) -> &[u8] {
         let (start, end) = self.name_span();
         &self.0[start..end]
     }
 
     /// The node's name. It was a `&str` when the record was made, so it always converts.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         std::str::from_utf8(self.name_bytes()).unwrap_or_default()
     }
 
     /// The data; `None` when null.
-    pub fn data(&self) -> Option<&[u8]> {
+    pub(crate) fn data(&self) -> Option<&[u8]> {
         let start = self.name_span().1 + optional_len(self.flags());
         (self.flags() & NULL == 0).then(|| self.0.get(start..).unwrap_or_default())
     }
 
-    pub fn fields(&self) -> Fields {
+    pub(crate) fn fields(&self) -> Fields {
         let flags = self.flags();
         let czxid = self.u64_at(6);
         let ctime = self.u64_at(14) as i64;
@@ -240,7 +240,7 @@ impl Record {
 
     /// Writes `fields`: in place if the optional fields keep their length, else as a new
     /// record.
-    pub fn set_fields(&mut self, fields: &Fields) {
+    pub(crate) fn set_fields(&mut self, fields: &Fields) {
         let len = optional_len(fields.flags());
         if len == optional_len(self.flags()) {
             let mut optional = Vec::with_capacity(len);
@@ -255,7 +255,7 @@ impl Record {
 
     /// Bytes the record holds (its allocation, less the allocator's own overhead).
     #[cfg(test)]
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         self.0.len()
     }
 }

@@ -64,14 +64,14 @@ impl Slab {
         Arc::make_mut(self.chunks.get_mut(chunk)?).get_mut(at)
     }
 
-    pub fn record(&self, id: u32) -> Option<&Record> {
+    pub(super) fn record(&self, id: u32) -> Option<&Record> {
         match self.slot(id)? {
             Slot::Used(record) => Some(record),
             Slot::Free(_) => None,
         }
     }
 
-    pub fn record_mut(&mut self, id: u32) -> Option<&mut Record> {
+    pub(super) fn record_mut(&mut self, id: u32) -> Option<&mut Record> {
         match self.slot_mut(id)? {
             Slot::Used(record) => Some(record),
             Slot::Free(_) => None,
@@ -79,7 +79,7 @@ impl Slab {
     }
 
     /// Stores `record` under a free id, and returns the id.
-    pub fn insert(&mut self, record: Record) -> u32 {
+    pub(super) fn insert(&mut self, record: Record) -> u32 {
         self.len += 1;
         let id = self.free;
         if let Some(slot) = self.slot_mut(id) {
@@ -99,7 +99,7 @@ impl Slab {
     }
 
     /// Frees `id`, returning its record.
-    pub fn remove(&mut self, id: u32) -> Option<Record> {
+    pub(super) fn remove(&mut self, id: u32) -> Option<Record> {
         let free = self.free;
         let slot = self.slot_mut(id)?;
         if matches!(slot, Slot::Free(_)) {
@@ -111,18 +111,18 @@ impl Slab {
         Some(record)
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.len
     }
 
     /// How many chunks this and `other` share: all of them right after a copy, fewer as
     /// writes copy the chunks they change.
-    pub fn shared_with(&self, other: &Slab) -> usize {
+    pub(super) fn shared_with(&self, other: &Slab) -> usize {
         self.chunks.iter().zip(other.chunks.iter()).filter(|(a, b)| Arc::ptr_eq(a, b)).count()
     }
 
     #[cfg(test)]
-    pub fn chunks(&self) -> usize {
+    pub(super) fn chunks(&self) -> usize {
         self.chunks.len()
     }
 }

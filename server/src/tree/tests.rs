@@ -21,7 +21,7 @@ pub(super) struct Before {
     pub mtime: i64,
     pub version: i32,
     pub cversion: i32,
-    pub child_creates: i32,
+    pub(crate) child_creates: i32,
     pub ephemeral_owner: Option<SessionId>,
     pub children: BTreeSet<String>,
 }

@@ -33,7 +33,7 @@ pub struct Znode<'a> {
     pub cversion: i32,
     /// Children ever created: the next sequential suffix. ZooKeeper numbers sequential
     /// children by creates alone, while `cversion` counts creates and deletes.
-    pub child_creates: i32,
+    pub(crate) child_creates: i32,
     /// What the node is ([`NodeKind`]), in ZooKeeper's encoding of `ephemeralOwner`: 0 for
     /// a persistent node, the owning session of an ephemeral one (session ids are zxids,
     /// never 0 and far below the marks), [`CONTAINER`] or [`TTL_MARK`] with the TTL. One
@@ -41,7 +41,7 @@ pub struct Znode<'a> {
     owner: u64,
     /// Children's names, sorted, so that listings come out sorted without a sort.
     pub children: Children<'a>,
-    /// The node's ACL and `aversion`: a slot of the tree's [`AclTable`](crate::acl::AclTable).
+    /// The node's ACL and `aversion`: a slot of the tree's [`AclTable`](crate::acl::table::AclTable).
     /// Not in the node's snapshot record (nodes are written as before); the snapshot lists
     /// the nodes whose slot is not the open one.
     pub(crate) acl: AclId,
@@ -86,12 +86,12 @@ impl NodeKind {
     }
 
     /// True for the kinds the leader's cleanup deletes.
-    pub fn is_swept(self) -> bool {
+    pub(crate) fn is_swept(self) -> bool {
         matches!(self, NodeKind::Container | NodeKind::Ttl(_))
     }
 
     /// True for the kind the leader's lock-delay task deletes.
-    pub fn is_delayed(self) -> bool {
+    pub(crate) fn is_delayed(self) -> bool {
         matches!(self, NodeKind::LockDelay(_))
     }
 
@@ -249,7 +249,7 @@ pub(super) struct Loaded {
 
 impl Loaded {
     /// Its record, named `name`, under the parent `parent`.
-    pub fn record(&self, parent: u32, name: &str) -> Record {
+    pub(super) fn record(&self, parent: u32, name: &str) -> Record {
         Record::new(&Fields { parent, ..self.fields }, name, &self.data)
     }
 }

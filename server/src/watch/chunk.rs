@@ -18,13 +18,13 @@ use ward_proto::{EventKind, Position, Zxid};
 
 /// One change, as a watch event would report it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub position: Position,
     pub kind: EventKind,
     pub path: String,
 }
 
-pub struct Chunk {
+pub(super) struct Chunk {
     /// The position of the chunk's first change.
     first: Position,
     /// The position of the chunk's last change.
@@ -36,29 +36,29 @@ pub struct Chunk {
 
 impl Chunk {
     /// An empty chunk, which holds `capacity` bytes of changes before it grows.
-    pub fn new(capacity: usize) -> Chunk {
+    pub(super) fn new(capacity: usize) -> Chunk {
         let nowhere = Position::default();
         Chunk { first: nowhere, last: nowhere, reference: String::new(), bytes: Vec::with_capacity(capacity) }
     }
 
     /// The memory the chunk holds, as the history counts it.
-    pub fn size(&self) -> usize {
+    pub(super) fn size(&self) -> usize {
         self.bytes.capacity() + self.reference.capacity() + std::mem::size_of::<Chunk>()
     }
 
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.bytes.len()
     }
 
     /// What the chunk can take before it grows.
-    pub fn spare(&self) -> usize {
+    pub(super) fn spare(&self) -> usize {
         self.bytes.capacity() - self.bytes.len()
     }
 
     /// Appends a change. `None`, and nothing appended, if it comes before the chunk's last
     /// change: the chunk's order is its positions' order.
-    pub fn push(&mut self, position: Position, kind: EventKind, path: &str) -> Option<()> {
+    pub(super) fn push(&mut self, position: Position, kind: EventKind, path: &str) -> Option<()> {
         let base = if self.bytes.is_empty() {
             self.first = position;
             position.zxid
@@ -85,12 +85,12 @@ impl Chunk {
     }
 
     /// The chunk's changes, oldest first.
-    pub fn entries(&self) -> Entries<'_> {
+    pub(super) fn entries(&self) -> Entries<'_> {
         Entries { rest: &self.bytes, zxid: self.first.zxid, reference: String::new() }
     }
 }
 
-pub struct Entries<'a> {
+pub(super) struct Entries<'a> {
     rest: &'a [u8],
     zxid: Zxid,
     reference: String,

@@ -11,7 +11,7 @@
 //! what came after the newest snapshot.
 
 use super::chunk::Chunk;
-pub use super::chunk::Entry;
+pub(crate) use super::chunk::Entry;
 use crate::command::Change;
 use std::collections::VecDeque;
 use ward_proto::{EventKind, Position, StreamEvent, WatchEvent, Zxid};
@@ -20,7 +20,7 @@ use ward_proto::{EventKind, Position, StreamEvent, WatchEvent, Zxid};
 /// takes: about 180,000 creates of nodes numbered in sequence (two changes each), or 60,000
 /// changes of random 30-byte paths (both measured by the tests below); the last seconds of a
 /// busy server.
-pub const HISTORY_BYTES: usize = 2 << 20;
+pub(crate) const HISTORY_BYTES: usize = 2 << 20;
 
 /// The largest and smallest chunks: a limit is held in about 32 chunks, so dropping the
 /// oldest gives up about a thirty-second of the history at a time.
@@ -30,14 +30,14 @@ const CHUNK_BYTES: std::ops::RangeInclusive<usize> = 256..=(64 << 10);
 const HEADER_BYTES: usize = 10 + 5 + 1 + 10 + 10;
 
 impl Entry {
-    pub fn event(self) -> StreamEvent {
+    pub(crate) fn event(self) -> StreamEvent {
         let event = WatchEvent { kind: self.kind, path: self.path, zxid: self.position.zxid };
         StreamEvent { event, index: self.position.index }
     }
 }
 
 /// The event kind and path of a change that watches see (sessions' changes have none).
-pub fn event_of(change: &Change) -> Option<(EventKind, &str)> {
+pub(crate) fn event_of(change: &Change) -> Option<(EventKind, &str)> {
     match change {
         Change::Created(p) => Some((EventKind::NodeCreated, p)),
         Change::DataChanged(p) => Some((EventKind::NodeDataChanged, p)),
@@ -48,11 +48,11 @@ pub fn event_of(change: &Change) -> Option<(EventKind, &str)> {
 }
 
 /// The index of a command's `i`-th change in its position (a command never has 2^32).
-pub fn index(i: usize) -> u32 {
+pub(crate) fn index(i: usize) -> u32 {
     u32::try_from(i).unwrap_or(u32::MAX)
 }
 
-pub struct History {
+pub(crate) struct History {
     /// Oldest first; none is empty.
     chunks: VecDeque<Chunk>,
     /// What the chunks hold ([`Chunk::size`]).
@@ -69,12 +69,12 @@ impl Default for History {
 }
 
 impl History {
-    pub fn with_limit(limit: usize) -> History {
+    pub(crate) fn with_limit(limit: usize) -> History {
         History { chunks: VecDeque::new(), bytes: 0, limit, horizon: Position::default() }
     }
 
     /// Keeps the changes of command `zxid`, dropping the oldest past the limit.
-    pub fn record(&mut self, zxid: Zxid, changes: &[Change]) {
+    pub(crate) fn record(&mut self, zxid: Zxid, changes: &[Change]) {
         for (i, change) in changes.iter().enumerate() {
             let Some((kind, path)) = event_of(change) else { continue };
             self.push(Position { zxid, index: index(i) }, kind, path);
@@ -115,7 +115,7 @@ impl History {
 
     /// Holds at most `limit` bytes from now on (`--watch-history-bytes`), dropping the
     /// oldest changes past it.
-    pub fn set_limit(&mut self, limit: usize) {
+    pub(crate) fn set_limit(&mut self, limit: usize) {
         self.limit = limit;
         self.trim();
     }
@@ -130,29 +130,30 @@ impl History {
 
     /// The state was replaced (a snapshot installed or loaded) at `zxid`: what came before
     /// is unknown here.
-    pub fn reset(&mut self, zxid: Zxid) {
+    pub(crate) fn reset(&mut self, zxid: Zxid) {
         self.chunks.clear();
         self.bytes = 0;
         self.horizon = Position::after(zxid);
     }
 
     /// Every change after this position is kept.
-    pub fn horizon(&self) -> Position {
+    pub(crate) fn horizon(&self) -> Position {
         self.horizon
     }
 
     /// Whether every change after `since` is kept.
-    pub fn reaches(&self, since: Position) -> bool {
+    pub(crate) fn reaches(&self, since: Position) -> bool {
         since >= self.horizon
     }
 
     /// The memory the kept changes take.
-    pub fn bytes(&self) -> usize {
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
         self.bytes
     }
 
     /// The changes after `since`, oldest first; `None` if some of them are no longer kept.
-    pub fn after(&self, since: Position) -> Option<impl Iterator<Item = Entry> + '_> {
+    pub(crate) fn after(&self, since: Position) -> Option<impl Iterator<Item = Entry> + '_> {
         if !self.reaches(since) {
             return None;
         }

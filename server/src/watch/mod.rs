@@ -10,7 +10,7 @@
 //! lock for the same reason: every change is either in the replay or fires the watch.
 
 mod chunk;
-pub mod history;
+pub(crate) mod history;
 
 use crate::command::Change;
 use crate::conn::{ConnId, Delivery, Outbound, OutboundTx};
@@ -124,20 +124,20 @@ impl WatchRegistry {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub fn add_conn(&self, conn: ConnId, tx: OutboundTx, delivery: Delivery) {
+    pub(crate) fn add_conn(&self, conn: ConnId, tx: OutboundTx, delivery: Delivery) {
         let watcher = Watcher { tx, delivery, armed: None };
         self.lock().conns.insert(conn, watcher);
     }
 
     /// Wakes every parked connection, to see that its token was cancelled: the server is
     /// shutting down (`conn/park.rs`).
-    pub fn wake_parked(&self) {
+    pub(crate) fn wake_parked(&self) {
         for watcher in self.lock().conns.values() {
             watcher.tx.wake_parked();
         }
     }
 
-    pub fn remove_conn(&self, conn: ConnId) {
+    pub(crate) fn remove_conn(&self, conn: ConnId) {
         let mut w = self.lock();
         if let Some(armed) = w.conns.remove(&conn).and_then(|watcher| watcher.armed) {
             for key in armed.paths {
@@ -164,7 +164,7 @@ impl WatchRegistry {
     }
 
     /// Arms a persistent watch (a connection may have both modes on one path).
-    pub fn add_persistent(&self, conn: ConnId, path: &str, mode: WatchMode) {
+    pub(crate) fn add_persistent(&self, conn: ConnId, path: &str, mode: WatchMode) {
         self.lock().add_persistent(conn, path, mode);
     }
 
@@ -173,7 +173,7 @@ impl WatchRegistry {
     /// position order and each once, and the indices of the watches for which the history
     /// does not reach back to `since`. Call it under the state machine's read lock: every
     /// change is then either in the replay or fires the armed watch later.
-    pub fn add_streams(&self, conn: ConnId, watches: &[PersistentWatch]) -> (Vec<StreamEvent>, Vec<u32>) {
+    pub(crate) fn add_streams(&self, conn: ConnId, watches: &[PersistentWatch]) -> (Vec<StreamEvent>, Vec<u32>) {
         let mut w = self.lock();
         let mut wanted: HashMap<&str, Vec<(WatchMode, Position)>> = HashMap::new();
         let mut missed = Vec::new();
@@ -215,7 +215,7 @@ impl WatchRegistry {
     }
 
     /// The state was replaced at `zxid` (a snapshot): the history starts again there.
-    pub fn reset_history(&self, zxid: Zxid) {
+    pub(crate) fn reset_history(&self, zxid: Zxid) {
         self.lock().history.reset(zxid);
     }
 
@@ -262,7 +262,7 @@ impl WatchRegistry {
     }
 
     /// Watches `conn` has armed, one-shot and persistent.
-    pub fn count_of(&self, conn: ConnId) -> usize {
+    pub(crate) fn count_of(&self, conn: ConnId) -> usize {
         self.lock().conns.get(&conn).map_or(0, Watcher::count)
     }
 

@@ -40,7 +40,7 @@ use ward_proto::{ErrorCode, Request, Response, SessionId, SessionSecret, WatchEv
 type Reader = FramedRead<Counted<ReadHalf, ZkWire>, Frames>;
 type Writer = FramedWrite<Counted<WriteHalf, ZkWire>, Frames>;
 
-pub fn serve(
+pub(crate) fn serve(
     server: Arc<Server>,
     shared: Arc<Shared>,
     incoming: Incoming,
@@ -126,7 +126,7 @@ async fn open(
 }
 
 /// ZooKeeper's requests, as the driver takes them.
-pub struct ZkReader {
+pub(crate) struct ZkReader {
     reader: Reader,
     stats: Arc<ConnStats>,
 }

@@ -9,10 +9,10 @@ use std::sync::atomic::Ordering;
 
 /// The version we claim: the ZooKeeper protocol we speak, then ours (tools parse the
 /// leading `X.Y.Z`).
-pub const VERSION: &str = concat!("3.8.0-ward-", env!("CARGO_PKG_VERSION"), ", built on 1970-01-01 00:00 UTC");
+pub(crate) const VERSION: &str = concat!("3.8.0-ward-", env!("CARGO_PKG_VERSION"), ", built on 1970-01-01 00:00 UTC");
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Word {
+pub(crate) enum Word {
     Ruok,
     Srvr,
     Stat,
@@ -28,7 +28,7 @@ pub enum Word {
 }
 
 impl Word {
-    pub fn parse(head: &[u8; 4]) -> Option<Word> {
+    pub(crate) fn parse(head: &[u8; 4]) -> Option<Word> {
         Some(match head {
             b"ruok" => Word::Ruok,
             b"srvr" => Word::Srvr,
@@ -47,7 +47,7 @@ impl Word {
     }
 }
 
-pub fn answer(word: Word, server: &Server, shared: &Shared) -> String {
+pub(crate) fn answer(word: Word, server: &Server, shared: &Shared) -> String {
     let mut out = String::new();
     // Writing into a String cannot fail.
     let _ = write_answer(&mut out, word, server, shared);

@@ -15,12 +15,12 @@ const HEAD: usize = 4;
 /// until the whole frame has arrived, so an empty buffer means "between frames", which is
 /// when a connection may park (`conn/park.rs`).
 #[derive(Debug, Clone, Copy)]
-pub struct Frames {
+pub(crate) struct Frames {
     max: u32,
 }
 
 impl Frames {
-    pub fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize) -> Self {
         Frames { max: u32::try_from(max).unwrap_or(u32::MAX) }
     }
 

@@ -6,7 +6,7 @@
 
 /// Why a record did not decode.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub enum JuteError {
+pub(crate) enum JuteError {
     #[error("record ends early")]
     Eof,
     #[error("length {0} is negative or beyond the end of the record")]
@@ -16,16 +16,16 @@ pub enum JuteError {
 }
 
 /// Reads one record out of a frame body.
-pub struct In<'a> {
+pub(crate) struct In<'a> {
     buf: &'a [u8],
 }
 
 impl<'a> In<'a> {
-    pub fn new(buf: &'a [u8]) -> Self {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
         In { buf }
     }
 
-    pub fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.buf.len()
     }
 
@@ -44,15 +44,15 @@ impl<'a> In<'a> {
         Ok(out)
     }
 
-    pub fn int(&mut self) -> Result<i32, JuteError> {
+    pub(crate) fn int(&mut self) -> Result<i32, JuteError> {
         self.array().map(i32::from_be_bytes)
     }
 
-    pub fn long(&mut self) -> Result<i64, JuteError> {
+    pub(crate) fn long(&mut self) -> Result<i64, JuteError> {
         self.array().map(i64::from_be_bytes)
     }
 
-    pub fn bool(&mut self) -> Result<bool, JuteError> {
+    pub(crate) fn bool(&mut self) -> Result<bool, JuteError> {
         self.array::<1>().map(|[b]| b != 0)
     }
 
@@ -67,12 +67,12 @@ impl<'a> In<'a> {
     }
 
     /// A buffer; null reads as empty.
-    pub fn buffer(&mut self) -> Result<Vec<u8>, JuteError> {
+    pub(crate) fn buffer(&mut self) -> Result<Vec<u8>, JuteError> {
         Ok(self.nullable_buffer()?.unwrap_or_default())
     }
 
     /// A buffer, or `None` for null: node data, where ZooKeeper keeps the two apart.
-    pub fn nullable_buffer(&mut self) -> Result<Option<Vec<u8>>, JuteError> {
+    pub(crate) fn nullable_buffer(&mut self) -> Result<Option<Vec<u8>>, JuteError> {
         match self.len()? {
             Some(n) => Ok(Some(self.take(n)?.to_vec())),
             None => Ok(None),
@@ -80,7 +80,7 @@ impl<'a> In<'a> {
     }
 
     /// A string; null reads as empty, which no path check accepts.
-    pub fn string(&mut self) -> Result<String, JuteError> {
+    pub(crate) fn string(&mut self) -> Result<String, JuteError> {
         match self.len()? {
             Some(n) => String::from_utf8(self.take(n)?.to_vec()).map_err(|_| JuteError::Utf8),
             None => Ok(String::new()),
@@ -88,7 +88,10 @@ impl<'a> In<'a> {
     }
 
     /// A vector; null reads as empty.
-    pub fn vector<T>(&mut self, mut item: impl FnMut(&mut Self) -> Result<T, JuteError>) -> Result<Vec<T>, JuteError> {
+    pub(crate) fn vector<T>(
+        &mut self,
+        mut item: impl FnMut(&mut Self) -> Result<T, JuteError>,
+    ) -> Result<Vec<T>, JuteError> {
         let n = self.len()?.unwrap_or(0);
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
@@ -100,22 +103,22 @@ impl<'a> In<'a> {
 
 /// Writes records into a frame body.
 #[derive(Default)]
-pub struct Out {
+pub(crate) struct Out {
     pub buf: Vec<u8>,
 }
 
 impl Out {
-    pub fn int(&mut self, v: i32) -> &mut Self {
+    pub(crate) fn int(&mut self, v: i32) -> &mut Self {
         self.buf.extend_from_slice(&v.to_be_bytes());
         self
     }
 
-    pub fn long(&mut self, v: i64) -> &mut Self {
+    pub(crate) fn long(&mut self, v: i64) -> &mut Self {
         self.buf.extend_from_slice(&v.to_be_bytes());
         self
     }
 
-    pub fn bool(&mut self, v: bool) -> &mut Self {
+    pub(crate) fn bool(&mut self, v: bool) -> &mut Self {
         self.buf.push(u8::from(v));
         self
     }
@@ -125,25 +128,25 @@ impl Out {
         self.int(i32::try_from(n).unwrap_or(i32::MAX))
     }
 
-    pub fn buffer(&mut self, v: &[u8]) -> &mut Self {
+    pub(crate) fn buffer(&mut self, v: &[u8]) -> &mut Self {
         self.len(v.len());
         self.buf.extend_from_slice(v);
         self
     }
 
     /// A buffer, or null (length -1) for `None`.
-    pub fn nullable_buffer(&mut self, v: Option<&[u8]>) -> &mut Self {
+    pub(crate) fn nullable_buffer(&mut self, v: Option<&[u8]>) -> &mut Self {
         match v {
             Some(v) => self.buffer(v),
             None => self.int(-1),
         }
     }
 
-    pub fn string(&mut self, v: &str) -> &mut Self {
+    pub(crate) fn string(&mut self, v: &str) -> &mut Self {
         self.buffer(v.as_bytes())
     }
 
-    pub fn strings<S: AsRef<str>>(&mut self, v: &[S]) -> &mut Self {
+    pub(crate) fn strings<S: AsRef<str>>(&mut self, v: &[S]) -> &mut Self {
         self.len(v.len());
         for s in v {
             self.string(s.as_ref());

@@ -14,15 +14,15 @@
 //!
 //! What differs from ZooKeeper is listed in docs/zookeeper-compat.md.
 
-pub mod connection;
-pub mod fourlw;
-pub mod frames;
-pub mod jute;
-pub mod ops;
-pub mod read;
-pub mod records;
-pub mod reply;
-pub mod stats;
+pub(crate) mod connection;
+pub(crate) mod fourlw;
+pub(crate) mod frames;
+pub(crate) mod jute;
+pub(crate) mod ops;
+pub(crate) mod read;
+pub(crate) mod records;
+pub(crate) mod reply;
+pub(crate) mod stats;
 
 use crate::tls::ServerTls;
 use crate::Server;
@@ -34,7 +34,7 @@ use tokio_util::task::TaskTracker;
 
 /// The largest packet accepted, judged from its length prefix before the body is read:
 /// ZooKeeper's default `jute.maxbuffer` (0xfffff bytes).
-pub const MAX_PACKET: usize = 0xfffff;
+pub(crate) const MAX_PACKET: usize = 0xfffff;
 
 /// The largest reply sent, the same 64 MiB as on Ward's own port. Replies are not held to
 /// [`MAX_PACKET`]: a node of nearly 1 MiB plus its stat, or a long listing, is larger, and
@@ -47,11 +47,11 @@ pub const MAX_REPLY: usize = ward_proto::MAX_REPLY_FRAME;
 pub const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 2181));
 
 /// A bound ZooKeeper listener carried in [`crate::Config`].
-pub type ZkListener = crate::net::listener::Prebound;
+pub(crate) type ZkListener = crate::net::listener::Prebound;
 
 /// Accepts ZooKeeper clients until `cancel` fires, over TLS with `tls` (the secure client
 /// port); every connection task is tracked so shutdown can wait.
-pub async fn accept_loop(
+pub(crate) async fn accept_loop(
     server: Arc<Server>,
     listener: TcpListener,
     tls: Option<Arc<ServerTls>>,

@@ -7,7 +7,7 @@ use crate::metrics::Op as MetricOp;
 use ward_proto::{path, CreateMode, Credentials, Op, Request, Zxid, MAX_TTL_MS};
 
 /// What one request becomes.
-pub enum Action {
+pub(crate) enum Action {
     /// Goes through the command log; `render` says how to encode the outcome. `nulls`: the
     /// ops (indices into a multi, 0 for a lone op) whose data the client sent as null.
     Write { request: Request, render: Render, nulls: Vec<u32> },
@@ -22,7 +22,7 @@ pub enum Action {
 
 /// How a write's outcome becomes ZooKeeper's reply.
 #[derive(Debug)]
-pub enum Render {
+pub(crate) enum Render {
     /// Not a write (reads carry this).
     None,
     /// The answer to an auth packet.
@@ -46,7 +46,7 @@ pub enum Render {
 }
 
 /// The reads, and the requests that only touch this server's watch registry.
-pub enum ReadOp {
+pub(crate) enum ReadOp {
     Ward(Request),
     GetChildren {
         path: String,
@@ -86,7 +86,7 @@ pub enum ReadOp {
 
 /// Reads the request body of opcode `code`. An error means the frame is malformed and the
 /// connection is dropped, as ZooKeeper does.
-pub fn parse(code: i32, r: &mut In<'_>) -> Result<Action, JuteError> {
+pub(crate) fn parse(code: i32, r: &mut In<'_>) -> Result<Action, JuteError> {
     let read = |op: ReadOp| Ok(Action::Read(op));
     match code {
         op::CREATE | op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL => {
@@ -168,7 +168,7 @@ pub fn parse(code: i32, r: &mut In<'_>) -> Result<Action, JuteError> {
 }
 
 /// The request metrics' name for opcode `code`: Ward's name for the same operation.
-pub fn metric_op(code: i32) -> MetricOp {
+pub(crate) fn metric_op(code: i32) -> MetricOp {
     match code {
         op::CREATE | op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL => MetricOp::Create,
         op::DELETE => MetricOp::Delete,

@@ -14,7 +14,7 @@ use crate::state::StateMachine;
 use crate::watch::Armed;
 use ward_proto::{path, perms, Request, Response, WatchEvent, WatchKind, WatchMode};
 
-pub fn execute(
+pub(crate) fn execute(
     ctx: &SessionConn,
     local: &Local,
     state: &StateMachine,

@@ -6,75 +6,78 @@ use crate::metrics::Failure;
 use ward_proto::{Acl, ErrorCode, EventKind, Id, SessionId, Stat, WatchEvent};
 
 /// Opcodes (`ZooDefs.OpCode`).
-pub mod op {
-    pub const CREATE: i32 = 1;
-    pub const DELETE: i32 = 2;
-    pub const EXISTS: i32 = 3;
-    pub const GET_DATA: i32 = 4;
-    pub const SET_DATA: i32 = 5;
-    pub const GET_ACL: i32 = 6;
-    pub const SET_ACL: i32 = 7;
-    pub const GET_CHILDREN: i32 = 8;
-    pub const SYNC: i32 = 9;
-    pub const PING: i32 = 11;
-    pub const GET_CHILDREN2: i32 = 12;
-    pub const CHECK: i32 = 13;
-    pub const MULTI: i32 = 14;
-    pub const CREATE2: i32 = 15;
-    pub const RECONFIG: i32 = 16;
-    pub const CHECK_WATCHES: i32 = 17;
-    pub const REMOVE_WATCHES: i32 = 18;
-    pub const CREATE_CONTAINER: i32 = 19;
-    pub const DELETE_CONTAINER: i32 = 20;
-    pub const CREATE_TTL: i32 = 21;
-    pub const MULTI_READ: i32 = 22;
-    pub const AUTH: i32 = 100;
-    pub const SET_WATCHES: i32 = 101;
-    pub const SASL: i32 = 102;
-    pub const GET_EPHEMERALS: i32 = 103;
-    pub const GET_ALL_CHILDREN_NUMBER: i32 = 104;
-    pub const SET_WATCHES2: i32 = 105;
-    pub const ADD_WATCH: i32 = 106;
-    pub const WHO_AM_I: i32 = 107;
-    pub const CLOSE_SESSION: i32 = -11;
-    pub const ERROR: i32 = -1;
+pub(crate) mod op {
+    pub(crate) const CREATE: i32 = 1;
+    pub(crate) const DELETE: i32 = 2;
+    pub(crate) const EXISTS: i32 = 3;
+    pub(crate) const GET_DATA: i32 = 4;
+    pub(crate) const SET_DATA: i32 = 5;
+    pub(crate) const GET_ACL: i32 = 6;
+    pub(crate) const SET_ACL: i32 = 7;
+    pub(crate) const GET_CHILDREN: i32 = 8;
+    pub(crate) const SYNC: i32 = 9;
+    pub(crate) const PING: i32 = 11;
+    pub(crate) const GET_CHILDREN2: i32 = 12;
+    pub(crate) const CHECK: i32 = 13;
+    pub(crate) const MULTI: i32 = 14;
+    pub(crate) const CREATE2: i32 = 15;
+    pub(crate) const RECONFIG: i32 = 16;
+    pub(crate) const CHECK_WATCHES: i32 = 17;
+    pub(crate) const REMOVE_WATCHES: i32 = 18;
+    pub(crate) const CREATE_CONTAINER: i32 = 19;
+    #[allow(dead_code)] // ZooKeeper's opcode, refused as unknown like any other
+    pub(crate) const DELETE_CONTAINER: i32 = 20;
+    pub(crate) const CREATE_TTL: i32 = 21;
+    pub(crate) const MULTI_READ: i32 = 22;
+    pub(crate) const AUTH: i32 = 100;
+    pub(crate) const SET_WATCHES: i32 = 101;
+    #[allow(dead_code)] // ZooKeeper's opcode, refused as unknown like any other
+    pub(crate) const SASL: i32 = 102;
+    pub(crate) const GET_EPHEMERALS: i32 = 103;
+    pub(crate) const GET_ALL_CHILDREN_NUMBER: i32 = 104;
+    pub(crate) const SET_WATCHES2: i32 = 105;
+    pub(crate) const ADD_WATCH: i32 = 106;
+    pub(crate) const WHO_AM_I: i32 = 107;
+    pub(crate) const CLOSE_SESSION: i32 = -11;
+    pub(crate) const ERROR: i32 = -1;
 }
 
 /// Error codes (`KeeperException.Code`).
-pub mod err {
-    pub const OK: i32 = 0;
-    pub const SYSTEM_ERROR: i32 = -1;
-    pub const RUNTIME_INCONSISTENCY: i32 = -2;
-    pub const CONNECTION_LOSS: i32 = -4;
-    pub const MARSHALLING_ERROR: i32 = -5;
-    pub const UNIMPLEMENTED: i32 = -6;
-    pub const BAD_ARGUMENTS: i32 = -8;
-    pub const NO_NODE: i32 = -101;
-    pub const NO_AUTH: i32 = -102;
-    pub const BAD_VERSION: i32 = -103;
-    pub const NO_CHILDREN_FOR_EPHEMERALS: i32 = -108;
-    pub const NODE_EXISTS: i32 = -110;
-    pub const NOT_EMPTY: i32 = -111;
-    pub const SESSION_EXPIRED: i32 = -112;
-    pub const INVALID_ACL: i32 = -114;
-    pub const AUTH_FAILED: i32 = -115;
-    pub const SESSION_MOVED: i32 = -118;
-    pub const NO_WATCHER: i32 = -121;
-    pub const RECONFIG_DISABLED: i32 = -123;
+pub(crate) mod err {
+    pub(crate) const OK: i32 = 0;
+    pub(crate) const SYSTEM_ERROR: i32 = -1;
+    pub(crate) const RUNTIME_INCONSISTENCY: i32 = -2;
+    pub(crate) const CONNECTION_LOSS: i32 = -4;
+    pub(crate) const MARSHALLING_ERROR: i32 = -5;
+    pub(crate) const UNIMPLEMENTED: i32 = -6;
+    pub(crate) const BAD_ARGUMENTS: i32 = -8;
+    pub(crate) const NO_NODE: i32 = -101;
+    pub(crate) const NO_AUTH: i32 = -102;
+    pub(crate) const BAD_VERSION: i32 = -103;
+    pub(crate) const NO_CHILDREN_FOR_EPHEMERALS: i32 = -108;
+    pub(crate) const NODE_EXISTS: i32 = -110;
+    pub(crate) const NOT_EMPTY: i32 = -111;
+    pub(crate) const SESSION_EXPIRED: i32 = -112;
+    pub(crate) const INVALID_ACL: i32 = -114;
+    pub(crate) const AUTH_FAILED: i32 = -115;
+    pub(crate) const SESSION_MOVED: i32 = -118;
+    pub(crate) const NO_WATCHER: i32 = -121;
+    pub(crate) const RECONFIG_DISABLED: i32 = -123;
 }
 
 /// Reserved xids: notifications and ping replies.
-pub const NOTIFICATION_XID: i32 = -1;
+pub(crate) const NOTIFICATION_XID: i32 = -1;
 
 /// The xid of auth packets and their replies.
-pub const AUTH_XID: i32 = -4;
+#[allow(dead_code)] // ZooKeeper's reserved xid, listed with the others
+pub(crate) const AUTH_XID: i32 = -4;
 
 /// `KeeperState.SyncConnected`: the state every notification of a live session carries.
-pub const SYNC_CONNECTED: i32 = 3;
+pub(crate) const SYNC_CONNECTED: i32 = 3;
 
 /// Ward's error for ZooKeeper's code. `RolledBack` has no single equivalent: multi replies
 /// renumber it (see `reply.rs`).
-pub fn code(e: ErrorCode) -> i32 {
+pub(crate) fn code(e: ErrorCode) -> i32 {
     match e {
         ErrorCode::NoNode => err::NO_NODE,
         ErrorCode::NodeExists => err::NODE_EXISTS,
@@ -99,7 +102,7 @@ pub fn code(e: ErrorCode) -> i32 {
 
 /// ZooKeeper's error code as the request metrics name it (`None`: success). A connection
 /// loss is what Ward's `Unavailable` becomes on this port.
-pub fn failure(code: i32) -> Option<Failure> {
+pub(crate) fn failure(code: i32) -> Option<Failure> {
     Some(match code {
         err::OK => return None,
         err::NO_NODE => Failure::NoNode,
@@ -122,7 +125,7 @@ pub fn failure(code: i32) -> Option<Failure> {
 }
 
 /// `Stat`, in jute field order.
-pub fn stat(out: &mut Out, s: &Stat) {
+pub(crate) fn stat(out: &mut Out, s: &Stat) {
     out.long(zxid(s.czxid)).long(zxid(s.mzxid)).long(s.ctime).long(s.mtime);
     out.int(s.version).int(s.cversion).int(s.aversion);
     out.long(s.ephemeral_owner.map_or(0, |id| zxid(id.0)));
@@ -131,14 +134,14 @@ pub fn stat(out: &mut Out, s: &Stat) {
 }
 
 /// Zxids and session ids are longs in ZooKeeper; ours stay far below 2^63.
-pub fn zxid(z: u64) -> i64 {
+pub(crate) fn zxid(z: u64) -> i64 {
     i64::try_from(z).unwrap_or(i64::MAX)
 }
 
 /// The first frame of a connection.
 #[derive(Debug)]
-pub struct ConnectRequest {
-    pub last_zxid_seen: i64,
+pub(crate) struct ConnectRequest {
+    pub(crate) last_zxid_seen: i64,
     pub timeout_ms: i32,
     pub session_id: i64,
     pub passwd: Vec<u8>,
@@ -147,7 +150,7 @@ pub struct ConnectRequest {
 }
 
 impl ConnectRequest {
-    pub fn decode(body: &[u8]) -> Result<Self, JuteError> {
+    pub(crate) fn decode(body: &[u8]) -> Result<Self, JuteError> {
         let mut r = In::new(body);
         let _protocol_version = r.int()?;
         let last_zxid_seen = r.long()?;
@@ -160,22 +163,22 @@ impl ConnectRequest {
 }
 
 /// The answer to a connect. A timeout of 0 tells the client its session expired.
-pub fn connect_response(timeout_ms: u32, session: SessionId, passwd: &[u8]) -> Vec<u8> {
+pub(crate) fn connect_response(timeout_ms: u32, session: SessionId, passwd: &[u8]) -> Vec<u8> {
     let mut out = Out::default();
     out.int(0).int(i32::try_from(timeout_ms).unwrap_or(i32::MAX)).long(zxid(session.0)).buffer(passwd).bool(false);
     out.buf
 }
 
 /// `ReplyHeader`'s size: xid, zxid and error code.
-pub const REPLY_HEADER_LEN: usize = 16;
+pub(crate) const REPLY_HEADER_LEN: usize = 16;
 
 /// `ReplyHeader`.
-pub fn reply_header(out: &mut Out, xid: i32, zxid: i64, err: i32) {
+pub(crate) fn reply_header(out: &mut Out, xid: i32, zxid: i64, err: i32) {
     out.int(xid).long(zxid).int(err);
 }
 
 /// An `ACL` list: each entry its perms and `Id` (scheme, id).
-pub fn acls(r: &mut In<'_>) -> Result<Vec<Acl>, JuteError> {
+pub(crate) fn acls(r: &mut In<'_>) -> Result<Vec<Acl>, JuteError> {
     r.vector(|r| {
         let perms = r.int()?;
         let (scheme, id) = (r.string()?, r.string()?);
@@ -184,14 +187,14 @@ pub fn acls(r: &mut In<'_>) -> Result<Vec<Acl>, JuteError> {
 }
 
 /// Writes an `ACL` list.
-pub fn write_acls(out: &mut Out, acl: &[Acl]) {
+pub(crate) fn write_acls(out: &mut Out, acl: &[Acl]) {
     out.int(i32::try_from(acl.len()).unwrap_or(i32::MAX));
     for entry in acl {
         out.int(entry.perms).string(&entry.id.scheme).string(&entry.id.id);
     }
 }
 
-pub fn event_type(kind: EventKind) -> i32 {
+pub(crate) fn event_type(kind: EventKind) -> i32 {
     match kind {
         EventKind::NodeCreated => 1,
         EventKind::NodeDeleted => 2,
@@ -202,7 +205,7 @@ pub fn event_type(kind: EventKind) -> i32 {
 
 /// A notification: header with xid -1 (ZooKeeper 3.8 sends zxid -1 there too), then
 /// `WatcherEvent`.
-pub fn notification(event: &WatchEvent) -> Vec<u8> {
+pub(crate) fn notification(event: &WatchEvent) -> Vec<u8> {
     let mut out = Out::default();
     reply_header(&mut out, NOTIFICATION_XID, -1, err::OK);
     out.int(event_type(event.kind)).int(SYNC_CONNECTED).string(&event.path);
@@ -211,6 +214,6 @@ pub fn notification(event: &WatchEvent) -> Vec<u8> {
 
 /// `MultiHeader`: each op of a multi request or response is preceded by one; the list ends
 /// with `{-1, true, -1}`.
-pub fn multi_header(out: &mut Out, op: i32, done: bool, err: i32) {
+pub(crate) fn multi_header(out: &mut Out, op: i32, done: bool, err: i32) {
     out.int(op).bool(done).int(err);
 }

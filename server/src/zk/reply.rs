@@ -14,23 +14,23 @@ use std::sync::Arc;
 use ward_proto::{ErrorCode, OpResult, Response, Zxid};
 
 /// What the reader attaches to a request.
-pub struct ZkTag {
+pub(crate) struct ZkTag {
     pub xid: i32,
     pub render: Render,
 }
 
 /// A read's answer: an error code, or the response record.
-pub struct ZkAnswer {
+pub(crate) struct ZkAnswer {
     pub err: i32,
     pub body: Vec<u8>,
 }
 
 impl ZkAnswer {
-    pub fn ok(body: Vec<u8>) -> Self {
+    pub(crate) fn ok(body: Vec<u8>) -> Self {
         ZkAnswer { err: err::OK, body }
     }
 
-    pub fn fail(err: i32) -> Self {
+    pub(crate) fn fail(err: i32) -> Self {
         ZkAnswer { err, body: Vec::new() }
     }
 
@@ -38,13 +38,13 @@ impl ZkAnswer {
     /// answered `MARSHALLINGERROR` instead. ZooKeeper has no code of its own for it; this one
     /// makes clients raise rather than reconnect (and a retry would fail the same way). Only
     /// reads are measured: a write's reply is bounded by its request.
-    pub fn oversized(&self, limit: usize) -> Option<usize> {
+    pub(crate) fn oversized(&self, limit: usize) -> Option<usize> {
         let len = REPLY_HEADER_LEN + self.body.len();
         (self.err == err::OK && len > limit).then_some(len)
     }
 }
 
-pub struct ZkWire {
+pub(crate) struct ZkWire {
     pub stats: Arc<ConnStats>,
 }
 

@@ -10,44 +10,44 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 /// One connection's counters (ZooKeeper's `cons` line).
-pub struct ConnStats {
+pub(crate) struct ConnStats {
     pub peer: SocketAddr,
-    pub established_ms: i64,
+    pub(crate) established_ms: i64,
     pub session: AtomicU64,
     pub timeout_ms: AtomicU32,
     pub received: AtomicU64,
     pub sent: AtomicU64,
-    pub last_cxid: AtomicI64,
+    pub(crate) last_cxid: AtomicI64,
     pub last_zxid: AtomicU64,
 }
 
 impl ConnStats {
-    pub fn received(&self, xid: i32) {
+    pub(crate) fn received(&self, xid: i32) {
         self.received.fetch_add(1, Ordering::Relaxed);
         if xid > 0 {
             self.last_cxid.store(i64::from(xid), Ordering::Relaxed);
         }
     }
 
-    pub fn sent(&self, _xid: i32, zxid: u64) {
+    pub(crate) fn sent(&self, _xid: i32, zxid: u64) {
         self.sent_event();
         self.last_zxid.store(zxid, Ordering::Relaxed);
     }
 
-    pub fn sent_event(&self) {
+    pub(crate) fn sent_event(&self) {
         self.sent.fetch_add(1, Ordering::Relaxed);
     }
 }
 
 /// What every ZooKeeper connection of one listener shares.
-pub struct Shared {
+pub(crate) struct Shared {
     pub addr: SocketAddr,
     pub started: Instant,
     conns: Mutex<BTreeMap<ConnId, Arc<ConnStats>>>,
 }
 
 impl Shared {
-    pub fn new(addr: SocketAddr) -> Self {
+    pub(crate) fn new(addr: SocketAddr) -> Self {
         Shared { addr, started: Instant::now(), conns: Mutex::default() }
     }
 
@@ -56,7 +56,7 @@ impl Shared {
         self.conns.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub fn open(&self, conn: ConnId, peer: SocketAddr) -> Arc<ConnStats> {
+    pub(crate) fn open(&self, conn: ConnId, peer: SocketAddr) -> Arc<ConnStats> {
         let stats = Arc::new(ConnStats {
             peer,
             established_ms: crate::now_ms(),
@@ -71,11 +71,11 @@ impl Shared {
         stats
     }
 
-    pub fn close(&self, conn: ConnId) {
+    pub(crate) fn close(&self, conn: ConnId) {
         self.lock().remove(&conn);
     }
 
-    pub fn connections(&self) -> Vec<Arc<ConnStats>> {
+    pub(crate) fn connections(&self) -> Vec<Arc<ConnStats>> {
         self.lock().values().cloned().collect()
     }
 }

@@ -17,7 +17,7 @@ use ward_proto::{ErrorCode, Request, SessionId, SessionSecret};
 
 /// Who asked for an action: the credential that let them, and their address.
 #[derive(Clone, Copy, Debug)]
-pub struct Actor {
+pub(crate) struct Actor {
     pub peer: SocketAddr,
 }
 
@@ -29,7 +29,7 @@ struct Done {
 }
 
 /// Judges the request's credentials: `Ok` for the admin, else why not.
-pub fn authorize(
+pub(crate) fn authorize(
     server: &Server,
     authorization: Option<&[u8]>,
     peer: SocketAddr,
@@ -52,7 +52,7 @@ pub fn authorize(
 
 /// Expires a session as its heartbeats stopping would: its ephemerals go, its locks pass to
 /// their next waiters, its client is told its session expired.
-pub async fn expire(server: &Server, actor: Actor, query: &Query) -> Reply {
+pub(crate) async fn expire(server: &Server, actor: Actor, query: &Query) -> Reply {
     let Some(session) = query.get("id").and_then(super::clients::parse_session) else {
         return error(StatusCode::BAD_REQUEST, "id must be a session id (0x... or decimal)");
     };
@@ -75,7 +75,7 @@ pub async fn expire(server: &Server, actor: Actor, query: &Query) -> Reply {
 
 /// Deletes one node (not its children: a node with children is refused, as any delete is).
 /// The delete runs in a session of its own, opened and closed for it, as a client's would.
-pub async fn delete(server: &Server, actor: Actor, query: &Query) -> Reply {
+pub(crate) async fn delete(server: &Server, actor: Actor, query: &Query) -> Reply {
     let Some(path) = query.get("path").map(str::to_string) else {
         return error(StatusCode::BAD_REQUEST, "path is missing");
     };

@@ -36,7 +36,7 @@ const CSP: &str = "default-src 'self'; img-src 'self'; style-src 'self'; script-
                    frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 /// The asset at `path`, or `None` when there is none (the caller answers 404).
-pub fn serve(path: &str) -> Option<Reply> {
+pub(crate) fn serve(path: &str) -> Option<Reply> {
     let path = if path == "/index.html" { "/" } else { path };
     let (_, content_type, bytes) = FILES.iter().find(|(p, _, _)| *p == path)?;
     let mut reply = with_type(StatusCode::OK, content_type, Bytes::from_static(bytes));

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use ward_proto::SessionId;
 
 /// This server's view of every session it tracks, read once per answer.
-pub struct Clients<'a> {
+pub(crate) struct Clients<'a> {
     server: &'a Server,
     live: HashMap<SessionId, crate::session::tracker::Liveness>,
     now: Instant,
@@ -19,7 +19,7 @@ pub struct Clients<'a> {
 
 /// A session as the console shows it beside a lock contender or a node.
 #[derive(Clone, Debug, Serialize)]
-pub struct Who {
+pub(crate) struct Who {
     pub session: String,
     pub owner: Option<String>,
     /// `host:port` of the client, when its connection is to this server.
@@ -29,11 +29,11 @@ pub struct Who {
 }
 
 impl<'a> Clients<'a> {
-    pub fn new(server: &'a Server) -> Clients<'a> {
+    pub(crate) fn new(server: &'a Server) -> Clients<'a> {
         Clients { server, live: server.local.sessions.liveness().into_iter().collect(), now: Instant::now() }
     }
 
-    pub fn who(&self, state: &StateMachine, session: SessionId) -> Who {
+    pub(crate) fn who(&self, state: &StateMachine, session: SessionId) -> Who {
         let owner = state.session(session).and_then(|r| r.owner.clone());
         let (client, protocol) = match self.connection(session) {
             Some((addr, protocol)) => (Some(addr.to_string()), Some(protocol)),
@@ -43,34 +43,34 @@ impl<'a> Clients<'a> {
     }
 
     /// The connection serving `session` here, if any: its id, client address and protocol.
-    pub fn connection(&self, session: SessionId) -> Option<(std::net::SocketAddr, &'static str)> {
+    pub(crate) fn connection(&self, session: SessionId) -> Option<(std::net::SocketAddr, &'static str)> {
         let conn = self.live.get(&session)?.conn?;
         let (addr, protocol) = self.server.connections.peer(conn)?;
         Some((addr, if protocol == "ZooKeeper" { "zookeeper" } else { "ward" }))
     }
 
-    pub fn conn_id(&self, session: SessionId) -> Option<crate::conn::ConnId> {
+    pub(crate) fn conn_id(&self, session: SessionId) -> Option<crate::conn::ConnId> {
         self.live.get(&session)?.conn
     }
 
     /// Milliseconds since this server last heard from `session` (`None`: not tracked here).
-    pub fn heard_ms_ago(&self, session: SessionId) -> Option<u64> {
+    pub(crate) fn heard_ms_ago(&self, session: SessionId) -> Option<u64> {
         let heard = self.live.get(&session)?.heard;
         Some(u64::try_from(self.now.saturating_duration_since(heard).as_millis()).unwrap_or(u64::MAX))
     }
 
-    pub fn expiring(&self, session: SessionId) -> bool {
+    pub(crate) fn expiring(&self, session: SessionId) -> bool {
         self.live.get(&session).is_some_and(|l| l.expiring)
     }
 }
 
 /// A session id as the console, the logs and the CLI write it (`0x` and 16 hex digits).
-pub fn hex(session: SessionId) -> String {
+pub(crate) fn hex(session: SessionId) -> String {
     session.to_string()
 }
 
 /// A session id written in hex (`0x` optional) or decimal.
-pub fn parse_session(text: &str) -> Option<SessionId> {
+pub(crate) fn parse_session(text: &str) -> Option<SessionId> {
     let text = text.trim();
     let id = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16).ok()?,

@@ -16,8 +16,8 @@ const MEMBERS_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// A leader this server saw take over (or none, during an election).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct LeaderChange {
-    pub at_ms: i64,
+pub(crate) struct LeaderChange {
+    pub(crate) at_ms: i64,
     pub term: u64,
     pub leader: Option<u64>,
 }
@@ -64,7 +64,7 @@ struct Member {
     last_heard_ms: Option<u64>,
 }
 
-pub async fn answer(server: &Server, console: &Console) -> Reply {
+pub(crate) async fn answer(server: &Server, console: &Console) -> Reply {
     let (list, members_error) = match tokio::time::timeout(MEMBERS_TIMEOUT, server.replication.members()).await {
         Ok(Ok(list)) => (Some(list), None),
         Ok(Err(rejected)) => (None, Some(rejected.to_string())),

@@ -6,15 +6,15 @@ use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
 use hyper::{Response, StatusCode};
 use serde::Serialize;
 
-pub type Reply = Response<Full<Bytes>>;
+pub(crate) type Reply = Response<Full<Bytes>>;
 
 const JSON: &str = "application/json";
 
 /// A parsed query string (`a=1&b=%2Fx`), values percent-decoded.
-pub struct Query(Vec<(String, String)>);
+pub(crate) struct Query(Vec<(String, String)>);
 
 impl Query {
-    pub fn parse(query: Option<&str>) -> Query {
+    pub(crate) fn parse(query: Option<&str>) -> Query {
         let pairs = query.unwrap_or_default().split('&').filter(|p| !p.is_empty());
         Query(
             pairs
@@ -26,12 +26,12 @@ impl Query {
         )
     }
 
-    pub fn get(&self, key: &str) -> Option<&str> {
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
         self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
     /// A number in `1..=max`, `default` when absent; a refusal naming the key otherwise.
-    pub fn limit(&self, key: &str, default: usize, max: usize) -> Result<usize, Refusal> {
+    pub(crate) fn limit(&self, key: &str, default: usize, max: usize) -> Result<usize, Refusal> {
         match self.get(key) {
             None | Some("") => Ok(default),
             Some(v) => match v.parse::<usize>() {
@@ -68,18 +68,18 @@ fn decode(text: &str) -> String {
 
 /// A request refused: its status and why, answered as [`error`] does.
 #[derive(Debug)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     pub status: StatusCode,
     pub why: String,
 }
 
 impl Refusal {
-    pub fn new(status: StatusCode, why: impl Into<String>) -> Refusal {
+    pub(crate) fn new(status: StatusCode, why: impl Into<String>) -> Refusal {
         Refusal { status, why: why.into() }
     }
 
     /// The answer; a 401 names the scheme that would do (RFC 9110 §11.6.1).
-    pub fn reply(&self) -> Reply {
+    pub(crate) fn reply(&self) -> Reply {
         let mut reply = error(self.status, &self.why);
         if self.status == StatusCode::UNAUTHORIZED {
             reply.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -89,7 +89,7 @@ impl Refusal {
 }
 
 /// `value` as JSON, not cached (the figures change every second).
-pub fn json(value: &impl Serialize) -> Reply {
+pub(crate) fn json(value: &impl Serialize) -> Reply {
     match serde_json::to_vec(value) {
         Ok(body) => with_type(StatusCode::OK, JSON, body.into()),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("cannot encode the answer: {e}")),
@@ -97,12 +97,12 @@ pub fn json(value: &impl Serialize) -> Reply {
 }
 
 /// `{"error": why}` with `status`.
-pub fn error(status: StatusCode, why: &str) -> Reply {
+pub(crate) fn error(status: StatusCode, why: &str) -> Reply {
     let body = serde_json::json!({ "error": why }).to_string();
     with_type(status, JSON, body.into())
 }
 
-pub fn with_type(status: StatusCode, content_type: &'static str, body: Bytes) -> Reply {
+pub(crate) fn with_type(status: StatusCode, content_type: &'static str, body: Bytes) -> Reply {
     let mut response = Response::new(Full::new(body));
     *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
@@ -113,7 +113,7 @@ pub fn with_type(status: StatusCode, content_type: &'static str, body: Bytes) ->
 /// Node data for people and scripts: as text when it is UTF-8, and always as hex; at most
 /// `max` bytes of it.
 #[derive(Serialize)]
-pub struct Data {
+pub(crate) struct Data {
     pub size: usize,
     pub text: Option<String>,
     pub hex: String,
@@ -121,7 +121,7 @@ pub struct Data {
 }
 
 impl Data {
-    pub fn of(bytes: &[u8], max: usize) -> Data {
+    pub(crate) fn of(bytes: &[u8], max: usize) -> Data {
         let shown = &bytes[..bytes.len().min(max)];
         let text = match std::str::from_utf8(shown) {
             Ok(text) => Some(text.to_string()),

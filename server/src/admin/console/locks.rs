@@ -64,19 +64,19 @@ struct Contender {
 }
 
 /// Lock directories with contenders, sorted by path.
-pub fn directories(tree: &DataTree) -> BTreeSet<&str> {
+pub(crate) fn directories(tree: &DataTree) -> BTreeSet<&str> {
     tree.all_ephemerals().filter(|p| *p != "/" && lock::sequence(path::name(p)).is_some()).map(path::parent).collect()
 }
 
 /// `dir`'s contenders in queue order, each with whether it holds.
-pub fn queue<'a>(tree: &'a DataTree, dir: &str) -> Vec<(&'a str, bool)> {
+pub(crate) fn queue<'a>(tree: &'a DataTree, dir: &str) -> Vec<(&'a str, bool)> {
     let Some(node) = tree.get(dir) else { return Vec::new() };
     let queue = lock::queue(node.children.iter());
     let flags = lock::holders(&queue, crate::lock::permits(tree, dir));
     queue.into_iter().zip(flags).collect()
 }
 
-pub fn answer(server: &Server, console: &Console, query: &Query) -> Reply {
+pub(crate) fn answer(server: &Server, console: &Console, query: &Query) -> Reply {
     let limit = match query.limit("limit", PAGE, MAX_PAGE) {
         Ok(limit) => limit,
         Err(refusal) => return refusal.reply(),

@@ -15,17 +15,17 @@
 //!   [`sampler`]: the task that fills it each second.
 //! * [`actions`]: expire a session, delete a node.
 
-pub mod actions;
-pub mod assets;
-pub mod clients;
-pub mod ensemble;
-pub mod http;
-pub mod locks;
-pub mod sampler;
-pub mod samples;
-pub mod sessions;
+pub(crate) mod actions;
+pub(crate) mod assets;
+pub(crate) mod clients;
+pub(crate) mod ensemble;
+pub(crate) mod http;
+pub(crate) mod locks;
+pub(crate) mod sampler;
+pub(crate) mod samples;
+pub(crate) mod sessions;
 pub mod token;
-pub mod tree;
+pub(crate) mod tree;
 
 pub use token::AdminToken;
 
@@ -47,7 +47,7 @@ const LEADER_CHANGES: usize = 100;
 /// What the console keeps between requests, filled by the [`sampler`]. Std mutexes: each is
 /// held for a copy or a push, never across an await.
 #[derive(Default)]
-pub struct Console {
+pub(crate) struct Console {
     samples: Mutex<Ring>,
     leaders: Mutex<VecDeque<LeaderChange>>,
     /// Each holding contender's path, and since when it holds (ms since the epoch).
@@ -62,12 +62,12 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Console {
-    pub fn push_sample(&self, sample: Sample) {
+    pub(crate) fn push_sample(&self, sample: Sample) {
         lock(&self.samples).push(sample);
     }
 
     /// Records the leader seen now, if it is not the last one recorded.
-    pub fn note_leader(&self, seen: LeaderChange) {
+    pub(crate) fn note_leader(&self, seen: LeaderChange) {
         let mut leaders = lock(&self.leaders);
         let same = leaders.back().is_some_and(|last| (last.term, last.leader) == (seen.term, seen.leader));
         if !same {
@@ -78,7 +78,7 @@ impl Console {
         }
     }
 
-    pub fn leader_changes(&self) -> Vec<LeaderChange> {
+    pub(crate) fn leader_changes(&self) -> Vec<LeaderChange> {
         lock(&self.leaders).iter().cloned().collect()
     }
 
@@ -86,7 +86,7 @@ impl Console {
         lock(&self.holding)
     }
 
-    pub fn looked_ms(&self) -> i64 {
+    pub(crate) fn looked_ms(&self) -> i64 {
         self.looked_ms.load(Ordering::Relaxed)
     }
 
@@ -95,7 +95,7 @@ impl Console {
     }
 
     /// A copy of when each holder began to hold.
-    pub fn held_since_map(&self) -> HashMap<Box<str>, i64> {
+    pub(crate) fn held_since_map(&self) -> HashMap<Box<str>, i64> {
         self.holding().clone()
     }
 }
@@ -108,7 +108,12 @@ struct Charts {
 }
 
 /// The console's answer to `request`, or `None` when the path is none of its.
-pub async fn respond<B>(server: &Server, console: &Console, peer: SocketAddr, request: &Request<B>) -> Option<Reply> {
+pub(crate) async fn respond<B>(
+    server: &Server,
+    console: &Console,
+    peer: SocketAddr,
+    request: &Request<B>,
+) -> Option<Reply> {
     let path = request.uri().path();
     let query = Query::parse(request.uri().query());
     let method = request.method();

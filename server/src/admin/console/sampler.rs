@@ -15,12 +15,12 @@ use std::time::Duration;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
-pub const EVERY: Duration = Duration::from_secs(1);
+pub(crate) const EVERY: Duration = Duration::from_secs(1);
 
 /// Nanoseconds per millisecond: histograms kept in ns are charted in ms.
 const NS_PER_MS: f64 = NANOS / 1e3;
 
-pub async fn run(server: Arc<Server>, console: Arc<Console>, cancel: CancellationToken) {
+pub(crate) async fn run(server: Arc<Server>, console: Arc<Console>, cancel: CancellationToken) {
     let mut interval = tokio::time::interval(EVERY);
     interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut previous: Option<Reading> = None;

@@ -7,13 +7,13 @@ use serde::Serialize;
 use std::collections::VecDeque;
 
 /// Samples kept: 15 minutes at one a second.
-pub const KEEP: usize = 15 * 60;
+pub(crate) const KEEP: usize = 15 * 60;
 
 /// The cumulative figures at one instant. Histograms as (upper bound, observations in that
 /// bucket alone), bounds in milliseconds.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Reading {
-    pub at_ms: i64,
+pub(crate) struct Reading {
+    pub(crate) at_ms: i64,
     /// Requests answered per [`Op`], both listeners together.
     pub requests: Vec<u64>,
     /// Request latencies over every op but the long-polling `lock_wait`.
@@ -28,19 +28,19 @@ pub struct Reading {
 
 /// One second (or whatever passed between two readings) of the server's life.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// When the interval ended (ms since the epoch).
     pub t: i64,
     /// Requests per second by operation; operations with none are left out.
     pub requests: Vec<(&'static str, f64)>,
-    pub latency_p50_ms: Option<f64>,
-    pub latency_p99_ms: Option<f64>,
-    pub fsync_p50_ms: Option<f64>,
-    pub fsync_p99_ms: Option<f64>,
-    pub fsyncs_per_s: f64,
-    pub lock_grants_per_s: f64,
-    pub lock_wait_p50_ms: Option<f64>,
-    pub lock_wait_p99_ms: Option<f64>,
+    pub(crate) latency_p50_ms: Option<f64>,
+    pub(crate) latency_p99_ms: Option<f64>,
+    pub(crate) fsync_p50_ms: Option<f64>,
+    pub(crate) fsync_p99_ms: Option<f64>,
+    pub(crate) fsyncs_per_s: f64,
+    pub(crate) lock_grants_per_s: f64,
+    pub(crate) lock_wait_p50_ms: Option<f64>,
+    pub(crate) lock_wait_p99_ms: Option<f64>,
     pub sessions: u64,
     pub znodes: u64,
     pub connections: u64,
@@ -48,7 +48,7 @@ pub struct Sample {
 
 impl Sample {
     /// The interval from `before` to `after`; `None` if no time passed.
-    pub fn between(before: &Reading, after: &Reading) -> Option<Sample> {
+    pub(crate) fn between(before: &Reading, after: &Reading) -> Option<Sample> {
         let seconds = (after.at_ms - before.at_ms) as f64 / 1000.0;
         if seconds <= 0.0 {
             return None;
@@ -93,7 +93,7 @@ fn delta(before: &[(f64, u64)], after: &[(f64, u64)]) -> Vec<(f64, u64)> {
 /// The `q` quantile of a histogram, interpolated linearly within its bucket as
 /// Prometheus's `histogram_quantile` does; in the top (`+Inf`) bucket, the bound below it.
 /// `None` without observations.
-pub fn quantile(buckets: &[(f64, u64)], q: f64) -> Option<f64> {
+pub(crate) fn quantile(buckets: &[(f64, u64)], q: f64) -> Option<f64> {
     let total: u64 = buckets.iter().map(|(_, n)| n).sum();
     if total == 0 {
         return None;
@@ -119,28 +119,25 @@ pub fn quantile(buckets: &[(f64, u64)], q: f64) -> Option<f64> {
 
 /// The last [`KEEP`] samples, oldest first.
 #[derive(Default)]
-pub struct Ring(VecDeque<Sample>);
+pub(crate) struct Ring(VecDeque<Sample>);
 
 impl Ring {
-    pub fn push(&mut self, sample: Sample) {
+    pub(crate) fn push(&mut self, sample: Sample) {
         if self.0.len() == KEEP {
             self.0.pop_front();
         }
         self.0.push_back(sample);
     }
 
-    /// The samples that ended after `since_ms`.
-    pub fn since(&self, since_ms: i64) -> Vec<Sample> {
-        let start = self.0.partition_point(|s| s.t <= since_ms);
-        self.0.range(start..).cloned().collect()
-    }
-
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.0.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+    /// The samples that ended after `since_ms`.
+    pub(crate) fn since(&self, since_ms: i64) -> Vec<Sample> {
+        let start = self.0.partition_point(|s| s.t <= since_ms);
+        self.0.range(start..).cloned().collect()
     }
 }
 

@@ -61,7 +61,7 @@ struct Ephemeral {
     lock: Option<&'static str>,
 }
 
-pub fn list(server: &Server, query: &Query) -> Reply {
+pub(crate) fn list(server: &Server, query: &Query) -> Reply {
     let limit = match query.limit("limit", PAGE, MAX_PAGE) {
         Ok(limit) => limit,
         Err(refusal) => return refusal.reply(),
@@ -81,7 +81,7 @@ pub fn list(server: &Server, query: &Query) -> Reply {
     json(&answer)
 }
 
-pub fn one(server: &Server, query: &Query) -> Reply {
+pub(crate) fn one(server: &Server, query: &Query) -> Reply {
     let Some(id) = query.get("id").and_then(parse_session) else {
         return error(StatusCode::BAD_REQUEST, "id must be a session id (0x... or decimal)");
     };

@@ -10,7 +10,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Tokens shorter than this are refused: a guessable token is no credential.
-pub const MIN_LEN: usize = 16;
+pub(crate) const MIN_LEN: usize = 16;
 
 /// The configured admin token. Its `Debug` does not show it (configs are logged).
 #[derive(Clone)]

@@ -73,7 +73,7 @@ struct Children {
     next: Option<String>,
 }
 
-pub fn answer(server: &Server, query: &Query) -> Reply {
+pub(crate) fn answer(server: &Server, query: &Query) -> Reply {
     let limit = match query.limit("limit", PAGE, MAX_PAGE) {
         Ok(limit) => limit,
         Err(refusal) => return refusal.reply(),
