@@ -80,6 +80,8 @@
 //! * [`state`]: the session states, [`SessionState`].
 //! * [`error`]: the typed [`Error`].
 
+#![deny(unreachable_pub)]
+
 pub mod acl;
 pub mod blocking;
 pub mod builder;
