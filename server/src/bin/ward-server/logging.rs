@@ -8,7 +8,7 @@ use tracing_subscriber::filter::Targets;
 use tracing_subscriber::prelude::*;
 
 pub fn init(format: LogFormat) {
-    let rust_log = std::env::var("RUST_LOG").ok().filter(|s| !s.trim().is_empty());
+    let rust_log = crate::args::env::rust_log();
     let parsed = rust_log.as_deref().map(Targets::from_str);
     // openraft narrates every start and stop at info; keep its warnings only by default.
     let default = || Targets::new().with_default(tracing::Level::INFO).with_target("openraft", tracing::Level::WARN);

@@ -54,7 +54,7 @@ fn worker_threads(given: Option<usize>) -> Option<usize> {
     if given.is_some() {
         return given;
     }
-    if std::env::var_os("TOKIO_WORKER_THREADS").is_some_and(|v| !v.is_empty()) {
+    if args::env::tokio_sizes_workers() {
         return None;
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -1,7 +1,9 @@
 //! Options from the environment: `WARD_` and the option's name in capitals, `-` as `_`
 //! (`WARD_MIN_SESSION_TIMEOUT_MS=4000`, `WARD_IN_MEMORY=true`). Only those variables are
 //! read: other `WARD_*` variables (`WARD_SERVER`, which the `ward` CLI reads) are none of
-//! the server's business. An empty variable counts as unset.
+//! the server's business. An empty variable counts as unset. Besides them: `RUST_LOG` (the
+//! log filter) and whether `TOKIO_WORKER_THREADS` is set, by the names every tokio and
+//! tracing program answers to. No other file of the server reads the environment.
 
 use super::cli::Cli;
 use super::settings::{env_var, keys, Settings};
@@ -25,6 +27,16 @@ pub fn config_file() -> Result<Option<PathBuf>, ConfigError> {
 /// is `1`, which only the tests' processes are given.
 pub fn unsafe_break_allowed() -> bool {
     std::env::var(ward_server::unsafe_break::ALLOW_VAR).is_ok_and(|v| v == "1")
+}
+
+/// `RUST_LOG`, the log filter, if set and not blank.
+pub fn rust_log() -> Option<String> {
+    std::env::var("RUST_LOG").ok().filter(|s| !s.trim().is_empty())
+}
+
+/// Whether `TOKIO_WORKER_THREADS` is set: tokio then sizes its own worker pool.
+pub fn tokio_sizes_workers() -> bool {
+    std::env::var_os("TOKIO_WORKER_THREADS").is_some_and(|v| !v.is_empty())
 }
 
 fn load_from(get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<Settings, ConfigError> {

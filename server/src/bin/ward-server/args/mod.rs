@@ -3,7 +3,7 @@
 //! ([`Settings::over`]), then checked together and resolved into [`Args`].
 
 mod cli;
-mod env;
+pub mod env;
 mod file;
 pub mod settings;
 mod tls;
