@@ -4,7 +4,9 @@
 //! only the binary's configuration (`server/src/bin/ward-server/args/env.rs`) reads the
 //! environment. docs/architecture.md ("No process-global state") names this test.
 
-use std::path::{Path, PathBuf};
+mod sources;
+
+use sources::{rust_files, workspace};
 
 /// The one file that may read the environment.
 const CONFIGURATION: &str = "server/src/bin/ward-server/args/env.rs";
@@ -14,17 +16,6 @@ const MUTABLE: &[&str] = &["Atomic", "Mutex", "RwLock", "Cell", "OnceLock", "Laz
 
 /// What reads the environment at run time (`env!` reads it at build time, and is fine).
 const ENV_READS: &[&str] = &["env::var(", "env::var_os(", "env::vars(", "env::vars_os("];
-
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files(&path, out);
-        } else if path.extension().is_some_and(|x| x == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 /// Lines of `text` (named `file`) that hold process-global state or read the environment.
 fn globals(file: &str, text: &str) -> Vec<String> {
@@ -46,9 +37,9 @@ fn globals(file: &str, text: &str) -> Vec<String> {
 
 #[test]
 fn the_server_keeps_no_process_global_state_and_reads_the_environment_in_one_place() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace").to_path_buf();
+    let root = workspace();
     let mut sources = Vec::new();
-    files(&root.join("server/src"), &mut sources);
+    rust_files(&root.join("server/src"), &mut sources);
     let mut found = Vec::new();
     for path in sources {
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -8,8 +8,11 @@
 //! The check is by name: a name that something outside uses for another item counts as
 //! used (`new`, `len`), so it can miss an unused item, never refuse a used one.
 
+mod sources;
+
+use sources::{rust_files, workspace};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// `pub` items nothing outside names, and why they stay `pub`: a type in the signature of an
 /// item that is used outside (the compiler's `private_interfaces` check), or a field of a
@@ -55,21 +58,6 @@ const EXPOSED: &[(&str, &str)] = &[
     ("PeerConfigs", "in `EnsembleOptions::peer_tls`"),
     ("Reloading", "in `Config::tls` and `EnsembleOptions::peer_tls`"),
 ];
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace").to_path_buf()
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|x| x == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty())
