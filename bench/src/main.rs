@@ -25,6 +25,8 @@
 //!   `--snapshots`, what a snapshot of a large tree costs the writers (no server);
 //!   `log_floor.rs`: `--log-floor`, the durable log alone in process (no connections).
 //! - `scale.rs`: the scale workloads (a million znodes, a thousand lock waiters).
+//! - `recovery.rs`: `--recovery N`, a server of N znodes stopped and started again: how long
+//!   until it answers, and its memory before and after.
 
 mod admin_metrics;
 mod ensemble;
@@ -40,6 +42,7 @@ mod partitions;
 mod peer_links;
 mod procinfo;
 mod race;
+mod recovery;
 mod replicated;
 mod report;
 mod restarts;
@@ -93,6 +96,9 @@ const USAGE: &str =
   --idle-sessions N  measure only the server's memory per idle session, N sessions on each
                     protocol (native, then ZooKeeper), each against a ward-server of its own;
                     with --zk, also Apache ZooKeeper's live heap per idle session
+  --recovery N      measure only a restart: a ward-server of its own filled with N znodes of
+                    100 B, stopped with SIGTERM and started again on its data; the time until
+                    it answers, and its RSS before and after
   --tables          measure only the in-memory session table (std Mutex<HashMap> against DashMap)
   --snapshots       measure only what a snapshot of 100k and 1M znodes costs the writers, in process
   --log-floor       measure only the durable log alone, in process (no connections): a's lone
@@ -132,6 +138,7 @@ struct Args {
     log_floor: bool,
     scale: bool,
     idle_sessions: Option<usize>,
+    recovery: Option<usize>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -159,6 +166,7 @@ fn parse_args() -> Result<Args, String> {
         log_floor: false,
         scale: false,
         idle_sessions: None,
+        recovery: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -187,6 +195,7 @@ fn parse_args() -> Result<Args, String> {
             "--log-floor" => a.log_floor = true,
             "--scale" => a.scale = true,
             "--idle-sessions" => a.idle_sessions = Some(value()?.parse().map_err(|e| format!("--idle-sessions: {e}"))?),
+            "--recovery" => a.recovery = Some(value()?.parse().map_err(|e| format!("--recovery: {e}"))?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -283,9 +292,10 @@ fn main() -> ExitCode {
     }
     let tmp = std::env::temp_dir().join(format!("ward-bench-{}", std::process::id()));
     let outcome = match std::fs::create_dir_all(&tmp) {
-        Ok(()) => match args.idle_sessions {
-            Some(n) => runtime.block_on(idle::run(&tmp, n, zookeeper(&args))).map(|()| true),
-            None => runtime.block_on(run(&args, &tmp)),
+        Ok(()) => match (args.idle_sessions, args.recovery) {
+            (Some(n), _) => runtime.block_on(idle::run(&tmp, n, zookeeper(&args))).map(|()| true),
+            (None, Some(n)) => runtime.block_on(recovery::run(&tmp, n)).map(|()| true),
+            (None, None) => runtime.block_on(run(&args, &tmp)),
         },
         Err(e) => Err(Error(format!("{}: {e}", tmp.display()))),
     };

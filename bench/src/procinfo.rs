@@ -9,8 +9,18 @@ use std::time::Duration;
 
 /// Resident set size of `pid` in bytes (VmRSS of /proc/PID/status).
 pub fn rss_bytes(pid: u32) -> Option<u64> {
+    status_bytes(pid, "VmRSS:")
+}
+
+/// The peak resident set size of `pid` in bytes (VmHWM of /proc/PID/status).
+pub fn peak_rss_bytes(pid: u32) -> Option<u64> {
+    status_bytes(pid, "VmHWM:")
+}
+
+/// A field of /proc/PID/status given in kB, in bytes.
+fn status_bytes(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
 }

@@ -4,6 +4,7 @@ use crate::sys::{Error, Result};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 pub struct OwnedServer {
     child: Child,
@@ -12,14 +13,38 @@ pub struct OwnedServer {
     pub zk_addr: Option<String>,
     pub pid: u32,
     dir: PathBuf,
+    /// Leave the data directory when dropped: the process was stopped to be started again.
+    keep: bool,
 }
 
 impl Drop for OwnedServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-        let _ = std::fs::remove_file(self.dir.with_extension("log"));
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.dir);
+            let _ = std::fs::remove_file(self.dir.with_extension("log"));
+        }
+    }
+}
+
+impl OwnedServer {
+    /// SIGTERM, as an operator stops it, and waits until the process has exited. Its data
+    /// directory stays, to be started on again; how long it took to exit is returned.
+    pub fn terminate(mut self) -> Result<Duration> {
+        let signalled = Instant::now();
+        let status = Command::new("kill").args(["-TERM", &self.pid.to_string()]).status()?;
+        if !status.success() {
+            return Err(Error(format!("kill -TERM {} failed", self.pid)));
+        }
+        self.child.wait()?;
+        self.keep = true;
+        Ok(signalled.elapsed())
+    }
+
+    /// The server's log (its stderr), as written so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.with_extension("log")).unwrap_or_default()
     }
 }
 
@@ -85,5 +110,5 @@ pub fn start_with(data_dir: &Path, extra: &[&str]) -> Result<OwnedServer> {
         let _ = child.wait();
         return Err(Error(format!("unexpected first line from ward-server: {first:?}")));
     };
-    Ok(OwnedServer { addr: addr.to_string(), zk_addr, pid, child, dir: data_dir.to_path_buf() })
+    Ok(OwnedServer { addr: addr.to_string(), zk_addr, pid, child, dir: data_dir.to_path_buf(), keep: false })
 }
