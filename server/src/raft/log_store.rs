@@ -142,6 +142,7 @@ impl LogStore {
             None => None,
         };
         let log_dir = dir.join("log");
+        let began = std::time::Instant::now();
         let (mut wal, replayed) = Wal::open_with(&log_dir, segment_bytes, on_loss)?;
         wal.report_to(figures.clone());
         let mut cache = Cache { vote, ..Cache::default() };
@@ -162,6 +163,8 @@ impl LogStore {
             entries = cache.entries.len(),
             purged = %super::types::shown(cache.last_purged),
             last = %cache.entries.last_key_value().map_or_else(|| "none".to_string(), |(i, _)| i.to_string()),
+            bytes = wal.found_bytes(),
+            took = ?began.elapsed(),
             "log opened"
         );
         let (oldest_segment, found_bytes) = (wal.oldest_segment(), wal.found_bytes());

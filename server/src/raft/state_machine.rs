@@ -63,10 +63,13 @@ impl StateMachineStore {
             received: 0,
             in_place: InPlace::default(),
         };
+        let began = Instant::now();
         if let Some(reader) = CheckedReader::open(&sm.snapshot_path, KIND, SNAPSHOT_VERSION)? {
             sm.loaded_bytes = reader.len();
             let (body, _) = read_checked::<Body>(reader)?;
-            tracing::info!(last = %super::types::shown(body.meta.last_log_id), zxid = body.state.last_zxid(), "snapshot loaded");
+            let (last, zxid, took) =
+                (super::types::shown(body.meta.last_log_id), body.state.last_zxid(), began.elapsed());
+            tracing::info!(%last, zxid, bytes = sm.loaded_bytes, ?took, "snapshot loaded");
             sm.in_place = InPlace::new(body.meta.last_log_id);
             sm.restore(&body.meta, body.state);
         }
