@@ -15,10 +15,14 @@
 //! * [`acl`]: ACLs and identities, zkCli's notation for them; [`digest`]: the digest
 //!   scheme's id of a password.
 //!
+//! * [`backup`]: the header of a backup file, which the server writes and `ward backup`
+//!   and a restore read.
+//!
 //! Everything here is plain data plus pure functions, so the server, the client and tests
 //! share one definition of every message.
 
 pub mod acl;
+pub mod backup;
 pub mod codec;
 pub mod digest;
 pub mod error;

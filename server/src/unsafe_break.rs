@@ -141,6 +141,10 @@ impl Replication for Broken {
         self.inner.in_contact()
     }
 
+    fn snapshot_copy(&self) -> crate::replication::SnapshotCopying {
+        self.inner.snapshot_copy()
+    }
+
     fn raft_figures(&self) -> Option<crate::metrics::RaftFigures> {
         self.inner.raft_figures()
     }

@@ -220,7 +220,7 @@ fn a_purge_reaches_the_disk_only_once_the_snapshot_it_follows_is_in_place() {
     let rt = runtime();
     {
         let mut store = LogStore::open(dir.path(), 4096).expect("open store");
-        let in_place = InPlace::new(Some(at(100)));
+        let in_place = InPlace::new(Some(at(100)), 0);
         store.purge_behind(in_place.clone(), PURGE_WAIT);
         rt.block_on(async {
             let purge = store.purge(at(250));
@@ -230,7 +230,7 @@ fn a_purge_reaches_the_disk_only_once_the_snapshot_it_follows_is_in_place() {
             assert_eq!(segments(&log_dir).len(), segments_before, "nothing removed meanwhile");
             let (from, to) = (dir.path().join("received.tmp"), dir.path().join("received"));
             std::fs::write(&from, b"a snapshot").expect("write");
-            assert!(in_place.put(&from, &to, Some(at(250))).expect("put"));
+            assert!(in_place.put(&from, &to, Some(at(250)), 0).expect("put"));
             purge.await.expect("purge");
         });
         let state = rt.block_on(store.get_log_state()).expect("state");
@@ -256,7 +256,7 @@ fn a_purge_with_no_snapshot_in_place_to_follow_reaches_the_disk_only_as_far_as_t
     let rt = runtime();
     {
         let mut store = LogStore::open(dir.path(), 4096).expect("open store");
-        store.purge_behind(InPlace::new(Some(at(100))), Duration::from_millis(300));
+        store.purge_behind(InPlace::new(Some(at(100)), 0), Duration::from_millis(300));
         rt.block_on(store.purge(at(250))).expect("a purge cut short still succeeds");
         let state = rt.block_on(store.get_log_state()).expect("state");
         assert_eq!(state.last_purged_log_id.map(|id| id.index), Some(250), "openraft's view moves on");

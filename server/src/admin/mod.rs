@@ -6,23 +6,28 @@
 //!   in contact with a leader), 503 otherwise;
 //! * `GET /digest`: the zxid this server has applied to and a digest of its state there
 //!   ([`crate::digest`]): members at the same zxid must report the same digest;
+//! * `GET /api/backup`: a backup of this member's state, streamed, for the admin token only
+//!   ([`backup`]);
 //! * `GET /` and `/assets/...`: the web console; `/api/...`: its JSON API ([`console`]);
 //! * anything else: 404 (405 for a method other than GET or HEAD, or POST for an action).
 //!
 //! Plain HTTP/1.1 on hyper's server, with no framework: a handful of fixed routes need no
 //! router.
 //! A connection gets [`HEADER_TIMEOUT`] to send its request line and headers, at most
-//! [`MAX_BUF`] bytes of them, and [`CONNECTION_TIME`] in all; at most [`MAX_CONNECTIONS`]
+//! [`MAX_BUF`] bytes of them, and [`CONNECTION_TIME`] in all (a backup being sent:
+//! [`backup::SEND_TIME`]); at most [`MAX_CONNECTIONS`]
 //! are served at once and the others are closed on accept, so a bad or slow client costs
 //! bounded memory and time. A malformed request gets hyper's 400.
 //!
 //! # Layout
 //! * [`routes`]: a request to its response.
+//! * [`backup`]: the backup route, whose answer is streamed.
 //! * [`exposition`]: the figures as Prometheus (OpenMetrics) text.
 //! * [`locks`]: per-lock figures surveyed from the tree, bounded in number.
 //! * [`traffic`]: requests, bytes, log fsyncs and lock handoffs from [`crate::metrics`].
 //! * [`console`]: the web console at `/` and its JSON API under `/api/`.
 
+pub(crate) mod backup;
 pub mod console;
 pub(crate) mod exposition;
 pub(crate) mod locks;
@@ -34,6 +39,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -68,11 +74,19 @@ pub async fn serve(server: Arc<Server>, listener: TcpListener, cancel: Cancellat
             return;
         };
         let (server, console) = (server.clone(), console.clone());
+        // Set once this connection sends a backup, which may take longer than other answers.
+        let sending_backup = Arc::new(AtomicBool::new(false));
+        let sending = sending_backup.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request| {
-                let (server, console) = (server.clone(), console.clone());
+                let (server, console, sending) = (server.clone(), console.clone(), sending.clone());
                 async move {
-                    let response = routes::respond(&server, &console, peer, &request).await;
+                    let response = if request.uri().path() == "/api/backup" {
+                        sending.store(true, Ordering::Relaxed);
+                        backup::respond(&server, peer, &request).await
+                    } else {
+                        backup::whole(routes::respond(&server, &console, peer, &request).await)
+                    };
                     Ok::<_, std::convert::Infallible>(response)
                 }
             });
@@ -93,7 +107,11 @@ pub async fn serve(server: Arc<Server>, listener: TcpListener, cancel: Cancellat
                     // hand finish, so that it is not cut off, then close.
                     tracing::debug!(%peer, "admin connection open too long; closing");
                     connection.as_mut().graceful_shutdown();
-                    tokio::time::timeout(HEADER_TIMEOUT, connection).await.unwrap_or(Ok(()))
+                    let finish = match sending_backup.load(Ordering::Relaxed) {
+                        true => backup::SEND_TIME,
+                        false => HEADER_TIMEOUT,
+                    };
+                    tokio::time::timeout(finish, connection).await.unwrap_or(Ok(()))
                 }
             };
             if let Err(error) = served {

@@ -45,11 +45,14 @@
 //! * [`membership`]: adding and removing members; the member list, with whom the leader hears
 //!   from (`liveness`).
 //! * [`identity`]: which member a data directory belongs to.
+//! * `backup_copy`: the snapshot file a backup sends, taken for it if need be.
+//! * [`seed`]: an empty data directory seeded from a backup (`--restore`).
 //! * `open`: opening a member, step by step ([`open_member`]); `config`: openraft's
 //!   configuration for a member or a one-member group.
 
 pub(crate) mod activity;
 mod answers;
+mod backup_copy;
 pub(crate) mod batch;
 mod config;
 pub(crate) mod contact;
@@ -75,6 +78,7 @@ mod readback;
 pub mod record;
 pub(crate) mod rounds;
 pub(crate) mod route;
+pub(crate) mod seed;
 pub(crate) mod segment;
 pub(crate) mod service;
 mod silence;
@@ -94,6 +98,7 @@ pub(crate) mod writer;
 pub use error::{FileError, OpenError};
 pub use open::{open, open_member};
 pub use proposer::BatchLimits;
+pub use seed::{restore, RestoreError, Restored};
 pub use timing::Timing;
 pub use wal::OnLoss;
 
@@ -189,6 +194,8 @@ pub struct RaftLog {
     /// An ensemble member (not a one-member group), whose state can be behind the group's.
     replicated: bool,
     task: JoinHandle<()>,
+    /// The snapshot file, which backups copy.
+    snapshots: backup_copy::Snapshots,
     /// The peer listener and the leadership duties.
     background: (CancellationToken, TaskTracker),
     /// Held (locked) while the log is open, so a second server cannot share the directory.
@@ -283,6 +290,11 @@ impl Replication for RaftLog {
                 _ => Err(Rejected::Unknown("the leader answered a transfer without naming the new leader".into())),
             }
         })
+    }
+
+    fn snapshot_copy(&self) -> crate::replication::SnapshotCopying {
+        let (raft, route, snapshots) = (self.raft.clone(), self.route.clone(), self.snapshots.clone());
+        Box::pin(async move { backup_copy::take(&raft, &route, &snapshots).await })
     }
 
     fn propose_expiry(&self, cmd: Command) -> Pending {

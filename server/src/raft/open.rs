@@ -60,6 +60,7 @@ pub async fn open_member(
         None => (NODE_ID, identity::SINGLE.to_string()),
     };
     let disk = Disk::open(data_dir, (id, &name), &core, &local, &options, ensemble.as_ref()).await?;
+    let snapshots = super::backup_copy::Snapshots { path: data_dir.join("snapshot"), in_place: disk.sm.in_place() };
     let config = raft_config(&options, &name, ensemble.is_some())?;
     let started = start_raft((id, &name), data_dir, config, disk, ensemble.as_ref()).await?;
     let Started { raft, peers, quorum, trigger, dir_lock, disk_activity } = started;
@@ -106,6 +107,7 @@ pub async fn open_member(
         gone,
         replicated,
         task,
+        snapshots,
         background: (cancel, tasks),
         _dir_lock: dir_lock,
     })

@@ -14,6 +14,7 @@
 use super::error::FileError;
 use super::fsutil::{parent, put_in_place, with_suffix};
 use super::types::{shown, LogId};
+use std::fs::File;
 use std::io::{self, ErrorKind, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -22,6 +23,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncSeek, AsyncWrite, ReadBuf};
 use tokio::sync::watch;
+use ward_proto::Zxid;
 
 /// The prefix of a file being received, after `snapshot`'s own name.
 const RECEIVING: &str = ".receiving-";
@@ -114,16 +116,35 @@ pub struct InPlace(Arc<Covers>);
 
 #[derive(Default)]
 struct Covers {
-    /// Held while a file is put in place: the comparison and the rename go together.
-    putting: Mutex<()>,
+    /// Held while a file is put in place: the comparison and the rename go together. It
+    /// guards the zxid the file's state reached (the snapshot's meta does not say it).
+    putting: Mutex<Zxid>,
     /// How far the file in place covers the log; a purge waiting for it subscribes.
     covers: watch::Sender<Option<LogId>>,
 }
 
+/// The snapshot file in place, opened: what a backup sends ([`InPlace::open`]).
+pub(crate) struct Opened {
+    pub file: File,
+    /// The last zxid of the state the file holds.
+    pub zxid: Zxid,
+}
+
 impl InPlace {
-    /// The file in place covers the log up to `covers`.
-    pub fn new(covers: Option<LogId>) -> InPlace {
-        InPlace(Arc::new(Covers { putting: Mutex::new(()), covers: watch::Sender::new(covers) }))
+    /// The file in place covers the log up to `covers`, and its state reached `zxid`.
+    pub fn new(covers: Option<LogId>, zxid: Zxid) -> InPlace {
+        InPlace(Arc::new(Covers { putting: Mutex::new(zxid), covers: watch::Sender::new(covers) }))
+    }
+
+    /// The file in place at `path`, opened while no other is put there, so that the zxid
+    /// returned is its state's; `None` if there is none yet.
+    pub(crate) fn open(&self, path: &Path) -> Result<Option<Opened>, FileError> {
+        let zxid = self.0.putting.lock().unwrap_or_else(PoisonError::into_inner);
+        match File::open(path) {
+            Ok(file) => Ok(Some(Opened { file, zxid: *zxid })),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(FileError::io(path, "open")(e)),
+        }
     }
 
     /// How far the file in place covers the log.
@@ -143,10 +164,11 @@ impl InPlace {
         reached.unwrap_or_else(|| self.covers())
     }
 
-    /// Puts the durable snapshot file `from`, which covers the log up to `covers`, in place
-    /// as `to`, unless the one there covers more: then `from` is removed. Whether it was put.
-    pub fn put(&self, from: &Path, to: &Path, covers: Option<LogId>) -> Result<bool, FileError> {
-        let _putting = self.0.putting.lock().unwrap_or_else(PoisonError::into_inner);
+    /// Puts the durable snapshot file `from`, which covers the log up to `covers` (its state
+    /// at `zxid`), in place as `to`, unless the one there covers more: then `from` is
+    /// removed. Whether it was put.
+    pub fn put(&self, from: &Path, to: &Path, covers: Option<LogId>, zxid: Zxid) -> Result<bool, FileError> {
+        let mut putting = self.0.putting.lock().unwrap_or_else(PoisonError::into_inner);
         let current = self.covers();
         if current > covers {
             tracing::info!(
@@ -159,6 +181,7 @@ impl InPlace {
         }
         put_in_place(from, to)?;
         self.0.covers.send_replace(covers);
+        *putting = zxid;
         Ok(true)
     }
 }

@@ -148,13 +148,13 @@ fn a_build_ending_after_a_newer_install_does_not_replace_it() {
     let (current, built) = (dir.path().join("snapshot"), dir.path().join("snapshot.tmp"));
     let at = |index| Some(RaftLogId::new(crate::raft::types::LeaderId { term: 1, node_id: 1 }, index));
     std::fs::write(&current, b"installed").expect("write");
-    let in_place = InPlace::new(at(9));
+    let in_place = InPlace::new(at(9), 0);
     std::fs::write(&built, b"built before").expect("write");
-    assert!(!in_place.put(&built, &current, at(5)).expect("put"), "an older snapshot is not put in place");
+    assert!(!in_place.put(&built, &current, at(5), 0).expect("put"), "an older snapshot is not put in place");
     assert!(!built.exists(), "and is removed");
     assert_eq!(std::fs::read(&current).expect("read"), b"installed");
     std::fs::write(&built, b"built after").expect("write");
-    assert!(in_place.put(&built, &current, at(12)).expect("put"), "a newer one is");
+    assert!(in_place.put(&built, &current, at(12), 0).expect("put"), "a newer one is");
     assert_eq!(std::fs::read(&current).expect("read"), b"built after");
 }
 

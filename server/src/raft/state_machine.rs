@@ -70,7 +70,7 @@ impl StateMachineStore {
             let (last, zxid, took) =
                 (super::types::shown(body.meta.last_log_id), body.state.last_zxid(), began.elapsed());
             tracing::info!(%last, zxid, bytes = sm.loaded_bytes, ?took, "snapshot loaded");
-            sm.in_place = InPlace::new(body.meta.last_log_id);
+            sm.in_place = InPlace::new(body.meta.last_log_id, zxid);
             sm.restore(&body.meta, body.state);
         }
         Ok(sm)
@@ -174,7 +174,9 @@ impl RaftSnapshotBuilder<TypeConfig> for Builder {
             let written = write_beside(&path, &magic(SNAPSHOT_VERSION), |w| {
                 postcard::to_io(&BodyRef { meta: &meta, state: &state }, w).map(drop).map_err(std::io::Error::other)
             })
-            .and_then(|bytes| in_place.put(&tmp_path(&path), &path, meta.last_log_id).map(|_| bytes));
+            .and_then(|bytes| {
+                in_place.put(&tmp_path(&path), &path, meta.last_log_id, state.last_zxid()).map(|_| bytes)
+            });
             tell.finished(written.as_ref().ok().copied(), began.elapsed());
             written
         })
@@ -333,7 +335,7 @@ fn install_file(
     }
     // openraft installs only a snapshot newer than what was applied, and a build copies
     // what was applied: none in place covers more.
-    in_place.put(temp.path(), current, announced.last_log_id)?;
+    in_place.put(temp.path(), current, announced.last_log_id, body.state.last_zxid())?;
     temp.keep();
     Ok((body, bytes))
 }

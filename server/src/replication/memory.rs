@@ -69,6 +69,10 @@ impl Replication for MemoryLog {
         Box::pin(std::future::ready(Err(why)))
     }
 
+    fn snapshot_copy(&self) -> super::SnapshotCopying {
+        Box::pin(std::future::ready(Err(super::CopyError::InMemory)))
+    }
+
     fn replicated(&self) -> bool {
         false
     }

@@ -8,11 +8,14 @@
 //!   `Rejected`, `Barrier`).
 //! * [`members`]: membership changes and the futures of membership calls.
 //! * [`memory`]: `MemoryLog`, a single server's log in memory.
+//! * [`copy`]: a snapshot of the state for a backup.
 
+pub(crate) mod copy;
 pub(crate) mod members;
 pub(crate) mod memory;
 pub(crate) mod pending;
 
+pub use copy::{CopyError, SnapshotCopy, SnapshotCopying};
 pub use members::{MemberChange, Members, Transfer};
 pub use memory::MemoryLog;
 pub use pending::{Barrier, Committed, Pending, Rejected};
@@ -69,6 +72,12 @@ pub trait Replication: Send + Sync + 'static {
     /// Hands the leadership to member `to`, or to the voter most up to date; resolves with
     /// the member that leads once it does.
     fn transfer_leader(&self, to: Option<u64>) -> Transfer;
+
+    // --- Backup ---
+
+    /// A snapshot file of a state that has applied every command committed anywhere before
+    /// the call (a snapshot taken for it, if the one in place is older), for `ward backup`.
+    fn snapshot_copy(&self) -> SnapshotCopying;
 
     // --- Figures ---
 

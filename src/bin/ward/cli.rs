@@ -354,11 +354,30 @@ owner only, and no file is replaced without --force.")]
         #[command(subcommand)]
         what: TlsWhat,
     },
+    /// Write a backup of a running member to FILE
+    #[command(long_about = "Write a backup of a running member to FILE: every write committed when it \
+was asked for, taken while writes go on, through the member's admin listener (the admin token \
+is needed: a backup holds every node, whatever its ACL). FILE is written beside, fsynced and \
+checked before it gets its name; an existing FILE is never replaced. Restore with \
+`ward-server --restore FILE --data-dir DIR` (docs/operations.md, \"Backup and restore\").")]
+    Backup(BackupArgs),
     /// Print the shell completion script for SHELL
     #[command(long_about = "Print the shell completion script for SHELL, e.g.
 `ward completions bash > /etc/bash_completion.d/ward` or
 `ward completions zsh > \"${fpath[1]}/_ward\"`.")]
     Completions { shell: clap_complete::Shell },
+}
+
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// Where the backup goes (a new file)
+    pub file: std::path::PathBuf,
+    /// The member's admin listener
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7180")]
+    pub admin: String,
+    /// The admin token (its first line), as given to the member with --admin-token-file
+    #[arg(long, value_name = "FILE")]
+    pub admin_token_file: std::path::PathBuf,
 }
 
 // One target, --ensemble or --servers: a group, so that the error for neither names both.

@@ -49,6 +49,8 @@ pub enum Failure {
     CheckFailed,
     /// `ward tls` could not make or write a certificate.
     Tls(crate::tls::TlsFileError),
+    /// `ward backup` wrote no backup.
+    Backup(crate::backup::BackupError),
 }
 
 impl Failure {
@@ -65,7 +67,8 @@ impl Failure {
             | Failure::Lost(_)
             | Failure::Check(_)
             | Failure::CheckFailed
-            | Failure::Tls(_) => 1,
+            | Failure::Tls(_)
+            | Failure::Backup(_) => 1,
             Failure::Usage(_) => 2,
             Failure::LockLost { .. } => 3,
             Failure::NotGranted { .. } => 4,
@@ -107,6 +110,7 @@ impl fmt::Display for Failure {
             Failure::Check(e) => write!(f, "check: {e}"),
             Failure::CheckFailed => f.write_str("check: FAILED (see the report)"),
             Failure::Tls(e) => write!(f, "tls: {e}"),
+            Failure::Backup(e) => write!(f, "backup: {e}"),
         }
     }
 }
@@ -237,7 +241,7 @@ async fn execute(
         }
         Command::Stats => status::stats(client, out).await?,
         // Handled before connecting.
-        Command::Completions { .. } | Command::Check(_) | Command::Tls { .. } => {}
+        Command::Completions { .. } | Command::Check(_) | Command::Tls { .. } | Command::Backup(_) => {}
     }
     Ok(0)
 }

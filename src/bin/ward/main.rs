@@ -24,6 +24,7 @@
 //! 128+N (signal N to ward).
 
 mod acl;
+mod backup;
 mod check;
 mod cli;
 mod commands;
@@ -60,6 +61,9 @@ fn main() -> ExitCode {
     }
     if let cli::Command::Check(args) = cli.command {
         return exit(check::run(args, output::Out { format: cli.output }));
+    }
+    if let cli::Command::Backup(args) = cli.command {
+        return exit(backup::run(args, output::Out { format: cli.output }));
     }
     if let cli::Command::Tls { what } = cli.command {
         return exit(tls::run(what, output::Out { format: cli.output }));

@@ -58,6 +58,8 @@ pub enum StartError {
     Dev(#[from] crate::dev::DevError),
     #[error(transparent)]
     Server(#[from] ward_server::Error),
+    #[error("--restore: {0}")]
+    Restore(#[from] ward_server::raft::RestoreError),
 }
 
 impl StartError {

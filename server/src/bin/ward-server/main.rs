@@ -61,6 +61,24 @@ fn worker_threads(given: Option<usize>) -> Option<usize> {
     Some(cores.saturating_sub(1).max(1))
 }
 
+/// Seeds `dir` from `backup` as this start's member (`--restore`).
+async fn restore(
+    backup: &std::path::Path,
+    dir: &std::path::Path,
+    ensemble: Option<&EnsembleOptions>,
+    options: &raft::RaftOptions,
+) -> Result<(), StartError> {
+    let single = std::collections::BTreeMap::from([(1, String::new())]);
+    let (me, members) = match ensemble {
+        Some(e) => ((e.id, e.name.as_str(), true), &e.members),
+        None => ((1, "ward", false), &single),
+    };
+    let restored = raft::restore(backup, dir, me, members, options.segment_bytes).await?;
+    let h = restored.header;
+    tracing::info!(from = %h.ensemble, member = h.member, zxid = h.zxid, index = h.index, "restored from a backup");
+    Ok(())
+}
+
 async fn run(args: Args) -> Result<(), StartError> {
     args.config.validate()?;
     if let Some(n) = args.dev_ensemble {
@@ -92,6 +110,9 @@ async fn run(args: Args) -> Result<(), StartError> {
                     })
                 }
             };
+            if let Some(backup) = &args.restore {
+                restore(backup, dir, ensemble.as_ref(), &args.raft).await?;
+            }
             if args.raft.on_loss == raft::OnLoss::Accept {
                 tracing::warn!(
                     dir = %dir.display(),

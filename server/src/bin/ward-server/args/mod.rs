@@ -41,6 +41,8 @@ pub struct Args {
     pub raft: RaftOptions,
     /// `None`: in memory only.
     pub data_dir: Option<PathBuf>,
+    /// A backup to seed the (empty) data directory from before it opens.
+    pub restore: Option<PathBuf>,
     pub config: Config,
     pub ensemble: Option<Ensemble>,
     /// `--dev-ensemble N`: run N local members as child processes.
@@ -180,6 +182,14 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
     if dev_ensemble.is_some() && data_dir.is_none() {
         return combination("--dev-ensemble members are durable: leave out --in-memory");
     }
+    if s.restore.is_some() {
+        if data_dir.is_none() || dev_ensemble.is_some() {
+            return combination("--restore seeds a data directory: leave out --in-memory and --dev-ensemble");
+        }
+        if s.join == Some(true) {
+            return combination("--restore founds an ensemble from a backup: leave out --join (a member added later catches up from the others)");
+        }
+    }
     let (tls, peer_tls) = (tls::server(s)?, tls::peer(s)?);
     if peer_tls.is_some() && ensemble.is_none() && dev_ensemble.is_none() {
         return combination(
@@ -197,6 +207,7 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
         peer_tls,
         raft,
         data_dir,
+        restore: s.restore.clone(),
         config,
         ensemble,
         dev_ensemble,

@@ -93,6 +93,11 @@ pub struct Settings {
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true",
           value_parser = BoolishValueParser::new(), help_heading = "Storage")]
     pub accept_data_loss: Option<bool>,
+    /// Seed the data directory, which must be empty, from a backup FILE (`ward backup`),
+    /// then start. Every member of a new ensemble restores the same file; with --ensemble, an
+    /// --ensemble-name other than the backed-up ensemble's is required
+    #[arg(long, value_name = "FILE", help_heading = "Storage")]
+    pub restore: Option<PathBuf>,
 
     /// Shortest session timeout granted [default: 4000]
     #[arg(long, value_name = "N", help_heading = "Sessions")]
@@ -222,6 +227,7 @@ impl Settings {
             snapshot_log_percent: self.snapshot_log_percent.or(lower.snapshot_log_percent),
             snapshot_every: self.snapshot_every.or(lower.snapshot_every),
             accept_data_loss: self.accept_data_loss.or(lower.accept_data_loss),
+            restore: self.restore.or(lower.restore),
             min_session_timeout_ms: self.min_session_timeout_ms.or(lower.min_session_timeout_ms),
             max_session_timeout_ms: self.max_session_timeout_ms.or(lower.max_session_timeout_ms),
             container_check_interval_ms: self.container_check_interval_ms.or(lower.container_check_interval_ms),
