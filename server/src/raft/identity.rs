@@ -56,6 +56,17 @@ pub(crate) fn check_or_record(dir: &Path, id: NodeId, name: &str, fresh: bool) -
     }
 }
 
+/// The member and ensemble `dir` belongs to, if its `member` file says.
+pub(crate) fn read(dir: &Path) -> Result<Option<(NodeId, String)>, OpenError> {
+    let path = dir.join(FILE);
+    let Some((_, bytes)) = super::fsutil::read_versioned(&path, KIND, VERSION)? else { return Ok(None) };
+    let text = String::from_utf8_lossy(&bytes);
+    match parse(&text) {
+        Some((id, name)) => Ok(Some((id, name.to_string()))),
+        None => Err(FileError::Damaged { path, offset: 0, reason: format!("unreadable: {text:?}") }.into()),
+    }
+}
+
 fn parse(text: &str) -> Option<(NodeId, &str)> {
     let mut lines = text.lines();
     let id = lines.next()?.strip_prefix("id=")?.parse().ok()?;

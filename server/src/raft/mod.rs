@@ -46,7 +46,8 @@
 //!   from (`liveness`).
 //! * [`identity`]: which member a data directory belongs to.
 //! * `backup_copy`: the snapshot file a backup sends, taken for it if need be.
-//! * [`seed`]: an empty data directory seeded from a backup (`--restore`).
+//! * [`seed`]: an empty data directory seeded from a backup (`--restore`); `force`: a
+//!   surviving member made the one member of a new ensemble (`--force-new-ensemble`).
 //! * `open`: opening a member, step by step ([`open_member`]); `config`: openraft's
 //!   configuration for a member or a one-member group.
 
@@ -60,6 +61,7 @@ mod continuity;
 mod defer;
 pub(crate) mod error;
 pub(crate) mod extent;
+mod force;
 mod forwards;
 pub(crate) mod fsutil;
 mod gone_leader;
@@ -96,6 +98,7 @@ pub mod wal;
 pub(crate) mod writer;
 
 pub use error::{FileError, OpenError};
+pub use force::{force_new_ensemble, Forced};
 pub use open::{open, open_member};
 pub use proposer::BatchLimits;
 pub use seed::{restore, RestoreError, Restored};

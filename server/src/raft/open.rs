@@ -183,7 +183,7 @@ fn sync_created_dirs(data_dir: &Path) -> Result<(), OpenError> {
 }
 
 /// Takes the data directory's `LOCK` file; the OS drops the lock if the process dies.
-fn lock_dir(data_dir: &Path) -> Result<std::fs::File, OpenError> {
+pub(super) fn lock_dir(data_dir: &Path) -> Result<std::fs::File, OpenError> {
     let path = data_dir.join("LOCK");
     let io = |source| FileError::Io { path: path.clone(), op: "lock", source };
     let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io)?;

@@ -39,10 +39,15 @@ pub enum RestoreError {
     )]
     NotEmpty(PathBuf),
     #[error(
-        "the backup was taken from ensemble {0:?}: give the restored ensemble another name with \
+        "the data comes from ensemble {0:?}: give the new ensemble another name with \
          --ensemble-name, so that members of the old one cannot join it by mistake"
     )]
     SameName(String),
+    #[error(
+        "{} already belongs to ensemble {name:?} (forced before?): start it without --force-new-ensemble",
+        dir.display()
+    )]
+    AlreadyIn { dir: PathBuf, name: String },
     #[error("the founding members {0:?} do not form a membership")]
     Membership(String),
     #[error(transparent)]
@@ -92,22 +97,10 @@ pub async fn restore(
     let restoring = data_dir.join("snapshot.restoring");
     let body = copy_out(&mut file, offset, header.snapshot_bytes, &restoring)?;
     std::fs::remove_file(&restoring).map_err(io(&restoring, "remove"))?;
-    let meta = super::types::SnapshotMeta {
-        last_log_id: body.meta.last_log_id,
-        last_membership: StoredMembership::new(body.meta.last_log_id, membership),
-    };
-    let snapshot = data_dir.join("snapshot");
-    fsutil::write_streamed(&snapshot, &magic(SNAPSHOT_VERSION), |w| {
-        postcard::to_io(&BodyRef { meta: &meta, state: &body.state }, w).map(drop).map_err(std::io::Error::other)
-    })
-    .map_err(OpenError::from)?;
+    let last_membership = StoredMembership::new(body.meta.last_log_id, membership);
+    let meta = super::types::SnapshotMeta { last_log_id: body.meta.last_log_id, last_membership };
+    plant(data_dir, &meta, &body.state, (id, name), segment_bytes).await?;
     drop(body);
-    if let Some(last) = meta.last_log_id {
-        let mut store = LogStore::open(data_dir, segment_bytes)?;
-        store.purge(last).await.map_err(|e| OpenError::raft("starting the log at the snapshot")(Box::new(e)))?;
-    }
-    identity::check_or_record(data_dir, id, name, true)?;
-    fsutil::sync_dir(data_dir).map_err(OpenError::from)?;
     tracing::info!(
         backup = %backup.display(),
         from = %header.ensemble,
@@ -118,8 +111,36 @@ pub async fn restore(
     Ok(Restored { header })
 }
 
+/// Makes the empty `data_dir` member `id` of ensemble `name`, holding `state` as the
+/// snapshot `meta` describes: the snapshot file, a log purged up to it, then the `member`
+/// file (a member's directory without it is refused at start, so a seeding cut short is
+/// not taken for a whole one; a single server's holds the whole snapshot by then).
+pub(super) async fn plant(
+    data_dir: &Path,
+    meta: &super::types::SnapshotMeta,
+    state: &crate::state::StateMachine,
+    (id, name): (NodeId, &str),
+    segment_bytes: u64,
+) -> Result<(), OpenError> {
+    let snapshot = data_dir.join("snapshot");
+    fsutil::write_streamed(&snapshot, &magic(SNAPSHOT_VERSION), |w| {
+        postcard::to_io(&BodyRef { meta, state }, w).map(drop).map_err(std::io::Error::other)
+    })?;
+    if let Some(last) = meta.last_log_id {
+        let mut store = LogStore::open(data_dir, segment_bytes)?;
+        let failed = |during| move |e| OpenError::raft(during)(Box::new(e));
+        store.purge(last).await.map_err(failed("starting the log at the snapshot"))?;
+        // Raft refuses to lead below the term of the last entry: this member's own vote
+        // starts a term above it, and its first election the one after.
+        let vote = super::types::Vote::new(last.leader_id.term + 1, id);
+        store.save_vote(&vote).await.map_err(failed("saving the first vote"))?;
+    }
+    identity::check_or_record(data_dir, id, name, true)?;
+    Ok(fsutil::sync_dir(data_dir)?)
+}
+
 /// The founding members as a membership of voters.
-fn founding(members: &BTreeMap<NodeId, String>) -> Result<Membership<NodeId, BasicNode>, RestoreError> {
+pub(super) fn founding(members: &BTreeMap<NodeId, String>) -> Result<Membership<NodeId, BasicNode>, RestoreError> {
     let voters: BTreeSet<NodeId> = members.keys().copied().collect();
     let nodes: BTreeMap<NodeId, BasicNode> = members.iter().map(|(id, addr)| (*id, BasicNode::new(addr))).collect();
     Membership::new(vec![voters], nodes).map_err(|e| RestoreError::Membership(e.to_string()))

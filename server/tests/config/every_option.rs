@@ -116,15 +116,17 @@ async fn environment_variables_set_every_option() {
 
 /// [`FILE`] and [`ENV`] set every option `--help` lists, but those with tests of their own
 /// (the TLS options need certificates: `server/tests/tls/startup.rs` sets them from a file
-/// and from the environment; `--restore` needs a backup, and the backup tests of the
-/// integration suite restore one).
+/// and from the environment; `--restore` needs a backup and `--force-new-ensemble` an
+/// ensemble's directory: the integration suite's backup and recovery tests give them).
 #[test]
 fn the_tests_cover_every_option() {
     let out = super::run_to_exit(Path::new("."), &["--help"], &[]);
     let help = String::from_utf8_lossy(&out.stdout);
     let tls = ["tls-cert", "tls-key", "tls-client-ca", "tls-client-auth", "zk-tls-listen"];
     let peer_tls = ["peer-tls-cert", "peer-tls-key", "peer-tls-ca"];
-    let own_tests = [&["config", "help", "version", "dev-ensemble", "join", "restore"][..], &tls, &peer_tls].concat();
+    let own_tests =
+        [&["config", "help", "version", "dev-ensemble", "join", "restore", "force-new-ensemble"][..], &tls, &peer_tls]
+            .concat();
     // The lines that introduce an option: "      --zk-listen <ADDR|off>".
     let keys = help.lines().filter_map(|l| l.trim_start().strip_prefix("--"));
     let keys = keys.filter_map(|l| l.split(|c: char| !(c.is_ascii_lowercase() || c == '-')).next());

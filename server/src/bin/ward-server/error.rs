@@ -58,7 +58,7 @@ pub enum StartError {
     Dev(#[from] crate::dev::DevError),
     #[error(transparent)]
     Server(#[from] ward_server::Error),
-    #[error("--restore: {0}")]
+    #[error("--restore or --force-new-ensemble: {0}")]
     Restore(#[from] ward_server::raft::RestoreError),
 }
 

@@ -113,6 +113,19 @@ async fn run(args: Args) -> Result<(), StartError> {
             if let Some(backup) = &args.restore {
                 restore(backup, dir, ensemble.as_ref(), &args.raft).await?;
             }
+            if let Some(e) = ensemble.as_ref().filter(|_| args.force_new_ensemble) {
+                let addr = e.members.get(&e.id).map_or("", String::as_str);
+                let me = (e.id, e.name.as_str(), addr);
+                let forced = raft::force_new_ensemble(dir, me, args.raft.segment_bytes, args.raft.on_loss).await?;
+                tracing::warn!(
+                    from = %forced.from,
+                    index = forced.index,
+                    zxid = forced.zxid,
+                    replayed = forced.replayed,
+                    kept_at = %forced.kept_at.display(),
+                    "--force-new-ensemble: this member alone is the ensemble now; add members back with `ward members add`, and remove the directory kept aside once satisfied"
+                );
+            }
             if args.raft.on_loss == raft::OnLoss::Accept {
                 tracing::warn!(
                     dir = %dir.display(),

@@ -43,6 +43,8 @@ pub struct Args {
     pub data_dir: Option<PathBuf>,
     /// A backup to seed the (empty) data directory from before it opens.
     pub restore: Option<PathBuf>,
+    /// Make the data directory's member the one member of a new ensemble before it opens.
+    pub force_new_ensemble: bool,
     pub config: Config,
     pub ensemble: Option<Ensemble>,
     /// `--dev-ensemble N`: run N local members as child processes.
@@ -190,6 +192,15 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
             return combination("--restore founds an ensemble from a backup: leave out --join (a member added later catches up from the others)");
         }
     }
+    let force_new_ensemble = s.force_new_ensemble == Some(true);
+    if force_new_ensemble {
+        let alone = ensemble.as_ref().is_some_and(|e| e.members.len() == 1 && e.members.contains_key(&e.id));
+        if !alone || s.restore.is_some() || s.ensemble_name.is_none() {
+            return combination(
+                "--force-new-ensemble needs --id N, --ensemble N=ADDR naming only this member, and a new --ensemble-name (not with --restore)",
+            );
+        }
+    }
     let (tls, peer_tls) = (tls::server(s)?, tls::peer(s)?);
     if peer_tls.is_some() && ensemble.is_none() && dev_ensemble.is_none() {
         return combination(
@@ -208,6 +219,7 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
         raft,
         data_dir,
         restore: s.restore.clone(),
+        force_new_ensemble,
         config,
         ensemble,
         dev_ensemble,

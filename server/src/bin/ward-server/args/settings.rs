@@ -98,6 +98,13 @@ pub struct Settings {
     /// --ensemble-name other than the backed-up ensemble's is required
     #[arg(long, value_name = "FILE", help_heading = "Storage")]
     pub restore: Option<PathBuf>,
+    /// Disaster recovery: make this member, whose ensemble lost its majority for good, the
+    /// one member of a new ensemble, keeping every write its log holds. Needs --id, an
+    /// --ensemble naming only this member and a new --ensemble-name; the directory as it was
+    /// is kept beside it. For one start (docs/operations.md, "Losing the majority")
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          value_parser = BoolishValueParser::new(), help_heading = "Storage")]
+    pub force_new_ensemble: Option<bool>,
 
     /// Shortest session timeout granted [default: 4000]
     #[arg(long, value_name = "N", help_heading = "Sessions")]
@@ -228,6 +235,7 @@ impl Settings {
             snapshot_every: self.snapshot_every.or(lower.snapshot_every),
             accept_data_loss: self.accept_data_loss.or(lower.accept_data_loss),
             restore: self.restore.or(lower.restore),
+            force_new_ensemble: self.force_new_ensemble.or(lower.force_new_ensemble),
             min_session_timeout_ms: self.min_session_timeout_ms.or(lower.min_session_timeout_ms),
             max_session_timeout_ms: self.max_session_timeout_ms.or(lower.max_session_timeout_ms),
             container_check_interval_ms: self.container_check_interval_ms.or(lower.container_check_interval_ms),
@@ -286,7 +294,7 @@ mod tests {
     fn every_flag_is_a_toml_key() {
         for key in keys() {
             let value = match key.as_str() {
-                "in-memory" | "join" | "accept-data-loss" => toml::Value::Boolean(false),
+                "in-memory" | "join" | "accept-data-loss" | "force-new-ensemble" => toml::Value::Boolean(false),
                 "segment-mb"
                 | "snapshot-every"
                 | "snapshot-log-percent"
