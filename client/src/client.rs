@@ -286,6 +286,15 @@ impl Client {
         }
     }
 
+    /// Adds member `id`, reachable by its peers at `peer_addr`, as an observer: it receives
+    /// the log and serves clients but never votes. Returns once it has caught up.
+    pub async fn add_observer(&self, id: u64, peer_addr: &str) -> Result<()> {
+        match self.call(Request::AddObserver { id, addr: peer_addr.to_string() }, None).await? {
+            Response::MembersChanged => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
     /// Removes member `id` from the ensemble (the leader too: another is elected).
     pub async fn remove_member(&self, id: u64) -> Result<()> {
         match self.call(Request::RemoveMember { id }, None).await? {

@@ -260,6 +260,14 @@ pub enum Request {
     /// and a transfer of its leadership in progress. Answered with
     /// [`Response::MemberList`](crate::Response::MemberList).
     MemberList,
+    /// Adds member `id`, reachable by its peers at `addr`, as an observer (ZooKeeper's word):
+    /// it receives the log and serves clients (reads, watches, sessions, lock waits; writes
+    /// go to the leader) but never votes, so it counts toward no quorum. Answered once it has
+    /// caught up with the leader's log.
+    AddObserver {
+        id: u64,
+        addr: String,
+    },
 }
 
 impl Request {

@@ -151,7 +151,8 @@ pub enum Contact {
 pub enum MemberRole {
     Leader,
     Follower,
-    /// Receives the log but does not vote (a member being added).
+    /// Receives the log and serves clients but does not vote: an observer, or a member
+    /// being added until it has caught up.
     Learner,
 }
 

@@ -101,6 +101,7 @@ impl Reader<'_> {
             Request::Members
             | Request::MemberList
             | Request::AddMember { .. }
+            | Request::AddObserver { .. }
             | Request::RemoveMember { .. }
             | Request::TransferLeader { .. } => Err(ErrorCode::BadArguments),
             _ => Err(ErrorCode::BadArguments),

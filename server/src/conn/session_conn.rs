@@ -185,6 +185,12 @@ impl SessionConn {
                     log.change_members(change).await.map(|()| Response::MembersChanged).map_err(|r| self.refused(r)),
                 );
             }
+            Request::AddObserver { id, addr } => {
+                let change = MemberChange::AddObserver { id: *id, addr: addr.clone() };
+                return Some(
+                    log.change_members(change).await.map(|()| Response::MembersChanged).map_err(|r| self.refused(r)),
+                );
+            }
             Request::RemoveMember { id } => {
                 let change = MemberChange::Remove { id: *id };
                 return Some(

@@ -140,7 +140,10 @@ impl Op {
             Request::AddAuth { .. } => Op::Auth,
             Request::Stats => Op::Stats,
             Request::Members | Request::MemberList => Op::Members,
-            Request::AddMember { .. } | Request::RemoveMember { .. } | Request::TransferLeader { .. } => Op::Reconfig,
+            Request::AddMember { .. }
+            | Request::AddObserver { .. }
+            | Request::RemoveMember { .. }
+            | Request::TransferLeader { .. } => Op::Reconfig,
             // A resent write is the same operation, asked again.
             Request::Resend(inner) => Op::of(inner),
         }

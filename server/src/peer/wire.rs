@@ -164,6 +164,9 @@ pub(crate) enum AdminRequest {
     Members,
     /// Hands the leadership to `to`, or to the voter most up to date.
     TransferLeader { to: Option<NodeId> },
+    /// Adds `id` at peer address `addr` as a learner that stays one (an observer); returns
+    /// once it has caught up. Last: a member of a release without it refuses it undecoded.
+    AddObserver { id: NodeId, addr: String },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

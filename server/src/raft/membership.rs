@@ -1,6 +1,6 @@
 //! Membership, run by the leader: the member list, and changes to it. A new member joins as
 //! a learner, is caught up (from a snapshot if the log it needs is gone) and only then
-//! becomes a voter, so a slow newcomer never counts toward a quorum it cannot serve; a
+//! becomes a voter (an observer stays a learner), so a slow newcomer never counts toward a quorum it cannot serve; a
 //! removed member (the leader included) leaves the voters and the group.
 
 use super::transfer::HandingOver;
@@ -47,6 +47,10 @@ pub(crate) async fn run(
             // `blocking`: returns once the learner has caught up with the leader's log.
             raft.add_learner(id, BasicNode::new(addr), true).await.map_err(refusal)?;
             raft.change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([id])), false).await.map_err(refusal)?;
+        }
+        AdminRequest::AddObserver { id, addr } => {
+            // A learner that is never promoted: it counts toward no quorum.
+            raft.add_learner(id, BasicNode::new(addr), true).await.map_err(refusal)?;
         }
         AdminRequest::RemoveMember { id } => {
             raft.change_membership(ChangeMembers::RemoveVoters(BTreeSet::from([id])), false).await.map_err(refusal)?;

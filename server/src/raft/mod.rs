@@ -280,6 +280,7 @@ impl Replication for RaftLog {
         let (route, reports) = (self.route.clone(), self.reports.clone());
         let request = match change {
             MemberChange::Add { id, addr } => AdminRequest::AddMember { id, addr },
+            MemberChange::AddObserver { id, addr } => AdminRequest::AddObserver { id, addr },
             MemberChange::Remove { id } => AdminRequest::RemoveMember { id },
         };
         Box::pin(async move { route.admin(request, &reports).await.map(|_| ()) })

@@ -13,6 +13,11 @@ pub enum MemberChange {
         id: u64,
         addr: String,
     },
+    /// Member `id` joins as an observer: a learner for good, which never votes.
+    AddObserver {
+        id: u64,
+        addr: String,
+    },
     Remove {
         id: u64,
     },

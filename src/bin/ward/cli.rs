@@ -585,11 +585,16 @@ pub enum AclAction {
 
 #[derive(Debug, Subcommand)]
 pub enum MembersChange {
-    /// Add a member: it joins as a learner, catches up, then votes
+    /// Add a member: it joins as a learner, catches up, then votes (with --observer: it
+    /// stays a learner that serves clients and never votes)
     Add {
         /// The member's id and peer address
         #[arg(value_name = "ID=PEER_ADDR", value_parser = member_spec)]
         member: (u64, String),
+        /// Add it as an observer: it serves reads, watches, sessions and lock waits and
+        /// forwards writes, but never votes, so its loss changes no quorum
+        #[arg(long)]
+        observer: bool,
     },
     /// Remove a member (the leader too: another is elected)
     Remove { id: u64 },
@@ -744,7 +749,10 @@ mod tests {
         assert!(matches!(cli.command, Command::Elect { observe: true, .. }));
         assert_eq!(cli.output, Format::Json);
         let cli = parse(&["members", "add", "4=h:7191"]).expect("parses");
-        assert!(matches!(cli.command, Command::Members { change: Some(MembersChange::Add { member: (4, _) }) }));
+        assert!(matches!(
+            cli.command,
+            Command::Members { change: Some(MembersChange::Add { member: (4, _), observer: false }) }
+        ));
     }
 
     #[test]

@@ -226,8 +226,11 @@ async fn execute(
         Command::Acl { action } => acl::run(client, action, out).await?,
         Command::Holders { path } => holders::show(client, &path, out).await?,
         Command::Members { change: None } => status::members(client, out).await?,
-        Command::Members { change: Some(MembersChange::Add { member: (id, addr) }) } => {
+        Command::Members { change: Some(MembersChange::Add { member: (id, addr), observer: false }) } => {
             client.add_member(id, &addr).await.map_err(ward(format!("members add {id}={addr}")))?;
+        }
+        Command::Members { change: Some(MembersChange::Add { member: (id, addr), observer: true }) } => {
+            client.add_observer(id, &addr).await.map_err(ward(format!("members add --observer {id}={addr}")))?;
         }
         Command::Members { change: Some(MembersChange::Remove { id }) } => {
             client.remove_member(id).await.map_err(ward(format!("members remove {id}")))?;
