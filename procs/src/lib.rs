@@ -25,6 +25,8 @@
 //! - [`locate`]: where the test's build lives, and the `ward-server` binary (and the
 //!   client's examples) in it.
 //! - [`port`]: ports a server keeps over its restarts, outside the kernel's ephemeral range.
+//! - [`previous`]: the previous release's `ward-server`, built once from its commit, for the
+//!   tests that upgrade an ensemble member by member.
 //! - [`proxy`]: [`Proxy`], a TCP proxy between clients and a server that cuts, blocks,
 //!   mutes and partitions its links.
 //! - [`wait`]: bounded waiting ([`within`], [`wait_for`], [`wait_until`], [`DEADLINE`]).
@@ -37,6 +39,7 @@ pub mod http;
 pub mod locate;
 pub mod member;
 pub mod port;
+pub mod previous;
 pub mod proxy;
 pub mod rng;
 pub mod server;

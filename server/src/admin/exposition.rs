@@ -95,6 +95,16 @@ fn register_raft(registry: &mut Registry, server: &Server) {
         "Elections this member started at once because its leader's peer port refused connections",
         prometheus_client::metrics::counter::ConstCounter::new(raft.fast_elections),
     );
+    registry.register(
+        "ensemble_level",
+        "The ensemble's release level as this member knows it: the lowest of its members' (only the leader hears every member's)",
+        gauge(u64::from(raft.ensemble_level)),
+    );
+    let levels = Family::<Labels, Gauge>::default();
+    for (member, level) in raft.member_levels.iter().filter_map(|(m, l)| Some((m, (*l)?))) {
+        levels.get_or_create(&vec![("member", member.to_string())]).set(i64::from(level));
+    }
+    registry.register("member_level", "Each member's release level, as this member heard it", levels);
     let lag = Family::<Labels, Gauge>::default();
     for (member, entries) in &raft.lag {
         lag.get_or_create(&vec![("member", member.to_string())]).set(i64::try_from(*entries).unwrap_or(i64::MAX));

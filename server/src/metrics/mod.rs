@@ -145,6 +145,11 @@ pub struct RaftFigures {
     pub fast_elections: u64,
     /// On the leader: the other members it hears from.
     pub heard: Option<HeardFrom>,
+    /// The ensemble's release level as this member knows it: the lowest of its members'
+    /// (`crate::peer::level`); only the leader hears from every member.
+    pub(crate) ensemble_level: u32,
+    /// Each member's release level, `None` where this member has not heard it.
+    pub(crate) member_levels: Vec<(u64, Option<u32>)>,
 }
 
 /// How many other members a leader has heard from within its lease, as `mntr` counts

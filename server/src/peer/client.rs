@@ -6,6 +6,7 @@
 //! or a reply not received in time after sending ([`PeerError::Lost`]) leaves it unknown.
 //! Forwarded writes depend on that difference.
 
+use super::level::{AnswerIn, HelloOut, LEVEL};
 use super::wire::PEER_VERSION;
 use super::wire::{Channel, Envelope, HelloAnswer, PeerHello, PeerRequest, PeerResponse, MAX_PEER_FRAME, PEER_MAGIC};
 use crate::raft::types::NodeId;
@@ -45,6 +46,8 @@ pub(crate) struct Identity {
     pub me: NodeId,
     /// `None`: plain TCP.
     pub tls: Option<Arc<PeerTls>>,
+    /// The release level each member said in its hello or its answer to ours.
+    pub levels: super::level::Levels,
 }
 
 type Waiters = Arc<Mutex<HashMap<u64, oneshot::Sender<PeerResponse>>>>;
@@ -140,8 +143,8 @@ impl PeerClient {
                 crate::tls::stream::tls(stream)
             }
         };
-        let mut hello_out = FramedWrite::new(w, FrameCodec::<HelloAnswer, PeerHello>::new(MAX_PEER_FRAME));
-        let mut hello_in = FramedRead::new(r, FrameCodec::<HelloAnswer, PeerHello>::new(4096));
+        let mut hello_out = FramedWrite::new(w, FrameCodec::<AnswerIn, HelloOut>::new(MAX_PEER_FRAME));
+        let mut hello_in = FramedRead::new(r, FrameCodec::<AnswerIn, HelloOut>::new(4096));
         let hello = PeerHello {
             magic: PEER_MAGIC,
             version: PEER_VERSION,
@@ -150,10 +153,10 @@ impl PeerClient {
             to: self.target,
             channel: self.channel,
         };
-        hello_out.send(hello).await.map_err(|e| format!("hello to {addr}: {e}"))?;
+        hello_out.send(HelloOut(hello, LEVEL)).await.map_err(|e| format!("hello to {addr}: {e}"))?;
         match hello_in.next().await {
-            Some(Ok(HelloAnswer::Accepted)) => {}
-            Some(Ok(HelloAnswer::Refused(why))) => {
+            Some(Ok(AnswerIn(HelloAnswer::Accepted, level))) => self.identity.levels.record(self.target, level),
+            Some(Ok(AnswerIn(HelloAnswer::Refused(why), _))) => {
                 // A member of another release says "peer protocol N here, M there".
                 let theirs = why.strip_prefix("peer protocol ").and_then(|r| r.split(' ').next()?.parse().ok());
                 if let Some(theirs) = theirs.filter(|v| *v != PEER_VERSION) {

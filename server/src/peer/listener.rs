@@ -2,6 +2,7 @@
 //! request it carries through the [`PeerService`], concurrently, replying as each finishes.
 
 use super::client::Identity;
+use super::level::{AnswerOut, HelloIn, LEVEL};
 use super::wire::PEER_VERSION;
 use super::wire::{Envelope, HelloAnswer, PeerHello, PeerRequest, PeerResponse, MAX_PEER_FRAME, PEER_MAGIC};
 use crate::raft::types::NodeId;
@@ -76,10 +77,10 @@ async fn connection<S: PeerService>(
             }
         }
     };
-    let mut hello_in = FramedRead::new(r, FrameCodec::<PeerHello, HelloAnswer>::new(4096));
-    let mut hello_out = FramedWrite::new(w, FrameCodec::<PeerHello, HelloAnswer>::new(4096));
-    let hello = match tokio::time::timeout_at(deadline, hello_in.next()).await {
-        Ok(Some(Ok(hello))) => hello,
+    let mut hello_in = FramedRead::new(r, FrameCodec::<HelloIn, AnswerOut>::new(4096));
+    let mut hello_out = FramedWrite::new(w, FrameCodec::<HelloIn, AnswerOut>::new(4096));
+    let (hello, level) = match tokio::time::timeout_at(deadline, hello_in.next()).await {
+        Ok(Some(Ok(HelloIn(hello, level)))) => (hello, level),
         Ok(Some(Err(error))) => return tracing::info!(%peer, %error, "peer connection: bad hello"),
         Ok(None) => return,
         Err(_) => return tracing::info!(%peer, "peer connection: no hello in time"),
@@ -89,10 +90,11 @@ async fn connection<S: PeerService>(
             true => tracing::warn!(%peer, from = hello.from, reason = %why, "peer connection refused"),
             false => tracing::error!(%peer, from = hello.from, reason = %why, "peer connection refused"),
         }
-        let _ = hello_out.send(HelloAnswer::Refused(why)).await;
+        let _ = hello_out.send(AnswerOut(HelloAnswer::Refused(why), LEVEL)).await;
         return;
     }
-    if hello_out.send(HelloAnswer::Accepted).await.is_err() {
+    identity.levels.record(hello.from, level);
+    if hello_out.send(AnswerOut(HelloAnswer::Accepted, LEVEL)).await.is_err() {
         return;
     }
     let from = hello.from;

@@ -12,8 +12,10 @@
 //! * [`client`]: calls to one member on one channel, over a lazily opened connection.
 //! * [`listener`]: accepts members' connections, checks their hello, serves their requests.
 //! * [`pool`]: every member's clients, by id, with their current addresses.
+//! * [`level`]: release levels, said after the hello and its answer; the ensemble's level.
 
 pub(crate) mod client;
+pub(crate) mod level;
 pub(crate) mod listener;
 pub(crate) mod pool;
 pub(crate) mod wire;

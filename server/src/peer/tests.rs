@@ -126,7 +126,7 @@ fn every_response_round_trips() {
 
 #[test]
 fn the_hello_is_checked() {
-    let me = Identity { ensemble: "prod".into(), me: 2, tls: None };
+    let me = Identity { ensemble: "prod".into(), me: 2, tls: None, levels: Default::default() };
     let hello = PeerHello {
         magic: PEER_MAGIC,
         version: PEER_VERSION,
@@ -169,8 +169,13 @@ async fn listening(identity: Identity) -> (String, CancellationToken) {
 
 #[tokio::test]
 async fn calls_multiplex_and_strangers_are_refused() {
-    let (addr, cancel) = listening(Identity { ensemble: "prod".into(), me: 2, tls: None }).await;
-    let client = Arc::new(PeerClient::new(Identity { ensemble: "prod".into(), me: 1, tls: None }, 2, Channel::Client));
+    let (addr, cancel) =
+        listening(Identity { ensemble: "prod".into(), me: 2, tls: None, levels: Default::default() }).await;
+    let client = Arc::new(PeerClient::new(
+        Identity { ensemble: "prod".into(), me: 1, tls: None, levels: Default::default() },
+        2,
+        Channel::Client,
+    ));
     let long = Duration::from_secs(30);
     // Many calls at once on one connection, each answered with its own reply.
     let calls = (0..50u64).map(|i| {
@@ -190,10 +195,18 @@ async fn calls_multiplex_and_strangers_are_refused() {
     let silent = client.call(&addr, PeerRequest::ReadIndex, Duration::from_millis(200)).await;
     assert!(matches!(silent, Err(PeerError::Lost(2, _))), "{silent:?}");
     // A caller that thinks it reaches member 3, or another ensemble, never gets through.
-    let wrong_member = PeerClient::new(Identity { ensemble: "prod".into(), me: 1, tls: None }, 3, Channel::Raft);
+    let wrong_member = PeerClient::new(
+        Identity { ensemble: "prod".into(), me: 1, tls: None, levels: Default::default() },
+        3,
+        Channel::Raft,
+    );
     let r = wrong_member.call(&addr, PeerRequest::Touch { sessions: vec![], applied: None }, long).await;
     assert!(matches!(r, Err(PeerError::Unreachable(3, _))), "{r:?}");
-    let stranger = PeerClient::new(Identity { ensemble: "test".into(), me: 1, tls: None }, 2, Channel::Raft);
+    let stranger = PeerClient::new(
+        Identity { ensemble: "test".into(), me: 1, tls: None, levels: Default::default() },
+        2,
+        Channel::Raft,
+    );
     let r = stranger.call(&addr, PeerRequest::Touch { sessions: vec![], applied: None }, long).await;
     assert!(matches!(r, Err(PeerError::Unreachable(2, _))), "{r:?}");
     // Nobody listening: not sent.

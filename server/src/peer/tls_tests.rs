@@ -26,7 +26,7 @@ impl PeerService for Echo {
 }
 
 fn identity(me: u64, tls: Option<Arc<PeerTls>>) -> Identity {
-    Identity { ensemble: "prod".into(), me, tls }
+    Identity { ensemble: "prod".into(), me, tls, levels: Default::default() }
 }
 
 fn peer_tls(files: &CertFiles, ca: &TestCa) -> Option<Arc<PeerTls>> {

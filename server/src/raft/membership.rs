@@ -5,6 +5,7 @@
 
 use super::transfer::HandingOver;
 use super::types::{NodeId, Raft, TypeConfig};
+use crate::peer::level::{self, Levels};
 use crate::peer::{AdminReply, AdminRequest, ForwardError};
 use openraft::async_runtime::WatchReceiver;
 use openraft::error::{ClientWriteError, RaftError};
@@ -39,7 +40,7 @@ impl AppliedReports {
 pub(crate) async fn run(
     raft: &Raft,
     reports: &AppliedReports,
-    handing: &HandingOver,
+    (handing, levels): (&HandingOver, &Levels),
     request: AdminRequest,
 ) -> Result<AdminReply, ForwardError> {
     match request {
@@ -49,6 +50,11 @@ pub(crate) async fn run(
             raft.change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([id])), false).await.map_err(refusal)?;
         }
         AdminRequest::AddObserver { id, addr } => {
+            let m = raft.metrics().borrow_watched().clone();
+            let members = m.membership_config.membership().nodes().map(|(id, _)| *id).collect::<Vec<_>>();
+            if let Some(why) = levels.of(m.id, members).short_of(level::OBSERVERS) {
+                return Err(ForwardError::Refused(format!("adding an observer {why}")));
+            }
             // A learner that is never promoted: it counts toward no quorum.
             raft.add_learner(id, BasicNode::new(addr), true).await.map_err(refusal)?;
         }

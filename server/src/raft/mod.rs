@@ -235,6 +235,8 @@ impl Replication for RaftLog {
         let metrics = self.raft.metrics().borrow_watched().clone();
         let last = metrics.last_log_index.unwrap_or(0);
         let lag = metrics.replication.iter().flatten().filter(|(id, _)| **id != metrics.id);
+        let ids = metrics.membership_config.membership().nodes().map(|(id, _)| *id);
+        let levels = self.route.peers.identity().levels.of(metrics.id, ids);
         Some(crate::metrics::RaftFigures {
             id: metrics.id,
             leader: metrics.current_leader,
@@ -256,6 +258,8 @@ impl Replication for RaftLog {
                     liveness::heard(&contacts, |id| voters.contains(&id))
                 },
             ),
+            ensemble_level: levels.level,
+            member_levels: levels.each.into_iter().collect(),
         })
     }
 

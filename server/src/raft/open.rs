@@ -215,7 +215,10 @@ async fn start_raft(
 ) -> Result<Started, OpenError> {
     let routes = ensemble.map(|e| e.routes.clone()).unwrap_or_default();
     let peer_tls = ensemble.and_then(|e| e.peer_tls.clone());
-    let peers = Arc::new(Peers::new(Identity { ensemble: name.into(), me: id, tls: peer_tls }, routes));
+    let peers = Arc::new(Peers::new(
+        Identity { ensemble: name.into(), me: id, tls: peer_tls, levels: Default::default() },
+        routes,
+    ));
     let quorum = Arc::new(quorum::QuorumClock::default());
     let network = PeerNetworkFactory { peers: peers.clone(), quorum: quorum.clone() };
     let Disk { dir_lock, sm, store, fresh, trigger } = disk;

@@ -200,7 +200,8 @@ impl Route {
         loop {
             let (leader, addr) = self.leader(deadline).await?;
             let answer = if leader == self.me {
-                membership::run(&self.raft, reports, &self.handing, request.clone()).await
+                membership::run(&self.raft, reports, (&self.handing, &self.peers.identity().levels), request.clone())
+                    .await
             } else {
                 let call = PeerRequest::Admin(request.clone());
                 // Listing members is quick; a membership change waits for a learner to catch up.

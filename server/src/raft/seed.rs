@@ -44,7 +44,8 @@ pub enum RestoreError {
     )]
     SameName(String),
     #[error(
-        "{} already belongs to ensemble {name:?} (forced before?): start it without --force-new-ensemble",
+        "{} already belongs to ensemble {name:?}: --force-new-ensemble needs a new --ensemble-name (if this \
+         directory was forced already, start it without --force-new-ensemble)",
         dir.display()
     )]
     AlreadyIn { dir: PathBuf, name: String },

@@ -91,9 +91,9 @@ impl PeerService for Member {
                 let asked = (from, vote, last_log);
                 PeerResponse::LeaderGone(gone_leader::answer(&self.raft, &self.peers, &self.gone, asked).await)
             }
-            PeerRequest::Admin(admin) => {
-                PeerResponse::Admin(membership::run(&self.raft, &self.reports, &self.handing, admin).await)
-            }
+            PeerRequest::Admin(admin) => PeerResponse::Admin(
+                membership::run(&self.raft, &self.reports, (&self.handing, &self.peers.identity().levels), admin).await,
+            ),
         }
     }
 }

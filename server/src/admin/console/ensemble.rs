@@ -48,6 +48,11 @@ struct Me {
     leader: Option<u64>,
     last_log_index: u64,
     applied_index: u64,
+    /// This member's release level, the ensemble's as it knows it (the lowest of its
+    /// members'; only the leader hears from all), and each member's (`null`: not heard).
+    level: u32,
+    ensemble_level: u32,
+    member_levels: std::collections::BTreeMap<u64, Option<u32>>,
 }
 
 #[derive(Serialize)]
@@ -80,6 +85,9 @@ pub(crate) async fn answer(server: &Server, console: &Console) -> Reply {
         leader: f.leader,
         last_log_index: f.last_log_index,
         applied_index: f.applied_index,
+        level: crate::peer::level::LEVEL,
+        ensemble_level: f.ensemble_level,
+        member_levels: f.member_levels.iter().copied().collect(),
     });
     json(&Answer {
         replicated: figures.is_some(),
