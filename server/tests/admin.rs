@@ -1,6 +1,7 @@
 //! The admin HTTP listener of a real `ward-server` process (docs/operations.md "Metrics"):
 //! per-lock figures, request, log and lock-handoff figures in `/metrics`, `/healthz` and
-//! `/readyz`, and bad requests that are refused without harming the server.
+//! `/readyz`, backups for the admin token only, and bad requests that are refused without
+//! harming the server.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -308,6 +309,63 @@ async fn an_ensemble_reports_roles_lag_and_readiness() {
             get(ensemble.admin_addr(follower), "/readyz").await.0 == 200
         })
         .await;
+    })
+    .await
+}
+
+/// The admin token, in a file only its owner reads, as `--admin-token-file` wants it.
+fn admin_token_file(dir: &ward_testkit::TempDir, token: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.path().join("admin-token");
+    std::fs::write(&path, format!("{token}\n")).expect("write the token file");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod 600");
+    path.display().to_string()
+}
+
+/// `GET /api/backup` with `token` (or none): the status, the `x-ward-backup-zxid` header
+/// and the body's bytes.
+async fn backup(admin: SocketAddr, token: Option<&str>) -> (u16, Option<u64>, Vec<u8>) {
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    let request = format!("GET /api/backup HTTP/1.1\r\nHost: ward\r\n{auth}Connection: close\r\n\r\n");
+    within("a backup answer", DEADLINE, async {
+        let mut stream = TcpStream::connect(admin).await.expect("connect to the admin listener");
+        stream.write_all(request.as_bytes()).await.expect("send the request");
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await.expect("read the answer");
+        let split = answer.windows(4).position(|w| w == b"\r\n\r\n").expect("an HTTP head");
+        let head = String::from_utf8_lossy(&answer[..split]).into_owned();
+        let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let zxid =
+            head.lines().find_map(|l| l.strip_prefix("x-ward-backup-zxid: ")).and_then(|z| z.trim().parse().ok());
+        (status, zxid, answer[split + 4..].to_vec())
+    })
+    .await
+}
+
+// G29: a backup is for the admin token only (401 without it, 403 with another), an in-memory
+// server has none to give (409), and a durable server's is a whole backup file (both
+// checksums and every length check out) whose zxid covers every write made before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_needs_the_admin_token_and_covers_the_writes_before_it() {
+    bounded(async {
+        let secrets = ward_testkit::TempDir::new("backup-token");
+        let token = "a-token-long-enough-for-the-server";
+        let token_file = admin_token_file(&secrets, token);
+        let server = ServerProcess::builder().admin().flags(&["--admin-token-file", &token_file]).start();
+        let client = connect(&server.addr_str()).await;
+        let (_, stat) = client.create_with_stat("/before", b"x", CreateMode::Persistent).await.expect("create");
+        let admin = server.admin_addr();
+        assert_eq!(backup(admin, None).await.0, 401, "no token");
+        assert_eq!(backup(admin, Some("another-token-of-some-length")).await.0, 403, "a wrong token");
+        let (status, zxid, body) = backup(admin, Some(token)).await;
+        assert_eq!(status, 200);
+        let header = ward_proto::backup::verify(&mut &body[..]).expect("a whole backup");
+        assert_eq!(zxid, Some(header.zxid), "the header line and the file say the same zxid");
+        assert!(header.zxid >= stat.czxid, "the backup ({}) covers the write before it ({})", header.zxid, stat.czxid);
+        assert_eq!(header.ensemble, "ward");
+
+        let memory = ServerProcess::builder().in_memory().admin().flags(&["--admin-token-file", &token_file]).start();
+        assert_eq!(backup(memory.admin_addr(), Some(token)).await.0, 409, "an in-memory server keeps no snapshot");
     })
     .await
 }
