@@ -22,6 +22,8 @@
 //! - [`locate`]: where the test's build lives, and the `ward-server` binary (and the
 //!   client's examples) in it.
 //! - [`port`]: ports a server keeps over its restarts, outside the kernel's ephemeral range.
+//! - [`previous`]: the previous release's `ward-server`, built once from its commit, for the
+//!   tests that upgrade an ensemble member by member.
 //! - [`proxy`]: [`Proxy`], a TCP proxy between clients and a server that cuts, blocks,
 //!   mutes and partitions its links.
 //! - [`tempdir`]: [`TempDir`], a directory removed on drop.
@@ -42,7 +44,7 @@
 //! - [`zk`]: kazoo (provisioned in a venv under the target directory) and ZooKeeper's Java
 //!   client and zkCli.
 
-pub use ward_procs::{ensemble, error, http, locate, port, proxy, rng, server, tempdir};
+pub use ward_procs::{ensemble, error, http, locate, port, previous, proxy, rng, server, tempdir};
 
 pub mod browser;
 pub mod client;

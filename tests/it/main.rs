@@ -1,13 +1,14 @@
 //! Integration tests of Ward: real `ward-server` processes driven through the public
 //! client API, the `ward` CLI and raw sockets. Each test names the guarantee of
-//! docs/guarantees.md (G1..G31) it checks: the lock, election and recipe tests (t90..t98)
+//! docs/guarantees.md (G1..G32) it checks: the lock, election and recipe tests (t90..t98)
 //! G12 and docs/recipes.md, the cleanup of containers and TTL nodes (t99) G20, the ensemble
 //! tests (t100..t105) G13..G19, t106 runs `ward check`, persistent watches (t51) G23 and
 //! lock-delay (t107) G25, members that come back behind the others (t108) G6, G16, G17,
 //! planned leadership changes (t109) G26, a member cut off and back (t110) G27,
 //! a dead leader replaced at once (t111) G28, the blocking
 //! client (t112) and the crate's examples (t113) G12, backup and restore (t114) G29,
-//! disaster recovery (t115) G30, observers (t116) G31, TLS with the CLI and
+//! disaster recovery (t115) G30, observers (t116) G31, a rolling upgrade from the previous
+//! release and back (t117) G32, TLS with the CLI and
 //! certificates `ward tls` makes (t83, t84) G22. Each file has a number of its own (checked below).
 //!
 //! One test binary, so the server is built and started from one place (`harness`, over
@@ -33,6 +34,7 @@ mod t113_examples;
 mod t114_backup_restore;
 mod t115_force_new_ensemble;
 mod t116_observers;
+mod t117_rolling_upgrade;
 mod t20_sequential;
 mod t30_multi;
 mod t40_sessions;

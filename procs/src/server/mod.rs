@@ -267,6 +267,17 @@ impl ServerProcess {
         Err(HarnessError::Start(format!("ward-server {} did not exit within {DEADLINE:?} of SIGTERM", self.addr)))
     }
 
+    /// Starts the server again on the same ports, data directory and flags, running `binary`
+    /// from now on instead of the one it ran (`None`: the test build's `ward-server`): a
+    /// member upgraded to another release, or taken back to an older one
+    /// ([`crate::previous`]). Kills it first if it still runs; stop it with
+    /// [`try_stop`](Self::try_stop) before for a clean upgrade. Blocking, like
+    /// [`try_restart`](Self::try_restart).
+    pub fn try_restart_on(&mut self, binary: Option<PathBuf>) -> Result<(), HarnessError> {
+        self.options.binary = binary;
+        self.try_restart()
+    }
+
     /// Starts an incarnation, binding the previous ports again (they may briefly be taken).
     fn spawn_retrying(&mut self) -> Result<(), HarnessError> {
         let mut attempt = 1;

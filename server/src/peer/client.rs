@@ -92,11 +92,17 @@ impl PeerClient {
                     old.closed.cancel();
                 }
                 let opened = tokio::time::timeout(CONNECT_TIMEOUT.min(timeout), self.open(addr)).await;
-                let conn = match opened {
-                    Ok(Ok(conn)) => conn,
-                    Ok(Err(why)) => return Err(PeerError::Unreachable(self.target, why)),
-                    Err(_) => return Err(PeerError::Unreachable(self.target, "connect timed out".into())),
+                let why = match opened {
+                    Ok(Ok(conn)) => Ok(conn),
+                    Ok(Err(why)) => Err(why),
+                    Err(_) => Err("connect timed out".to_string()),
                 };
+                let conn = why.map_err(|why| {
+                    // Down, or restarting: perhaps on another release. Its level is not
+                    // known again until it answers a hello.
+                    self.identity.levels.forget(self.target);
+                    PeerError::Unreachable(self.target, why)
+                })?;
                 *slot = Some(conn);
             }
             let Some(conn) = slot.as_ref() else {

@@ -86,6 +86,11 @@ impl Levels {
         }
     }
 
+    /// Member `id` could not be reached: what it said before may not hold when it is back.
+    pub(crate) fn forget(&self, id: NodeId) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+    }
+
     /// The ensemble's level among `members` (this one, `me`, included), with each member's:
     /// the lowest, and [`BASE`] while a member's is not known.
     pub(crate) fn of(&self, me: NodeId, members: impl IntoIterator<Item = NodeId>) -> EnsembleLevel {
@@ -172,5 +177,7 @@ mod tests {
         levels.record(3, Some(LEVEL));
         assert_eq!(levels.of(1, [1, 2, 3]).level, LEVEL);
         assert_eq!(levels.of(1, [1, 2, 3]).short_of(OBSERVERS), None);
+        levels.forget(3);
+        assert_eq!(levels.of(1, [1, 2, 3]).level, BASE, "member 3 unreachable: perhaps back on an older release");
     }
 }
