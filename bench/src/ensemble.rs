@@ -56,6 +56,8 @@ pub struct LocalEnsemble {
     members: BTreeMap<u64, Member>,
     /// `Some` for [`Links::Proxied`].
     links: Option<PeerLinks>,
+    /// Flags every member gets beyond the ensemble's own (`--lease-read`).
+    extra: Vec<String>,
 }
 
 /// How the members reach each other's peer ports.
@@ -89,6 +91,11 @@ impl LocalEnsemble {
     /// Starts `n` members of a new ensemble running `bin`, with data and logs under `root`,
     /// and waits until they have elected a leader and every member serves clients.
     pub async fn start(n: u64, bin: &Path, root: &Path, links: Links) -> Result<LocalEnsemble> {
+        LocalEnsemble::start_with(n, bin, root, links, &[]).await
+    }
+
+    /// [`LocalEnsemble::start`], every member also given `extra` flags.
+    pub async fn start_with(n: u64, bin: &Path, root: &Path, links: Links, extra: &[&str]) -> Result<LocalEnsemble> {
         std::fs::create_dir_all(root)?;
         let count = usize::try_from(n).map_err(|_| Error("too many members".into()))?;
         let addrs = free_addrs(3 * count)?;
@@ -102,7 +109,8 @@ impl LocalEnsemble {
             Links::Direct => None,
             Links::Proxied => Some(PeerLinks::start(&members.iter().map(|(&id, m)| (id, m.peer)).collect()).await?),
         };
-        let mut ensemble = LocalEnsemble { bin: bin.to_path_buf(), list, members, links };
+        let extra = extra.iter().map(|f| f.to_string()).collect();
+        let mut ensemble = LocalEnsemble { bin: bin.to_path_buf(), list, members, links, extra };
         // Members wait for each other to form the group, so start them all before waiting
         // for any banner.
         let mut starting = Vec::new();
@@ -145,7 +153,7 @@ impl LocalEnsemble {
 
     /// Starts member `id`'s process; its stdout lines arrive on the returned channel.
     fn spawn(&mut self, id: u64) -> Result<mpsc::Receiver<String>> {
-        let (bin, list) = (self.bin.clone(), self.list.clone());
+        let (bin, list, extra) = (self.bin.clone(), self.list.clone(), self.extra.clone());
         let route = self.links.as_ref().and_then(|l| l.routes(id));
         let m = self.member(id)?;
         // Appended to, so that a restarted member's log follows its earlier incarnation's.
@@ -156,6 +164,7 @@ impl LocalEnsemble {
             .args(["--peer-listen", &m.peer.to_string(), "--listen", &m.addr.to_string(), "--zk-listen", "off"])
             .args(["--admin-listen", &m.admin.to_string()])
             .args(route.iter().flat_map(|r| ["--peer-route", r]))
+            .args(&extra)
             .arg("--data-dir")
             .arg(&m.dir)
             .stdin(Stdio::null())

@@ -27,6 +27,8 @@
 //! - `scale.rs`: the scale workloads (a million znodes, a thousand lock waiters).
 //! - `recovery.rs`: `--recovery N`, a server of N znodes stopped and started again: how long
 //!   until it answers, and its memory before and after.
+//! - `sync_reads.rs`: `--sync-reads N`, a `sync`'s latency on three members, by read index
+//!   and by lease (`--lease-read`).
 
 mod admin_metrics;
 mod ensemble;
@@ -52,6 +54,7 @@ mod server;
 mod snapshots;
 mod stats;
 mod steady_writer;
+mod sync_reads;
 mod sys;
 mod tables;
 mod workloads;
@@ -99,6 +102,8 @@ const USAGE: &str =
   --recovery N      measure only a restart: a ward-server of its own filled with N znodes of
                     100 B, stopped with SIGTERM and started again on its data; the time until
                     it answers, and its RSS before and after
+  --sync-reads N     measure only N syncs one after another through the leader and through a
+                    follower of a three-member ensemble, by read index and by lease (--lease-read)
   --tables          measure only the in-memory session table (std Mutex<HashMap> against DashMap)
   --snapshots       measure only what a snapshot of 100k and 1M znodes costs the writers, in process
   --log-floor       measure only the durable log alone, in process (no connections): a's lone
@@ -139,6 +144,7 @@ struct Args {
     scale: bool,
     idle_sessions: Option<usize>,
     recovery: Option<usize>,
+    sync_reads: Option<usize>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -167,6 +173,7 @@ fn parse_args() -> Result<Args, String> {
         scale: false,
         idle_sessions: None,
         recovery: None,
+        sync_reads: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -196,6 +203,7 @@ fn parse_args() -> Result<Args, String> {
             "--scale" => a.scale = true,
             "--idle-sessions" => a.idle_sessions = Some(value()?.parse().map_err(|e| format!("--idle-sessions: {e}"))?),
             "--recovery" => a.recovery = Some(value()?.parse().map_err(|e| format!("--recovery: {e}"))?),
+            "--sync-reads" => a.sync_reads = Some(value()?.parse().map_err(|e| format!("--sync-reads: {e}"))?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -292,10 +300,11 @@ fn main() -> ExitCode {
     }
     let tmp = std::env::temp_dir().join(format!("ward-bench-{}", std::process::id()));
     let outcome = match std::fs::create_dir_all(&tmp) {
-        Ok(()) => match (args.idle_sessions, args.recovery) {
-            (Some(n), _) => runtime.block_on(idle::run(&tmp, n, zookeeper(&args))).map(|()| true),
-            (None, Some(n)) => runtime.block_on(recovery::run(&tmp, n)).map(|()| true),
-            (None, None) => runtime.block_on(run(&args, &tmp)),
+        Ok(()) => match (args.idle_sessions, args.recovery, args.sync_reads) {
+            (Some(n), _, _) => runtime.block_on(idle::run(&tmp, n, zookeeper(&args))).map(|()| true),
+            (None, Some(n), _) => runtime.block_on(recovery::run(&tmp, n)).map(|()| true),
+            (None, None, Some(n)) => runtime.block_on(sync_reads::run(&tmp, n)).map(|()| true),
+            (None, None, None) => runtime.block_on(run(&args, &tmp)),
         },
         Err(e) => Err(Error(format!("{}: {e}", tmp.display()))),
     };

@@ -137,9 +137,23 @@ async fn faults(ensemble: &mut Ensemble, shared: &Shared, seed: u64) -> Vec<Stri
 // peers and healed, three times each. Writes whose outcome is unknown are left open.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn synced_reads_writes_and_cas_stay_linearizable_through_kills_and_partitions() {
+    linearizable_through_faults(&[]).await;
+}
+
+// G17 with lease reads (docs/guarantees.md, "Lease reads"): the same run on an ensemble
+// whose leaders name read indexes from their lease (`--lease-read`), where a leader cut off
+// from its peers keeps answering `sync` from its lease until it runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_lease_reads_synced_reads_stay_linearizable_through_kills_and_partitions() {
+    linearizable_through_faults(&["--lease-read"]).await;
+}
+
+/// Six clients' synced reads, writes and compare-and-sets through kills and partitions of an
+/// ensemble started with `flags`, checked linearizable.
+async fn linearizable_through_faults(flags: &[&str]) {
     let _serial = serial().await;
     bounded(async {
-        let mut ensemble = Ensemble::start(3, &[]).await;
+        let mut ensemble = Ensemble::start(3, flags).await;
         ensemble.leader(&[]).await;
         let addrs = ensemble.connect_string();
         let mut history = prepare_keys(&addrs).await;

@@ -164,6 +164,9 @@ pub struct RaftOptions {
     pub on_loss: OnLoss,
     /// Heartbeats and election timeouts of an ensemble ([`Timing`]).
     pub timing: Timing,
+    /// Name read indexes (`sync`, fence checks, backups) from the leader's lease instead of a
+    /// heartbeat round (`--lease-read`; docs/guarantees.md, "Lease reads"). Off by default.
+    pub lease_read: bool,
     /// Acknowledge appends before writing them: a promise broken on purpose
     /// ([`crate::unsafe_break::Break::AckBeforeFsync`]); never set otherwise.
     pub ack_before_fsync: bool,
@@ -180,6 +183,7 @@ impl Default for RaftOptions {
             replay_timeout: Duration::from_secs(600),
             on_loss: OnLoss::Refuse,
             ack_before_fsync: false,
+            lease_read: false,
             timing: Timing::default(),
         }
     }

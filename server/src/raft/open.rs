@@ -68,7 +68,12 @@ pub async fn open_member(
     local.sessions.not_leading();
     let handing = transfer::HandingOver::default();
     let gone = gone_leader::GoneLeader::new(timing::grace(raft.config()));
-    let route = Route { raft: raft.clone(), peers: peers.clone(), me: id, handing: handing.clone() };
+    // A lease only an ensemble needs: a one-member group's quorum is itself.
+    let reads = match options.lease_read && ensemble.is_some() {
+        true => super::route::Reads::Lease(timing::touch_lease(raft.config())),
+        false => super::route::Reads::Index,
+    };
+    let route = Route { raft: raft.clone(), peers: peers.clone(), me: id, handing: handing.clone(), reads };
     let (proposer, task) = Proposer::start(route.clone(), options.batch, disk_activity);
     let (cancel, tasks) = (CancellationToken::new(), TaskTracker::new());
     let reports = membership::AppliedReports::default();
@@ -86,6 +91,7 @@ pub async fn open_member(
                 handing: handing.clone(),
                 snapshots: tokio::sync::Mutex::new(snapshot_receive::SnapshotReceiver::new(data_dir.join("snapshot"))),
                 gone: gone.clone(),
+                reads,
                 peers: peers.clone(),
             });
             serve_peers(e, member, &options, &core, (&cancel, &tasks));

@@ -19,6 +19,7 @@ use openraft::async_runtime::WatchReceiver;
 use openraft::error::{ClientWriteError, LinearizableReadError, RaftError};
 use openraft::raft::ReadPolicy;
 use openraft::Instant as _;
+use openraft::LinearizerOption;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -42,6 +43,21 @@ pub(crate) struct Route {
     /// Set while this member hands its leadership over: it is then no longer the leader to
     /// write to, and the next is awaited.
     pub handing: HandingOver,
+    /// How this member, leading, confirms that it still leads before it names a read index.
+    pub reads: Reads,
+}
+
+/// How a leader confirms that it still leads before it names a read index (`sync`, a fence
+/// check, a backup). docs/guarantees.md, "Lease reads", has the argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reads {
+    /// A heartbeat round to a quorum sent after the request (Raft's ReadIndex): safe whatever
+    /// the clocks do.
+    Index,
+    /// A quorum acknowledgement of an append or heartbeat sent within this long is proof
+    /// enough (`--lease-read`): no round trip, if the members' clocks keep time within a
+    /// bound.
+    Lease(Duration),
 }
 
 impl Route {
@@ -172,7 +188,7 @@ impl Route {
         loop {
             let (leader, addr) = self.leader(deadline).await?;
             let index = if leader == self.me {
-                read_index_here(&self.raft).await
+                read_index_here(&self.raft, self.reads, &self.handing).await
             } else {
                 match self.call_leader(leader, &addr, PeerRequest::ReadIndex, COMMIT_TIMEOUT).await {
                     Ok(PeerResponse::ReadIndex(r)) => r,
@@ -265,8 +281,16 @@ pub(crate) async fn write_here(raft: &Raft, batch: Vec<Command>) -> Result<(u64,
 
 /// The read index on this member, which must lead: `get_read_log_id` confirms leadership
 /// with a quorum of heartbeats.
-pub(crate) async fn read_index_here(raft: &Raft) -> Result<u64, ForwardError> {
-    match tokio::time::timeout(COMMIT_TIMEOUT, raft.get_read_log_id(ReadPolicy::ReadIndex)).await {
+pub(crate) async fn read_index_here(raft: &Raft, reads: Reads, handing: &HandingOver) -> Result<u64, ForwardError> {
+    let option = match reads {
+        Reads::Index => LinearizerOption::from(ReadPolicy::ReadIndex),
+        // A leader handing its leadership over may be replaced before its lease ends (the
+        // voters do not wait it out for a transfer): it names no read index from its lease.
+        Reads::Lease(_) if handing.is_set() => return Err(ForwardError::NotLeader(None)),
+        // An acknowledgement older than the lease: a fresh round, as ReadIndex.
+        Reads::Lease(age) => LinearizerOption::new(Some(age), true),
+    };
+    match tokio::time::timeout(COMMIT_TIMEOUT, raft.get_read_log_id(option)).await {
         Ok(Ok((read, _applied))) => Ok(read.log_id().index),
         Ok(Err(RaftError::APIError(LinearizableReadError::ForwardToLeader(f)))) => {
             Err(ForwardError::NotLeader(f.leader_id))

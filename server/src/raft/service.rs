@@ -31,8 +31,11 @@ pub(crate) struct Member {
     pub handing: super::transfer::HandingOver,
     /// A snapshot being received from the leader, a chunk at a time.
     pub snapshots: tokio::sync::Mutex<SnapshotReceiver>,
-    /// A leader this member found gone, whose lease it waives (`gone_leader`).
+    /// A leader this member found gone, whose lease it waives (`gone_leader`), unless this
+    /// ensemble reads by lease.
     pub gone: Arc<GoneLeader>,
+    /// How this member, leading, names a read index.
+    pub reads: super::route::Reads,
     pub peers: Arc<Peers>,
 }
 
@@ -51,7 +54,10 @@ impl PeerService for Member {
                 // A voter that found its leader's port refusing connections has no live
                 // leader to keep the lease for (G16 does not rest on it: `gone_leader`).
                 let current = self.raft.server_metrics().borrow_watched().vote;
-                if !rpc.leadership_transfer && self.gone.waives(&current) {
+                // With lease reads, an old leader alive behind a refusing port may still
+                // answer reads from its lease: the lease is never waived then.
+                let lease_reads = matches!(self.reads, super::route::Reads::Lease(_));
+                if !rpc.leadership_transfer && !lease_reads && self.gone.waives(&current) {
                     tracing::info!(from, vote = %rpc.vote, "the leader is gone here: its lease is waived for this vote");
                     rpc.leadership_transfer = true;
                 }
@@ -80,7 +86,9 @@ impl PeerService for Member {
                 tracing::trace!(from, commands = batch.len(), "forwarded batch");
                 PeerResponse::Forward(self.forwarded(batch).await)
             }
-            PeerRequest::ReadIndex => PeerResponse::ReadIndex(read_index_here(&self.raft).await),
+            PeerRequest::ReadIndex => {
+                PeerResponse::ReadIndex(read_index_here(&self.raft, self.reads, &self.handing).await)
+            }
             PeerRequest::Touch { sessions, applied } => {
                 if let Some(applied) = applied {
                     self.reports.record(from, applied);

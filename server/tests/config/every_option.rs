@@ -22,6 +22,7 @@ segment-mb = 1
 snapshot-every = 3
 snapshot-log-percent = 1000000
 accept-data-loss = true
+lease-read = true
 min-session-timeout-ms = 5000
 max-session-timeout-ms = 7000
 id = 1
@@ -59,6 +60,7 @@ const ENV: &[(&str, &str)] = &[
     ("WARD_SNAPSHOT_EVERY", "3"),
     ("WARD_SNAPSHOT_LOG_PERCENT", "1000000"),
     ("WARD_ACCEPT_DATA_LOSS", "true"),
+    ("WARD_LEASE_READ", "true"),
     ("WARD_MIN_SESSION_TIMEOUT_MS", "5000"),
     ("WARD_MAX_SESSION_TIMEOUT_MS", "7000"),
     ("WARD_ENSEMBLE", "1=127.0.0.1:7191"),

@@ -283,6 +283,7 @@ fn passed_on(args: &Args) -> Vec<String> {
         ("ensemble-name", s.ensemble_name.clone()),
         ("heartbeat-ms", s.heartbeat_ms.map(|n| n.to_string())),
         ("election-timeout-ms", s.election_timeout_ms.map(|n| n.to_string())),
+        ("lease-read", s.lease_read.map(|b| b.to_string())),
         ("log-format", s.log_format.map(|f| f.to_string())),
         ("metrics-max-locks", s.metrics_max_locks.map(|n| n.to_string())),
         ("max-outbound-bytes", s.max_outbound_bytes.map(|n| n.to_string())),

@@ -173,6 +173,7 @@ fn decide(settings: Settings) -> Result<Args, ConfigError> {
     if let Some(n) = s.election_timeout_ms {
         raft.timing.election = Duration::from_millis(n.0);
     }
+    raft.lease_read = s.lease_read == Some(true);
     if raft.timing.election < 2 * raft.timing.heartbeat {
         return combination("--election-timeout-ms must be at least twice --heartbeat-ms: a member would call elections while its leader is well");
     }

@@ -154,6 +154,13 @@ pub struct Settings {
     /// [default: 500]
     #[arg(long, value_name = "N", help_heading = "Ensemble")]
     pub election_timeout_ms: Option<Bounded<20, 600_000>>,
+    /// Let the leader name a read index (sync, fence checks, backups) from its lease, a
+    /// quorum acknowledgement within --election-timeout-ms, instead of a heartbeat round:
+    /// faster, and safe only while the members' clocks keep time within a third of each
+    /// other; the dead-leader fast path is off then (docs/guarantees.md, "Lease reads")
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          value_parser = BoolishValueParser::new(), help_heading = "Ensemble")]
+    pub lease_read: Option<bool>,
     /// Run a local ensemble of N (1 to 9) members as child processes, on consecutive ports
     /// from --listen's; data and logs in --data-dir
     #[arg(long, value_name = "N", help_heading = "Ensemble")]
@@ -248,6 +255,7 @@ impl Settings {
             peer_route: self.peer_route.or(lower.peer_route),
             heartbeat_ms: self.heartbeat_ms.or(lower.heartbeat_ms),
             election_timeout_ms: self.election_timeout_ms.or(lower.election_timeout_ms),
+            lease_read: self.lease_read.or(lower.lease_read),
             dev_ensemble: self.dev_ensemble.or(lower.dev_ensemble),
             max_outbound_bytes: self.max_outbound_bytes.or(lower.max_outbound_bytes),
             watch_history_bytes: self.watch_history_bytes.or(lower.watch_history_bytes),
@@ -294,7 +302,9 @@ mod tests {
     fn every_flag_is_a_toml_key() {
         for key in keys() {
             let value = match key.as_str() {
-                "in-memory" | "join" | "accept-data-loss" | "force-new-ensemble" => toml::Value::Boolean(false),
+                "in-memory" | "join" | "accept-data-loss" | "force-new-ensemble" | "lease-read" => {
+                    toml::Value::Boolean(false)
+                }
                 "segment-mb"
                 | "snapshot-every"
                 | "snapshot-log-percent"
