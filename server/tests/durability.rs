@@ -590,3 +590,37 @@ async fn group_commit_with_64_writers_prints_writes_per_fsync() {
     })
     .await;
 }
+
+// G11 across a clean stop: with more log since the last snapshot than a restart should
+// replay, SIGTERM takes a snapshot before the server exits; the next start loads it, replays
+// (next to) nothing, and serves the same tree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_stop_takes_a_snapshot_of_a_long_log_and_the_restart_serves_the_same_tree() {
+    let _serial = serial().await;
+    within("the test", TEST_DEADLINE, async {
+        // Segments of the default size: no snapshot is due by size within these writes.
+        let mut server = ServerProcess::start_with(&["--segment-mb", "64"]);
+        let client = connect_with(&server.addr_str(), LONG_SESSION).await;
+        client.create("/big", b"", CreateMode::Persistent).await.expect("create /big");
+        // About 6 MiB of log: more than a clean stop lets a restart replay.
+        let data = vec![7u8; 1024];
+        for batch in 0..100 {
+            let paths: Vec<String> = (0..60).map(|i| format!("/big/n{batch:03}-{i:02}")).collect();
+            let creates = paths.iter().map(|path| client.create(path, &data, CreateMode::Persistent));
+            for created in join_all(creates).await {
+                created.expect("create");
+            }
+        }
+        let before = tree_digest(&client).await.expect("the tree before");
+        drop(client);
+        assert!(server.terminate().success(), "a clean stop exits 0");
+        let stop = server.log_tail();
+        assert!(stop.contains("taking a snapshot before stopping"), "no snapshot at the stop:\n{stop}");
+        assert!(stop.contains("snapshot written"), "the snapshot at the stop was not written:\n{stop}");
+        server.restart();
+        let client = connect_with(&server.addr_str(), LONG_SESSION).await;
+        let after = tree_digest(&client).await.expect("the tree after");
+        assert_same_tree(&before, &after, "after a clean stop and a start from its snapshot");
+    })
+    .await;
+}

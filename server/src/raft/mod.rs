@@ -203,6 +203,8 @@ pub struct RaftLog {
     task: JoinHandle<()>,
     /// The snapshot file, which backups copy.
     snapshots: backup_copy::Snapshots,
+    /// When the next snapshot is due; asked again at a clean stop.
+    trigger: Arc<snapshot_trigger::SnapshotTrigger>,
     /// The peer listener and the leadership duties.
     background: (CancellationToken, TaskTracker),
     /// Held (locked) while the log is open, so a second server cannot share the directory.
@@ -375,6 +377,19 @@ impl RaftLog {
                 tracing::warn!(%error, "could not hand the leadership over before stopping; the others will elect one");
                 false
             }
+        }
+    }
+
+    /// At a clean stop, once clients are gone: a snapshot, if the log since the last one
+    /// would take the next start long to replay, waited for at most `wait` (the stop goes on
+    /// either way; the log is durable).
+    pub async fn snapshot_before_stop(&self, wait: Duration) {
+        if !self.trigger.worth_at_stop() {
+            return;
+        }
+        tracing::info!("taking a snapshot before stopping, so that the next start has little log to replay");
+        if let Err(error) = self.snapshot(wait).await {
+            tracing::warn!(%error, "no snapshot before stopping; the next start replays the log");
         }
     }
 

@@ -99,7 +99,7 @@ pub async fn open_member(
     }
     core.read(|state| local.restart_deadlines(state));
     let grace = if replicated { timing::grace(raft.config()) } else { Duration::ZERO };
-    tasks.spawn(snapshot_trigger::run(raft.clone(), trigger, cancel.clone()));
+    tasks.spawn(snapshot_trigger::run(raft.clone(), trigger.clone(), cancel.clone()));
     tasks.spawn(leadership::run_duties(raft.clone(), local.clone(), grace, cancel.clone()));
     let contact = contact::Contact::new(!replicated);
     let leases = (quorum, handing);
@@ -114,6 +114,7 @@ pub async fn open_member(
         replicated,
         task,
         snapshots,
+        trigger,
         background: (cancel, tasks),
         _dir_lock: dir_lock,
     })

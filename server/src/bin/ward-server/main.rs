@@ -186,6 +186,9 @@ async fn run(args: Args) -> Result<(), StartError> {
     };
     ward_server::serve_with(listener, config, core, local, log, stop).await?;
     if let Some(raft) = durable {
+        if failure.get().is_none() {
+            raft.snapshot_before_stop(SNAPSHOT_AT_STOP_WAIT).await;
+        }
         raft.shutdown().await;
     }
     match failure.get() {
@@ -254,6 +257,10 @@ fn next_steps(client: std::net::SocketAddr, admin: Option<std::net::SocketAddr>,
 /// How long a leader stopped cleanly waits for a follower to take its leadership before it
 /// stops anyway (the others then elect one after their timeout).
 const HAND_OVER_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// How long a clean stop waits for the snapshot it takes (a large tree takes seconds to
+/// write); past it the stop goes on and the next start replays the log instead.
+const SNAPSHOT_AT_STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 pub(crate) async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
