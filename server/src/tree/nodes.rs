@@ -159,37 +159,80 @@ impl Nodes {
             Ok::<(), std::convert::Infallible>(())
         });
     }
+}
 
-    /// Puts in what a snapshot held: parents before children (a path's parent is its
-    /// prefix, so sorting the paths does it), each node linked into its parent's list.
-    fn load(mut entries: Vec<(Box<str>, Loaded)>) -> Result<Nodes, String> {
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut nodes = Nodes::default();
-        let mut listed = 0;
-        // Siblings come together: their parent is looked up once.
-        let mut parent: Option<(&str, u32)> = None;
-        for (path, node) in &entries {
-            listed += node.children;
-            if &**path == "/" {
-                nodes.replace(ROOT, node.record(ROOT, ""));
-                continue;
-            }
-            let dir = path::parent(path);
-            let id = match parent {
-                Some((p, id)) if p == dir => id,
-                _ => nodes.lookup(dir).ok_or_else(|| format!("snapshot has {path} but not its parent"))?,
-            };
-            parent = Some((dir, id));
-            let name = path::name(path);
-            if nodes.child(id, name).is_some() {
-                return Err(format!("snapshot has {path} twice"));
-            }
-            nodes.insert(id, node.record(id, name));
+/// A snapshot's nodes put into a tree as they are decoded, so that a large tree is never
+/// also held as a list of decoded nodes. A snapshot lists a node after its parent (the
+/// tree's walk, parents first and children in name order; older ones in path order, where a
+/// parent is a prefix of its children): the parent is found on the stack of the last node's
+/// ancestors, else looked up by path. A node whose parent is not there yet waits, and is put
+/// in at the end, in path order.
+#[derive(Default)]
+struct Loader {
+    nodes: Nodes,
+    /// The last node put in and its ancestors, root first: (path, id).
+    ancestors: Vec<(Box<str>, u32)>,
+    /// Nodes met before their parent.
+    waiting: Vec<(Box<str>, Loaded)>,
+    /// The children the nodes' own lists say they have, summed.
+    listed: usize,
+}
+
+impl Loader {
+    fn put(&mut self, path: Box<str>, node: Loaded) -> Result<(), String> {
+        if &*path == "/" {
+            self.listed += node.children;
+            self.nodes.replace(ROOT, node.record(ROOT, ""));
+            self.ancestors = vec![(path, ROOT)];
+            return Ok(());
         }
-        if listed + 1 != nodes.len() {
-            tracing::warn!(nodes = nodes.len(), listed, "a snapshot's child lists do not match its nodes");
+        let dir = path::parent(&path);
+        while self.ancestors.last().is_some_and(|(p, _)| **p != *dir) {
+            self.ancestors.pop();
         }
-        Ok(nodes)
+        let parent = match self.ancestors.last() {
+            Some((_, id)) => *id,
+            None => match self.nodes.lookup(dir) {
+                // Its siblings, next, find it on the stack.
+                Some(id) => {
+                    self.ancestors.push((dir.into(), id));
+                    id
+                }
+                None => {
+                    self.waiting.push((path, node));
+                    return Ok(());
+                }
+            },
+        };
+        let name = path::name(&path);
+        if self.nodes.child(parent, name).is_some() {
+            return Err(format!("snapshot has {path} twice"));
+        }
+        self.listed += node.children;
+        let id = self.nodes.insert(parent, node.record(parent, name));
+        self.ancestors.push((path, id));
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Nodes, String> {
+        let mut waiting = std::mem::take(&mut self.waiting);
+        waiting.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (path, node) in waiting {
+            self.ancestors.clear();
+            let dir = path::parent(&path);
+            if self.nodes.lookup(dir).is_none() {
+                return Err(format!("snapshot has {path} but not its parent"));
+            }
+            self.put(path, node)?;
+        }
+        if self.listed + 1 != self.nodes.len() {
+            tracing::warn!(
+                nodes = self.nodes.len(),
+                listed = self.listed,
+                "a snapshot's child lists do not match its nodes"
+            );
+        }
+        Ok(self.nodes)
     }
 }
 
@@ -219,11 +262,11 @@ impl<'de> Deserialize<'de> for Nodes {
                 f.write_str("a map of paths to nodes")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Nodes, A::Error> {
-                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(1 << 20));
-                while let Some(entry) = map.next_entry::<Box<str>, Loaded>()? {
-                    entries.push(entry);
+                let mut loader = Loader::default();
+                while let Some((path, node)) = map.next_entry::<Box<str>, Loaded>()? {
+                    loader.put(path, node).map_err(serde::de::Error::custom)?;
                 }
-                Nodes::load(entries).map_err(serde::de::Error::custom)
+                loader.finish().map_err(serde::de::Error::custom)
             }
         }
         d.deserialize_map(NodesVisitor)

@@ -332,7 +332,7 @@ mod tests {
             let parsed = parsed.unwrap_or_else(|e| panic!("key {key}: {e}"));
             assert_ne!(parsed, Settings::default(), "key {key} set nothing");
         }
-        assert_eq!(keys().len(), 40, "a new option: add it to docs/operations.md and here");
+        assert_eq!(keys().len(), 43, "a new option: add it to docs/operations.md and here");
     }
 
     #[test]
