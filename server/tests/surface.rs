@@ -20,6 +20,11 @@ use std::path::Path;
 /// field visible).
 const EXPOSED: &[(&str, &str)] = &[
     ("Change", "in `Outcome`, what `Replication::submit` resolves to"),
+    ("Forced", "returned by `raft::force_new_ensemble`"),
+    ("Restored", "returned by `raft::restore`"),
+    ("SnapshotCopying", "returned by `Replication::snapshot_copy`"),
+    ("SnapshotCopy", "what `SnapshotCopying` resolves to"),
+    ("CopyError", "what `SnapshotCopying` resolves to when there is no copy"),
     ("SessionRecord", "returned by `StateMachine::sessions`"),
     ("Effects", "taken by `Core::new`"),
     ("max_data_len", "a field of `Config`"),
