@@ -228,6 +228,20 @@ async fn a_restore_is_refused_under_the_backups_own_name_and_over_existing_data(
         check_report(&report, &backup, "ward");
         let _ = client.close().await;
 
+        // A backup checked where it lies, with no server: whole, it says what it holds; cut
+        // short by a byte, it is refused as damaged.
+        let checked = run_cli(&source.connect_string(), &["--output", "json", "backup", "--check", path_str(&backup)])
+            .await
+            .success();
+        let checked: serde_json::Value = serde_json::from_str(checked.stdout.trim()).expect("check JSON");
+        assert_eq!(checked["zxid"], report["zxid"], "the check reads the backup's zxid");
+        let bytes = std::fs::read(&backup).expect("read the backup");
+        let cut = secrets.path().join("cut.backup");
+        std::fs::write(&cut, &bytes[..bytes.len() - 1]).expect("write a cut copy");
+        let refused = run_cli(&source.connect_string(), &["backup", "--check", path_str(&cut)]).await;
+        assert!(!refused.status.success(), "a cut backup passed its check: {refused:?}");
+        assert!(refused.stderr.contains("cut short"), "says it is cut short: {:?}", refused.stderr);
+
         // Under the backup's own name, by default and named.
         let fresh = TempDir::new("restore-fresh");
         let data = fresh.path().join("data");

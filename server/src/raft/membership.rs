@@ -53,6 +53,7 @@ pub(crate) async fn run(
             let m = raft.metrics().borrow_watched().clone();
             let members = m.membership_config.membership().nodes().map(|(id, _)| *id).collect::<Vec<_>>();
             if let Some(why) = levels.of(m.id, members).short_of(level::OBSERVERS) {
+                tracing::warn!(observer = id, %why, "adding an observer refused");
                 return Err(ForwardError::Refused(format!("adding an observer {why}")));
             }
             // A learner that is never promoted: it counts toward no quorum.

@@ -1,7 +1,8 @@
 //! `ward backup FILE`: a backup of a running member, taken through its admin listener
 //! (`GET /api/backup` with the admin token), written beside FILE, fsynced, checked whole
 //! (`ward_proto::backup::verify`), and only then renamed to FILE. A FILE that exists is
-//! never replaced: an earlier backup is worth keeping.
+//! never replaced: an earlier backup is worth keeping. `ward backup --check FILE` checks an
+//! existing one the same way and says what it holds.
 
 use crate::cli::BackupArgs;
 use crate::commands::Failure;
@@ -38,12 +39,16 @@ pub enum BackupError {
     NotHttp(String, String),
     #[error("{}: {source}", path.display())]
     File { path: PathBuf, source: std::io::Error },
-    #[error("the copy in {}: {source}", path.display())]
+    #[error("{}: {source}", path.display())]
     Check { path: PathBuf, source: BackupFileError },
 }
 
 pub fn run(args: BackupArgs, out: Out) -> Result<u8, Failure> {
-    let header = take(&args).map_err(Failure::Backup)?;
+    let header = match args.check {
+        true => check(&args.file),
+        false => take(&args),
+    };
+    let header = header.map_err(Failure::Backup)?;
     let bytes = std::fs::metadata(&args.file).map(|m| m.len()).unwrap_or(0);
     if out.json() {
         out.value(&json!({
@@ -69,11 +74,19 @@ pub fn run(args: BackupArgs, out: Out) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// An existing backup, checked whole.
+fn check(path: &Path) -> Result<BackupHeader, BackupError> {
+    let mut file = File::open(path).map_err(file_error(path))?;
+    verify(&mut BufReader::with_capacity(1 << 20, &mut file))
+        .map_err(|source| BackupError::Check { path: path.to_path_buf(), source })
+}
+
 fn take(args: &BackupArgs) -> Result<BackupHeader, BackupError> {
     if args.file.exists() {
         return Err(BackupError::Exists(args.file.clone()));
     }
-    let token = read_token(&args.admin_token_file)?;
+    let token_file = args.admin_token_file.as_deref().unwrap_or(Path::new(""));
+    let token = read_token(token_file)?;
     let admin = args.admin.clone();
     let net = |step| {
         let admin = admin.clone();

@@ -376,8 +376,12 @@ pub struct BackupArgs {
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7180")]
     pub admin: String,
     /// The admin token (its first line), as given to the member with --admin-token-file
-    #[arg(long, value_name = "FILE")]
-    pub admin_token_file: std::path::PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "check")]
+    pub admin_token_file: Option<std::path::PathBuf>,
+    /// Take no backup: check the existing FILE whole (checksums, lengths) and say what it
+    /// holds
+    #[arg(long)]
+    pub check: bool,
 }
 
 // One target, --ensemble or --servers: a group, so that the error for neither names both.
