@@ -24,7 +24,7 @@ use super::snapshot_file::InPlace;
 use super::snapshot_trigger::SnapshotTrigger;
 use super::types::{Entry, LogId, LogState, NodeId, TypeConfig, Vote};
 use super::wal::{encode_payload, OnLoss, Replayed, Wal};
-use super::writer::Writer;
+use super::writer::{Holds, Writer};
 use crate::metrics::log::LogFigures;
 use openraft::storage::{IOFlushed, RaftLogStorage};
 use openraft::RaftLogReader;
@@ -147,15 +147,19 @@ impl LogStore {
         wal.report_to(figures.clone());
         let mut cache = Cache { vote, ..Cache::default() };
         let mut segment_max = BTreeMap::new();
-        for Replayed { segment, record } in replayed {
+        for Replayed { place, bytes, record } in replayed {
             match record {
                 Record::Entries(entries) => {
-                    if let Some(last) = entries.last() {
-                        segment_max.insert(segment, last.log_id.index);
+                    if let (Some(first), Some(last)) = (entries.first(), entries.last()) {
+                        segment_max.insert(place.segment, last.log_id.index);
+                        cache.marks.written(first.log_id.index, place, bytes);
                     }
                     cache.entries.extend(entries.into_iter().map(|e| (e.log_id.index, e)));
                 }
-                Record::Truncate { since } => drop(cache.entries.split_off(&since)),
+                Record::Truncate { since } => {
+                    cache.marks.truncated(since, place);
+                    drop(cache.entries.split_off(&since));
+                }
                 Record::Purge { upto } => cache.purge(upto),
             }
         }
@@ -266,7 +270,7 @@ impl LogStore {
         let Some(indexes) = index_range(entries) else { return Ok(()) };
         let payload = encode_payload(&RecordRef::Entries(entries))?;
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.writer.write(payload, Some(indexes), Box::new(move |result| drop(tx.send(result))));
+        self.writer.write(payload, Holds::Entries(indexes.0, indexes.1), Box::new(move |result| drop(tx.send(result))));
         rx.await.unwrap_or(Err(FileError::Failed))?;
         self.figures.appended(entries.len(), commands(entries));
         Ok(())
@@ -275,7 +279,8 @@ impl LogStore {
     /// Removes the entries from index `since` on, durably.
     pub(crate) async fn truncate_since(&mut self, since: u64) -> Result<(), io::Error> {
         self.write_late().await.map_err(|e| write_failed(&e))?;
-        self.write_durably(&RecordRef::Truncate { since }).await.map_err(|e| write_failed(&e))?;
+        let record = RecordRef::Truncate { since };
+        self.write_durably(&record, Holds::Truncation(since)).await.map_err(|e| write_failed(&e))?;
         drop(write(&self.cache).entries.split_off(&since));
         Ok(())
     }
@@ -292,10 +297,10 @@ impl LogStore {
     }
 
     /// Writes `record` and returns once it is durable.
-    async fn write_durably(&self, record: &RecordRef<'_>) -> Result<(), FileError> {
+    async fn write_durably(&self, record: &RecordRef<'_>, holds: Holds) -> Result<(), FileError> {
         let payload = encode_payload(record)?;
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.writer.write(payload, None, Box::new(move |result| drop(tx.send(result))));
+        self.writer.write(payload, holds, Box::new(move |result| drop(tx.send(result))));
         rx.await.unwrap_or(Err(FileError::Failed)).map(|_sync| ())
     }
 }
@@ -335,8 +340,8 @@ impl Cache {
         if let Some(evicted) = self.last_evicted.filter(|e| from.max(first) <= e.index && from < to) {
             let disk_from = from.max(first);
             let disk_to = to.min(evicted.index + 1);
-            let start = self.marks.start_for(disk_from);
-            out = readback::read_entries(log_dir, disk_from, disk_to, start)?;
+            let plan = self.marks.plan_for(disk_from);
+            out = readback::read_entries(log_dir, disk_from, disk_to, &plan)?;
             tracing::debug!(from, to = disk_to, found = out.len(), "applied log entries read back from disk");
         }
         if from < to {
@@ -457,7 +462,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let counted = self.figures.clone();
         self.writer.write(
             payload,
-            Some(indexes),
+            Holds::Entries(indexes.0, indexes.1),
             Box::new(move |result| {
                 // The proposer first: its next batch is then in openraft's queue by the time
                 // openraft's core, woken next, has taken this flush in.
@@ -502,7 +507,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             }
         };
         if let Some(upto) = durable {
-            self.write_durably(&RecordRef::Purge { upto }).await.map_err(|e| write_failed(&e))?;
+            self.write_durably(&RecordRef::Purge { upto }, Holds::Other).await.map_err(|e| write_failed(&e))?;
         }
         write(&self.cache).purge(log_id);
         // Only now: a reader holding the cache's lock reads no segment this removes, and a

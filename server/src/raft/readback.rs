@@ -5,11 +5,12 @@
 //! memory), but every new leader of an ensemble does: openraft finds where each follower's
 //! log ends by a binary search over the whole log, each probe carrying a few applied
 //! entries. So a read starts at the nearest mark before the entries it wants (`marks.rs`),
-//! or, with none (entries written before this start), at the oldest segment. It reads a
-//! segment only as far as its records go: the active segment is mostly its zero-filled tail.
+//! or, with none, at the oldest segment; and it stops at the last record it needs, unless a
+//! later truncation could still replace one of its entries (`marks.rs`). It reads a segment
+//! only as far as its records go: the active segment is mostly its zero-filled tail.
 
 use super::error::FileError;
-use super::marks::Place;
+use super::marks::ReadPlan;
 use super::record::{
     parse_segment_header, read_at, record_size, Record, Slot, MAX_PAYLOAD, RECORD_HEADER, SEGMENT_HEADER,
 };
@@ -24,14 +25,18 @@ use std::path::{Path, PathBuf};
 const CHUNK: usize = 1 << 20;
 
 /// The entries with indexes in `from..to` as the log in `dir` holds them now: later records
-/// win, and a truncation voids what it covers. `start`: a record at or before the first of
-/// them to begin at (see `marks.rs`), if one is known. The caller holds the log store's cache
+/// win, and a truncation voids what it covers. `plan.start`: a record at or before the first
+/// of them to begin at (see `marks.rs`), if one is known; `plan.truncations`: every
+/// truncation after it, so that the read may stop once nothing later can replace what it
+/// holds. The caller holds the log store's cache
 /// lock, so no new purge starts meanwhile; a segment removed while this reads (the I/O thread
 /// removes purged segments without that lock) held only entries purged before the caller
 /// looked, below `from`. A damaged record in a full segment, or a gap in what is found, is an
 /// error: the entries were acknowledged, and a reader must not be handed a log with a hole in
 /// it.
-pub(super) fn read_entries(dir: &Path, from: u64, to: u64, start: Option<Place>) -> Result<Vec<Entry>, FileError> {
+pub(super) fn read_entries(dir: &Path, from: u64, to: u64, plan: &ReadPlan) -> Result<Vec<Entry>, FileError> {
+    let start = plan.start;
+    let wanted = to.saturating_sub(from) as usize;
     let (numbers, _) = segment::list(dir)?;
     let mut found = BTreeMap::new();
     let newest = numbers.last().copied();
@@ -46,7 +51,7 @@ pub(super) fn read_entries(dir: &Path, from: u64, to: u64, start: Option<Place>)
             // I/O thread removes purged segments without the cache lock): it held only
             // entries below `from`, so read what is left from the start.
             Err(FileError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound && at.is_some() => {
-                return read_entries(dir, from, to, None);
+                return read_entries(dir, from, to, &ReadPlan { start: None, truncations: plan.truncations.clone() });
             }
             Err(FileError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
@@ -86,6 +91,9 @@ pub(super) fn read_entries(dir: &Path, from: u64, to: u64, start: Option<Place>)
                 }
                 Record::Truncate { since } => drop(found.split_off(&since)),
                 Record::Purge { .. } => {}
+            }
+            if found.len() == wanted && !plan.may_replace_after(rsn, to) {
+                return Ok(found.into_values().collect());
             }
             pos = next;
             rsn += 1;
@@ -171,8 +179,10 @@ mod tests {
     fn write(wal: &mut Wal, marks: &Marks, record: &RecordRef<'_>) {
         let payload = encode_payload(record).expect("encode");
         let place = wal.write_payload(&payload).expect("write");
-        if let RecordRef::Entries(entries) = record {
-            marks.written(entries[0].log_id.index, place, payload.len() as u64);
+        match record {
+            RecordRef::Entries(entries) => marks.written(entries[0].log_id.index, place, payload.len() as u64),
+            RecordRef::Truncate { since } => marks.truncated(*since, place),
+            RecordRef::Purge { .. } => {}
         }
     }
 
@@ -200,22 +210,39 @@ mod tests {
         assert!(numbers.len() > 8, "the test needs many segments: {}", numbers.len());
         let expected =
             |from: u64, to: u64| -> Vec<Entry> { (from..to).map(|i| entry(i, 1 + u8::from(i > 1200))).collect() };
+        // From the oldest segment, with every truncation (no entry is marked at or below 0).
+        let whole = marks.plan_for(0);
+        assert!(whole.start.is_none() && whole.truncations.len() == 1);
         for from in (1..=1790).step_by(37).chain([1199, 1200, 1201, 1202, 1790]) {
             let to = from + 11;
-            let start = marks.start_for(from);
-            assert!(start.is_some(), "every entry here was marked");
-            let marked = read_entries(dir.path(), from, to, start).expect("read from a mark");
-            assert!(marked == expected(from, to), "from {from} via {start:?}");
-            let full = read_entries(dir.path(), from, to, None).expect("read all");
+            let plan = marks.plan_for(from);
+            assert!(plan.start.is_some(), "every entry here was marked");
+            let marked = read_entries(dir.path(), from, to, &plan).expect("read from a mark");
+            assert!(marked == expected(from, to), "from {from} via {plan:?}");
+            let full = read_entries(dir.path(), from, to, &whole).expect("read all");
             assert!(marked == full, "from {from}");
         }
+
+        // A read stops at the last record it needs when no later truncation reaches its
+        // entries: damage further on is never met (a read that needs it still reports it).
+        let middle = dir.path().join(segment::file_name(numbers[numbers.len() / 2]));
+        let pristine = std::fs::read(&middle).expect("read segment");
+        let mut image = pristine.clone();
+        image[SEGMENT_HEADER + RECORD_HEADER + 2] ^= 0xff;
+        std::fs::write(&middle, &image).expect("damage");
+        for from in [1, 40, 100] {
+            let plan = marks.plan_for(from);
+            assert!(read_entries(dir.path(), from, from + 11, &plan).is_ok_and(|e| e == expected(from, from + 11)));
+        }
+        assert!(read_entries(dir.path(), 1, 1790, &marks.plan_for(1)).is_err(), "a read across the damage meets it");
+        std::fs::write(&middle, &pristine).expect("repair");
 
         let first = dir.path().join(segment::file_name(numbers[0]));
         let mut image = std::fs::read(&first).expect("read segment");
         image[SEGMENT_HEADER + RECORD_HEADER + 2] ^= 0xff;
         std::fs::write(&first, &image).expect("damage");
-        assert!(read_entries(dir.path(), 1700, 1710, None).is_err(), "a full read meets the damage");
-        let start = marks.start_for(1700);
-        assert!(read_entries(dir.path(), 1700, 1710, start).is_ok_and(|e| e == expected(1700, 1710)));
+        assert!(read_entries(dir.path(), 1700, 1710, &whole).is_err(), "a full read meets the damage");
+        let plan = marks.plan_for(1700);
+        assert!(read_entries(dir.path(), 1700, 1710, &plan).is_ok_and(|e| e == expected(1700, 1710)));
     }
 }

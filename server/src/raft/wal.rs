@@ -17,7 +17,10 @@ use std::thread::JoinHandle;
 
 /// A segment file's records after opening, oldest first.
 pub struct Replayed {
-    pub segment: u64,
+    /// Where the record is (its segment, offset and sequence number).
+    pub(crate) place: Place,
+    /// Its payload's length.
+    pub(crate) bytes: u64,
     pub record: Record,
 }
 
@@ -372,9 +375,11 @@ fn scan(
     let stop = loop {
         match read_at(image, pos, rsn) {
             Slot::Record { payload, next, .. } => {
+                let bytes = payload.len() as u64;
                 let record: Record = postcard::from_bytes(&image[payload])
                     .map_err(|e| damaged(pos, format!("record #{rsn} passes its checksum but does not decode: {e}")))?;
-                out.push(Replayed { segment: number, record });
+                let place = Place { segment: number, offset: pos as u64, rsn };
+                out.push(Replayed { place, bytes, record });
                 pos = next;
                 rsn += 1;
             }

@@ -59,17 +59,21 @@ impl Appends {
     }
 }
 
+/// What a record holds, as far as readers of the segments need to know (`marks.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Holds {
+    /// Entries, with the first and last ones' indexes (where readers may start; which
+    /// segments a purge frees).
+    Entries(u64, u64),
+    /// A truncation of the entries from this index on.
+    Truncation(u64),
+    /// Anything else (a purge).
+    Other,
+}
+
 enum Request {
-    Record {
-        payload: Vec<u8>,
-        /// For a record of entries, the first and last ones' indexes (where readers may
-        /// start; which segments a purge frees).
-        indexes: Option<(u64, u64)>,
-        done: Done,
-    },
-    RemovePurged {
-        upto: u64,
-    },
+    Record { payload: Vec<u8>, holds: Holds, done: Done },
+    RemovePurged { upto: u64 },
 }
 
 /// The handle on the I/O thread. Dropping it lets the thread finish what is queued, sync,
@@ -94,8 +98,8 @@ impl Writer {
 
     /// Queues a record (a payload from [`super::wal::encode_payload`]); `done` runs once it
     /// is durable. Records reach the log in the order of these calls.
-    pub(crate) fn write(&self, payload: Vec<u8>, indexes: Option<(u64, u64)>, done: Done) {
-        let request = Request::Record { payload, indexes, done };
+    pub(crate) fn write(&self, payload: Vec<u8>, holds: Holds, done: Done) {
+        let request = Request::Record { payload, holds, done };
         if let Err(mpsc::SendError(Request::Record { done, .. })) = self.send(request) {
             done(Err(FileError::Failed));
         }
@@ -150,17 +154,17 @@ impl Io {
             let mut appends = Appends::default();
             for request in group {
                 match request {
-                    Request::Record { payload, indexes: Some(indexes), done } => {
+                    Request::Record { payload, holds: Holds::Entries(first, last), done } => {
                         if appends.bytes + payload.len() > MAX_MERGED && !appends.is_empty() {
                             self.write_appends(&mut appends, &mut unsynced);
                             self.sync(&mut unsynced, &mut syncs);
                         }
-                        appends.push(payload, indexes, done);
+                        appends.push(payload, (first, last), done);
                     }
-                    Request::Record { payload, indexes: None, done } => {
+                    Request::Record { payload, holds, done } => {
                         self.write_appends(&mut appends, &mut unsynced);
                         self.sync(&mut unsynced, &mut syncs);
-                        self.write(&payload, None, vec![done], &mut unsynced);
+                        self.write(&payload, holds, vec![done], &mut unsynced);
                         self.sync(&mut unsynced, &mut syncs);
                     }
                     Request::RemovePurged { upto } => {
@@ -205,7 +209,7 @@ impl Io {
             _ => super::record::merge_entries(&payloads),
         };
         match merged {
-            Some(payload) => self.write(&payload, Some((first, last)), dones, unsynced),
+            Some(payload) => self.write(&payload, Holds::Entries(first, last), dones, unsynced),
             None => {
                 tracing::error!("appends queued together do not merge into one record; the log stops accepting writes");
                 for done in dones {
@@ -216,12 +220,16 @@ impl Io {
     }
 
     /// Writes one record whose completions are `dones`.
-    fn write(&mut self, payload: &[u8], indexes: Option<(u64, u64)>, dones: Vec<Done>, unsynced: &mut Unsynced<Done>) {
+    fn write(&mut self, payload: &[u8], holds: Holds, dones: Vec<Done>, unsynced: &mut Unsynced<Done>) {
         match self.wal.write_payload(payload) {
             Ok(place) => {
-                if let Some((first, last)) = indexes {
-                    self.segment_max.insert(place.segment, last);
-                    self.marks.written(first, place, payload.len() as u64);
+                match holds {
+                    Holds::Entries(first, last) => {
+                        self.segment_max.insert(place.segment, last);
+                        self.marks.written(first, place, payload.len() as u64);
+                    }
+                    Holds::Truncation(since) => self.marks.truncated(since, place),
+                    Holds::Other => {}
                 }
                 for done in dones {
                     unsynced.written(done);
@@ -357,7 +365,7 @@ mod tests {
             let _ = wait.recv();
             first.lock().expect("done").push(("append 1".into(), r.ok()));
         };
-        writer.write(record(1), Some((1, 1)), Box::new(complete));
+        writer.write(record(1), Holds::Entries(1, 1), Box::new(complete));
         is_started.recv().expect("the first record completes");
         (writer, queued, done)
     }
@@ -370,7 +378,7 @@ mod tests {
         let done = done.clone();
         let complete =
             move |r: Result<u64, FileError>| done.lock().expect("done").push((format!("append {i}"), r.ok()));
-        writer.write(record(i), Some((i, i)), Box::new(complete));
+        writer.write(record(i), Holds::Entries(i, i), Box::new(complete));
     }
 
     /// Records queued while the thread is busy share one fdatasync, each completes only
@@ -412,7 +420,11 @@ mod tests {
         append(&writer, &done, 3);
         let purge = crate::raft::wal::encode_payload(&RecordRef::Purge { upto: entry(1).log_id }).expect("encode");
         let purged = done.clone();
-        writer.write(purge, None, Box::new(move |r| purged.lock().expect("done").push(("purge".into(), r.ok()))));
+        writer.write(
+            purge,
+            Holds::Other,
+            Box::new(move |r| purged.lock().expect("done").push(("purge".into(), r.ok()))),
+        );
         append(&writer, &done, 4);
         drop(queued);
         drop(writer);
