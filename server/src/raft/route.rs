@@ -30,9 +30,14 @@ const LEADER_WAIT: Duration = Duration::from_secs(6);
 pub(crate) const COMMIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A new member is caught up before it votes, perhaps from a snapshot.
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(120);
-/// A short pause before asking again after "not the leader", so a member that has just
-/// learned of a new term does not spin.
+/// The longest pause before asking again after "not the leader", so a member that has not yet
+/// learned of a new term does not spin; it ends as soon as this member learns of another
+/// leader ([`Route::pause_unless_moved`]).
 const RETRY_PAUSE: Duration = Duration::from_millis(50);
+/// How often a member that leads but does not take writes yet (handing over, or newly
+/// elected and not yet acknowledged by a quorum, which openraft's metrics may not announce)
+/// looks again: a planned restart's writes wait this long at most for it.
+const LOOK_AGAIN: Duration = Duration::from_millis(2);
 
 /// The two ways to the log.
 #[derive(Clone)]
@@ -98,8 +103,10 @@ impl Route {
                 }
             }
             // While handing over, this member's leadership may also end without a change of
-            // metrics (the transfer failed): look again soon.
-            let changed = tokio::time::timeout(RETRY_PAUSE, metrics.changed());
+            // metrics (the transfer failed), and a new leader's first quorum acknowledgement
+            // is not announced: look again soon.
+            let poll = if metrics.borrow_watched().current_leader == Some(self.me) { LOOK_AGAIN } else { RETRY_PAUSE };
+            let changed = tokio::time::timeout(poll, metrics.changed());
             match tokio::time::timeout_at(deadline, changed).await {
                 Ok(Ok(Ok(()))) | Ok(Err(_)) => {}
                 Ok(Ok(Err(_))) => return Err(Rejected::Stopped),
@@ -160,7 +167,7 @@ impl Route {
                     if Instant::now() + RETRY_PAUSE >= deadline {
                         return Err(Rejected::NotApplied(format!("member {leader} does not lead and no other does")));
                     }
-                    tokio::time::sleep(RETRY_PAUSE).await;
+                    self.pause_unless_moved(leader).await;
                 }
                 Ok(PeerResponse::Forward(Err(e))) => return Err(Rejected::Unknown(e.to_string())),
                 Ok(_) => {
@@ -169,6 +176,25 @@ impl Route {
                 Err(e @ PeerError::Lost(..)) => return Err(Rejected::Unknown(e.to_string())),
             }
         }
+    }
+
+    /// After `leader` answered "not the leader" (or could not be reached): waits until this
+    /// member knows of another leader, or no leader, but at most [`RETRY_PAUSE`]. A leader
+    /// handing over answers so until its successor leads, which the others learn within a
+    /// round trip: a fixed pause would hold every write of a planned restart that long.
+    async fn pause_unless_moved(&self, leader: NodeId) {
+        let mut metrics = self.raft.metrics();
+        let moved = async {
+            loop {
+                if metrics.borrow_watched().current_leader != Some(leader) {
+                    return;
+                }
+                if metrics.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(RETRY_PAUSE, moved).await;
     }
 
     /// Waits until this member has applied log index `index`.
@@ -200,7 +226,7 @@ impl Route {
             match index {
                 Ok(index) => return self.applied_here(index).await,
                 Err(ForwardError::NotLeader(_)) if Instant::now() + RETRY_PAUSE < deadline => {
-                    tokio::time::sleep(RETRY_PAUSE).await;
+                    self.pause_unless_moved(leader).await;
                 }
                 Err(e) => return Err(Rejected::NotApplied(e.to_string())),
             }
@@ -241,7 +267,7 @@ impl Route {
             match answer {
                 Ok(reply) => return Ok(reply),
                 Err(ForwardError::NotLeader(_)) if Instant::now() + RETRY_PAUSE < deadline => {
-                    tokio::time::sleep(RETRY_PAUSE).await;
+                    self.pause_unless_moved(leader).await;
                 }
                 Err(ForwardError::Unknown(why)) => return Err(Rejected::Unknown(why)),
                 Err(e) => return Err(Rejected::NotApplied(e.to_string())),
