@@ -126,20 +126,9 @@ impl Route {
         request: PeerRequest,
         timeout: Duration,
     ) -> Result<PeerResponse, PeerError> {
-        let mut metrics = self.raft.metrics();
-        let deposed = async {
-            loop {
-                if metrics.borrow_watched().current_leader != Some(leader) {
-                    return;
-                }
-                if metrics.changed().await.is_err() {
-                    return;
-                }
-            }
-        };
         tokio::select! {
             answer = self.peers.call(leader, addr, Channel::Client, request, timeout) => answer,
-            () = deposed => Err(PeerError::Lost(leader, "it stopped leading while it had the request".into())),
+            () = self.no_longer_leads(leader) => Err(PeerError::Lost(leader, "it stopped leading while it had the request".into())),
         }
     }
 
@@ -183,18 +172,20 @@ impl Route {
     /// handing over answers so until its successor leads, which the others learn within a
     /// round trip: a fixed pause would hold every write of a planned restart that long.
     async fn pause_unless_moved(&self, leader: NodeId) {
+        let _ = tokio::time::timeout(RETRY_PAUSE, self.no_longer_leads(leader)).await;
+    }
+
+    /// Returns once this member knows `leader` no longer leads (or Raft stopped).
+    async fn no_longer_leads(&self, leader: NodeId) {
         let mut metrics = self.raft.metrics();
-        let moved = async {
-            loop {
-                if metrics.borrow_watched().current_leader != Some(leader) {
-                    return;
-                }
-                if metrics.changed().await.is_err() {
-                    return;
-                }
+        loop {
+            if metrics.borrow_watched().current_leader != Some(leader) {
+                return;
             }
-        };
-        let _ = tokio::time::timeout(RETRY_PAUSE, moved).await;
+            if metrics.changed().await.is_err() {
+                return;
+            }
+        }
     }
 
     /// Waits until this member has applied log index `index`.
