@@ -23,6 +23,7 @@
 //!   starting at the nearest of the places `marks` keeps.
 //! * [`state_machine`]: openraft's `RaftStateMachine` over [`Core`](crate::core::Core), and snapshots;
 //!   [`snapshot_trigger`]: when the next one is due (by log size).
+//!   a snapshot is decoded through `padded_reader` (a buffer fast at postcard's tiny reads).
 //! * [`proposer`]: group commit in front of openraft, paced by the disk ([`activity`]), which
 //!   holds back a lone lock acquire that will queue anyway for the next command (`defer`); on
 //!   the leader it folds followers' batches into its own entries (`answers`); on a follower
@@ -74,6 +75,7 @@ mod marks;
 pub(crate) mod membership;
 pub(crate) mod network;
 mod open;
+mod padded_reader;
 pub(crate) mod proposer;
 pub(crate) mod quorum;
 mod readback;

@@ -4,12 +4,13 @@
 
 use super::error::OpenError;
 use super::fsutil::CheckedReader;
+use super::padded_reader::PaddedReader;
 use super::types::SnapshotMeta;
 use crate::state::StateMachine;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::Read;
 
 /// The current snapshot version. Versions 2 and 3 each appended one map to the end of the
 /// state machine, which ends the body: 2 each session's last write
@@ -67,7 +68,7 @@ pub(super) fn decode_from<T: DeserializeOwned>(
     missing: usize,
     longest: u64,
 ) -> Result<T, postcard::Error> {
-    let padded = payload.chain(std::io::repeat(0).take(missing as u64));
+    let padded = PaddedReader::new(payload, missing as u64);
     // postcard reads each string into this before copying it out, always at its start: only
     // as much of it is touched as the longest string needs (a path, an ACL's id; none is
     // longer than a client's request frame). A zeroed allocation this large is mapped
@@ -82,7 +83,7 @@ pub(super) fn decode_from<T: DeserializeOwned>(
 /// damage is reported as such, not as whatever the decoder made of it. Gives the file back.
 pub(super) fn read_checked<T: DeserializeOwned>(mut reader: CheckedReader) -> Result<(T, File), OpenError> {
     let (missing, len, path) = (missing_maps(reader.version()), reader.len(), reader.path().to_path_buf());
-    let decoded = decode_from(BufReader::with_capacity(1 << 20, &mut reader), missing, len);
+    let decoded = decode_from(&mut reader, missing, len);
     let file = reader.finish()?;
     let decoded = decoded.map_err(|source| OpenError::Decode { what: path.display().to_string(), source })?;
     Ok((decoded, file))

@@ -66,6 +66,18 @@ impl Index {
         self.shards[shard(hash)].find(hash, is).copied()
     }
 
+    /// Makes room for about `nodes` ids in all, spread evenly over the shards (as hashes
+    /// spread them), so that loading a snapshot does not rehash each shard as it grows.
+    pub(super) fn reserve(&mut self, slab: &Slab, nodes: usize) {
+        let per_shard = nodes / SHARDS + nodes / SHARDS / 8 + 8;
+        let seed = &self.seed;
+        for table in self.shards.iter_mut() {
+            let table = Arc::make_mut(table);
+            let more = per_shard.saturating_sub(table.len());
+            table.reserve(more, |&other| hash_of(seed, slab, other));
+        }
+    }
+
     /// Adds `id`, whose record is in `slab` already (and no sibling has its name).
     pub(super) fn insert(&mut self, slab: &Slab, id: u32) {
         let (seed, hash) = (&self.seed, hash_of(&self.seed, slab, id));

@@ -28,6 +28,10 @@ use ward_proto::path;
 /// The root's id: it is the first node in and never leaves.
 pub(super) const ROOT: u32 = 0;
 
+/// The most nodes a snapshot's load makes room for before it has read them (about 30 MB of
+/// index); a larger tree's index grows as it loads.
+const MOST_RESERVED: usize = 1 << 22;
+
 /// See the module's doc.
 #[derive(Clone, Debug)]
 pub(crate) struct Nodes {
@@ -46,6 +50,11 @@ impl Default for Nodes {
 }
 
 impl Nodes {
+    /// Makes room in the index for about `nodes` nodes in all.
+    fn reserve(&mut self, nodes: usize) {
+        self.index.reserve(&self.slab, nodes);
+    }
+
     /// The id of the node at `path`.
     pub(super) fn lookup(&self, path: &str) -> Option<u32> {
         if path == "/" {
@@ -263,6 +272,9 @@ impl<'de> Deserialize<'de> for Nodes {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Nodes, A::Error> {
                 let mut loader = Loader::default();
+                // The count is the file's word until its checksum is checked at the end: a
+                // damaged one reserves no more than this.
+                loader.nodes.reserve(map.size_hint().unwrap_or(0).min(MOST_RESERVED));
                 while let Some((path, node)) = map.next_entry::<Box<str>, Loaded>()? {
                     loader.put(path, node).map_err(serde::de::Error::custom)?;
                 }
