@@ -29,14 +29,15 @@ const fn line(
 }
 
 const LINES: &[Line] = &[
-    line("a. sequential create+delete", "ops/s", "writes, 1 outstanding (ops/s)", true, Some(2.0), Some(2.0)),
+    line("a. sequential create+delete", "ops/s", "writes, 1 outstanding (ops/s)", true, None, None),
+    line("a. sequential create+delete", "create p50 (ms)", "write p50, 1 outstanding (ms)", false, Some(0.5), Some(0.5)),
     line(
         "b. create, delete (64 outstanding)",
         "create/s",
         "writes, 64 outstanding (creates/s)",
         true,
-        Some(2.0),
-        Some(2.0),
+        Some(3.0),
+        Some(3.0),
     ),
     line("durable writes (64 writers)", "acked writes/s", "writes, 64 writers (sets/s)", true, Some(2.0), Some(2.0)),
     line("c. get_data (64 outstanding)", "get_data/s", "reads, 64 outstanding (gets/s)", true, None, None),
