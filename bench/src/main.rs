@@ -102,6 +102,8 @@ const USAGE: &str =
   --recovery N      measure only a restart: a ward-server of its own filled with N znodes of
                     100 B, stopped with SIGTERM and started again on its data; the time until
                     it answers, and its RSS before and after
+  --crash           with --recovery: stop it with kill -9 instead (the restart replays the log
+                    since the last snapshot)
   --sync-reads N     measure only N syncs one after another through the leader and through a
                     follower of a three-member ensemble, by read index and by lease (--lease-read)
   --tables          measure only the in-memory session table (std Mutex<HashMap> against DashMap)
@@ -144,6 +146,7 @@ struct Args {
     scale: bool,
     idle_sessions: Option<usize>,
     recovery: Option<usize>,
+    crash: bool,
     sync_reads: Option<usize>,
 }
 
@@ -173,6 +176,7 @@ fn parse_args() -> Result<Args, String> {
         scale: false,
         idle_sessions: None,
         recovery: None,
+        crash: false,
         sync_reads: None,
     };
     let mut args = std::env::args().skip(1);
@@ -203,6 +207,7 @@ fn parse_args() -> Result<Args, String> {
             "--scale" => a.scale = true,
             "--idle-sessions" => a.idle_sessions = Some(value()?.parse().map_err(|e| format!("--idle-sessions: {e}"))?),
             "--recovery" => a.recovery = Some(value()?.parse().map_err(|e| format!("--recovery: {e}"))?),
+            "--crash" => a.crash = true,
             "--sync-reads" => a.sync_reads = Some(value()?.parse().map_err(|e| format!("--sync-reads: {e}"))?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
@@ -302,7 +307,7 @@ fn main() -> ExitCode {
     let outcome = match std::fs::create_dir_all(&tmp) {
         Ok(()) => match (args.idle_sessions, args.recovery, args.sync_reads) {
             (Some(n), _, _) => runtime.block_on(idle::run(&tmp, n, zookeeper(&args))).map(|()| true),
-            (None, Some(n), _) => runtime.block_on(recovery::run(&tmp, n)).map(|()| true),
+            (None, Some(n), _) => runtime.block_on(recovery::run(&tmp, n, args.crash)).map(|()| true),
             (None, None, Some(n)) => runtime.block_on(sync_reads::run(&tmp, n)).map(|()| true),
             (None, None, None) => runtime.block_on(run(&args, &tmp)),
         },

@@ -30,7 +30,14 @@ const fn line(
 
 const LINES: &[Line] = &[
     line("a. sequential create+delete", "ops/s", "writes, 1 outstanding (ops/s)", true, None, None),
-    line("a. sequential create+delete", "create p50 (ms)", "write p50, 1 outstanding (ms)", false, Some(0.5), Some(0.5)),
+    line(
+        "a. sequential create+delete",
+        "create p50 (ms)",
+        "write p50, 1 outstanding (ms)",
+        false,
+        Some(0.5),
+        Some(0.5),
+    ),
     line(
         "b. create, delete (64 outstanding)",
         "create/s",

@@ -2,7 +2,8 @@
 //!
 //! Starts a durable `ward-server` of its own, creates N persistent znodes of 100 bytes under
 //! one directory (64 outstanding over 4 sessions, as g1m does), closes the sessions, lets it
-//! settle and reads its RSS (VmRSS). Then stops it with SIGTERM and starts it again on the
+//! settle and reads its RSS (VmRSS). Then stops it with SIGTERM (with `--crash`, kill -9: the
+//! start then replays the log written since the last snapshot) and starts it again on the
 //! same data directory, timing the start until the server prints that it listens (it does
 //! so once the snapshot is loaded and the log replayed) and until it answers a read. Its RSS
 //! is read once it answers and again after it has settled, with its peak (VmHWM). The
@@ -28,7 +29,7 @@ fn mib(bytes: Option<u64>) -> String {
 }
 
 /// Runs the measurement and prints what it found.
-pub async fn run(tmp: &Path, n: usize) -> Result<()> {
+pub async fn run(tmp: &Path, n: usize, crash: bool) -> Result<()> {
     let data = tmp.join("ward-recovery");
     let first = server::start(&data)?;
     let ward = Ward { addr: first.addr.clone(), pid: Some(first.pid) };
@@ -47,8 +48,10 @@ pub async fn run(tmp: &Path, n: usize) -> Result<()> {
     let before = rss_bytes(first.pid);
     println!("before the restart: RSS {}", mib(before));
 
-    let stopping = tokio::task::spawn_blocking(move || first.terminate()).await.map_err(|e| Error(e.to_string()))??;
-    println!("SIGTERM: exited after {:.0} ms", stopping.as_secs_f64() * 1e3);
+    let stop = move || if crash { first.crash() } else { first.terminate() };
+    let stopping = tokio::task::spawn_blocking(stop).await.map_err(|e| Error(e.to_string()))??;
+    let how = if crash { "kill -9" } else { "SIGTERM" };
+    println!("{how}: exited after {:.0} ms", stopping.as_secs_f64() * 1e3);
 
     let started = Instant::now();
     let wall = std::time::SystemTime::now();

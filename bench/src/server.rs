@@ -42,6 +42,16 @@ impl OwnedServer {
         Ok(signalled.elapsed())
     }
 
+    /// SIGKILL, as a crash stops it, and waits until the process has exited. Its data
+    /// directory stays, to be started on again.
+    pub fn crash(mut self) -> Result<Duration> {
+        let signalled = Instant::now();
+        self.child.kill()?;
+        self.child.wait()?;
+        self.keep = true;
+        Ok(signalled.elapsed())
+    }
+
     /// The server's log (its stderr), as written so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.with_extension("log")).unwrap_or_default()
