@@ -2,18 +2,17 @@
 //! member's admin listener, and `ward-server --restore FILE` seeds a new ensemble from it.
 
 use crate::harness::*;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use ward_client::{CreateMode, Error};
 use ward_proto::{ClientMessage, ErrorCode, Hello, ServerMessage, SessionId, SessionSecret, Zxid};
-use ward_testkit::{locate, run::try_run, serial, Ensemble, TempDir};
+use ward_testkit::{serial, Ensemble, TempDir};
 
 /// Writers creating nodes while the backup is taken.
 const WRITERS: usize = 8;
@@ -258,7 +257,7 @@ async fn a_restore_is_refused_under_the_backups_own_name_and_over_existing_data(
         // The same start under a new name, on the directory the refusals were given.
         let mut flags = as_member.to_vec();
         flags.extend(["--restore", path_str(&backup), "--ensemble-name", "renamed"]);
-        let renamed = ServerProcess::builder().bare().flags(&server_flags(&data)).flags(&flags).start();
+        let renamed = start_bare(&data, &flags);
         let reader = connect_serving(&renamed.addr_str(), Duration::from_secs(10)).await;
         let (value, _) = answered("get /kept", || reader.get_data("/kept")).await.expect("the backup's node");
         assert_eq!(value, b"in the backup");
@@ -334,61 +333,6 @@ fn token_file(dir: &Path, name: &str, token: &str) -> String {
 
 fn path_str(path: &Path) -> &str {
     path.to_str().expect("a UTF-8 path")
-}
-
-/// A server's own flags on `data`: the client listener on any port, no other listener.
-fn server_flags(data: &Path) -> Vec<&str> {
-    let data = path_str(data);
-    vec![
-        "--data-dir",
-        data,
-        "--listen",
-        "127.0.0.1:0",
-        "--zk-listen",
-        "off",
-        "--admin-listen",
-        "off",
-        "--segment-mb",
-        "1",
-    ]
-}
-
-/// Runs `ward-server` on `data` with `flags` to its exit; it must refuse to start (exit
-/// non-zero without listening). Returns its stderr.
-async fn refused_start(data: &Path, flags: &[&str]) -> String {
-    let mut cmd = Command::new(locate::server_binary());
-    for (var, _) in std::env::vars_os() {
-        if var.to_string_lossy().starts_with("WARD_") {
-            cmd.env_remove(var);
-        }
-    }
-    cmd.args(server_flags(data)).args(flags);
-    let what = format!("ward-server {flags:?}");
-    let out = tokio::task::spawn_blocking(move || try_run(&mut cmd, b"", DEADLINE))
-        .await
-        .expect("join")
-        .unwrap_or_else(|why| panic!("{what} did not refuse: {why}"));
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr).into_owned());
-    assert!(!out.status.success(), "{what} must exit non-zero; stderr:\n{stderr}");
-    assert!(!stdout.contains("listening on"), "{what} listened:\n{stdout}");
-    assert!(!stderr.contains("panicked"), "{what}: a refusal is an error, not a panic:\n{stderr}");
-    stderr
-}
-
-/// Every file under `dir` with its size.
-fn list_tree(dir: &Path) -> BTreeMap<PathBuf, u64> {
-    let mut files = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(at) = todo.pop() {
-        for entry in std::fs::read_dir(&at).unwrap_or_else(|e| panic!("list {}: {e}", at.display())).flatten() {
-            let meta = entry.metadata().expect("metadata");
-            match meta.is_dir() {
-                true => todo.push(entry.path()),
-                false => drop(files.insert(entry.path(), meta.len())),
-            }
-        }
-    }
-    files
 }
 
 /// A new session opened by hand on the member at `addr`, if it welcomes one now.

@@ -4,15 +4,14 @@
 //! majority").
 
 use crate::harness::*;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::timeout;
 use ward_client::{Client, CreateMode, Error, MemberInfo, MemberRole};
-use ward_testkit::{locate, member_has, run::try_run, serial, synced, Ensemble};
+use ward_testkit::{member_has, serial, synced, Ensemble};
 
 /// Acknowledged creates made before the majority is lost.
 const ACKED: usize = 200;
@@ -79,7 +78,7 @@ async fn a_forced_survivor_keeps_every_acknowledged_write_and_members_added_back
 
         // The survivor on its own peer address, as an operator would restart it on its machine.
         let peer = old.peer_addr(survivor).to_string();
-        let mut forced = start_on(&data, &forced_flags(survivor, &[(survivor, peer.as_str())], Some(NEW_NAME)));
+        let mut forced = start_bare(&data, &forced_flags(survivor, &[(survivor, peer.as_str())], Some(NEW_NAME)));
         let forced_addr = forced.addr_str();
         let members = members_until(&forced_addr, "the forced member leads an ensemble of one", |m| {
             m.iter().any(|m| m.id == survivor && m.role == MemberRole::Leader)
@@ -198,7 +197,7 @@ async fn forcing_is_refused_without_a_new_name_with_other_members_and_a_second_t
             assert!(kept_aside(&data).is_empty(), "a forced start refused ({what}) moved {}", data.display());
         }
 
-        let mut forced = start_on(&data, &forced_flags(survivor, &alone, Some(NEW_NAME)));
+        let mut forced = start_bare(&data, &forced_flags(survivor, &alone, Some(NEW_NAME)));
         all_present(&forced.addr_str(), &acked).await;
         forced.kill9_now();
         assert_eq!(kept_aside(&data).len(), 1, "one directory kept aside beside {}", data.display());
@@ -213,7 +212,7 @@ async fn forcing_is_refused_without_a_new_name_with_other_members_and_a_second_t
 
         let mut plain = member_flags(survivor, &alone);
         plain.extend(["--ensemble-name".to_string(), NEW_NAME.to_string()]);
-        let again = start_on(&data, &plain);
+        let again = start_bare(&data, &plain);
         all_present(&again.addr_str(), &acked).await;
     })
     .await
@@ -324,32 +323,6 @@ fn role_of(members: &[MemberInfo], id: u64) -> Option<MemberRole> {
     members.iter().find(|m| m.id == id).map(|m| m.role)
 }
 
-/// A server's own flags on `data`: the client listener on any port, no other listener.
-fn server_flags(data: &Path) -> Vec<&str> {
-    let data = data.to_str().expect("a UTF-8 path");
-    vec![
-        "--data-dir",
-        data,
-        "--listen",
-        "127.0.0.1:0",
-        "--zk-listen",
-        "off",
-        "--admin-listen",
-        "off",
-        "--segment-mb",
-        "1",
-        "--max-connections-per-ip",
-        "0",
-    ]
-}
-
-/// A server on `data` started with `flags` (and [`server_flags`] only, none of the
-/// harness's own); panics with its stderr unless it listens.
-fn start_on(data: &Path, flags: &[String]) -> ServerProcess {
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    ServerProcess::builder().bare().flags(&server_flags(data)).flags(&flags).start()
-}
-
 /// `--id ID --ensemble MEMBERS --peer-listen` (`id`'s address in `members`).
 fn member_flags(id: u64, members: &[(u64, &str)]) -> Vec<String> {
     let list = members.iter().map(|(m, a)| format!("{m}={a}")).collect::<Vec<_>>().join(",");
@@ -365,28 +338,6 @@ fn forced_flags(id: u64, members: &[(u64, &str)], name: Option<&str>) -> Vec<Str
     flags
 }
 
-/// Runs `ward-server` on `data` with `flags` to its exit; it must refuse to start (exit
-/// non-zero without listening, and not by a panic). Returns its stderr.
-async fn refused_start(data: &Path, flags: &[String]) -> String {
-    let mut cmd = Command::new(locate::server_binary());
-    for (var, _) in std::env::vars_os() {
-        if var.to_string_lossy().starts_with("WARD_") {
-            cmd.env_remove(var);
-        }
-    }
-    cmd.args(server_flags(data)).args(flags);
-    let what = format!("ward-server {flags:?}");
-    let out = tokio::task::spawn_blocking(move || try_run(&mut cmd, b"", DEADLINE))
-        .await
-        .expect("join")
-        .unwrap_or_else(|why| panic!("{what} did not refuse: {why}"));
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr).into_owned());
-    assert!(!out.status.success(), "{what} must exit non-zero; stderr:\n{stderr}");
-    assert!(!stdout.contains("listening on"), "{what} listened:\n{stdout}");
-    assert!(!stderr.contains("panicked"), "{what}: a refusal is an error, not a panic:\n{stderr}");
-    stderr
-}
-
 /// The directories kept beside `data` by forced starts (`DATA.before-force-MS`).
 fn kept_aside(data: &Path) -> Vec<PathBuf> {
     let prefix = format!("{}.before-force-", data.file_name().expect("a name").to_string_lossy());
@@ -399,20 +350,4 @@ fn kept_aside(data: &Path) -> Vec<PathBuf> {
         .collect();
     kept.sort();
     kept
-}
-
-/// Every file under `dir` with its size.
-fn list_tree(dir: &Path) -> BTreeMap<PathBuf, u64> {
-    let mut files = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(at) = todo.pop() {
-        for entry in std::fs::read_dir(&at).unwrap_or_else(|e| panic!("list {}: {e}", at.display())).flatten() {
-            let meta = entry.metadata().expect("metadata");
-            match meta.is_dir() {
-                true => todo.push(entry.path()),
-                false => drop(files.insert(entry.path(), meta.len())),
-            }
-        }
-    }
-    files
 }
