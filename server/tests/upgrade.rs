@@ -41,18 +41,12 @@ fn copy_tree(from: &Path, to: &Path) {
 
 /// The flags of a server on `data` with 1 MiB segments and only the client listener.
 fn flags(data: &Path) -> Vec<String> {
-    let data = data.to_string_lossy().into_owned();
-    ["--data-dir", &data, "--listen", "127.0.0.1:0", "--zk-listen", "off", "--admin-listen", "off", "--segment-mb", "1"]
-        .map(String::from)
-        .to_vec()
+    ward_testkit::offline::bare_flags(data)
 }
 
 /// A server on `data`, with `extra` flags; it must start.
 fn serve(data: &Path, extra: &[&str]) -> ServerProcess {
-    let mut all = flags(data);
-    all.extend(extra.iter().map(|f| f.to_string()));
-    let all: Vec<&str> = all.iter().map(String::as_str).collect();
-    ServerProcess::builder().bare().flags(&all).start()
+    ward_testkit::offline::start_bare(data, extra)
 }
 
 /// Runs `ward-server` on `data` to its exit; it must refuse to start.
@@ -301,10 +295,9 @@ async fn the_golden_ensemble_of_the_openraft_0_9_release_opens_and_serves_on_thi
         .map(|id| {
             let data = tmp.path().join(id.to_string());
             copy_tree(&golden_ensemble().join(id.to_string()), &data);
-            let data = data.to_string_lossy().into_owned();
             let id = id.to_string();
             let peer = &peers[id.parse::<usize>().expect("id") - 1];
-            let flags = [
+            let member = [
                 "--id",
                 &id,
                 "--ensemble",
@@ -315,18 +308,8 @@ async fn the_golden_ensemble_of_the_openraft_0_9_release_opens_and_serves_on_thi
                 peer,
                 "--peer-route",
                 &routes,
-                "--data-dir",
-                &data,
-                "--listen",
-                "127.0.0.1:0",
-                "--zk-listen",
-                "off",
-                "--admin-listen",
-                "off",
-                "--segment-mb",
-                "1",
             ];
-            ServerProcess::builder().bare().flags(&flags).start()
+            serve(&data, &member)
         })
         .collect();
     let addrs: Vec<String> = members.iter().map(ServerProcess::addr_str).collect();

@@ -36,6 +36,8 @@
 //!   that must not share the CPU.
 //! - [`browser`]: Debian's headless Chromium under Playwright, for the web console's tests.
 //! - [`client`]: connecting clients with generous bounds, and waiting for a session state.
+//! - [`offline`]: a server started by hand on a test's own data directory: its bare flags, a
+//!   start it must refuse, and the files a refusal must leave as they were.
 //! - [`tree`]: a digest of the whole znode tree, compared node by node.
 //! - [`run`]: running an outside program to completion within a bound.
 //! - [`mod@skip`]: skipping a test whose outside tools are missing, loudly, or failing it under
@@ -48,6 +50,7 @@ pub use ward_procs::{ensemble, error, http, locate, port, previous, proxy, rng, 
 
 pub mod browser;
 pub mod client;
+pub mod offline;
 pub mod run;
 pub mod skip;
 #[cfg(feature = "tls")]

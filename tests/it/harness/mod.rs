@@ -6,7 +6,6 @@
 mod cli;
 mod console;
 mod ensemble;
-mod offline;
 mod procs;
 mod raw;
 mod record;
@@ -14,10 +13,10 @@ mod record;
 pub use cli::{example, run_cli, run_cli_env, run_cli_stdin, run_command, run_sh, stderr_says, ClientProcess};
 pub use console::ensemble_view;
 pub use ensemble::{answered, connect_serving, figure_of, queue_waiter, try_connect};
-pub use offline::{list_tree, refused_start, start_bare};
 pub use procs::Contender;
 pub use raw::{call, expect_dropped, frame, raw_connect, raw_session, recv, send, RawConn};
 pub use record::{check_at_most, check_exclusive, check_read_write, RecordFile};
+pub use ward_testkit::offline::{list_tree, refused_start, start_bare};
 pub use ward_testkit::{bounded, connect, connect_with, wait_for, wait_until, within, Proxy, ServerProcess, DEADLINE};
 
 use ward_client::{Error, Watch, WatchEvent};

@@ -2,10 +2,11 @@
 //! harness runs: its bare flags, a start it must refuse, and the files a refusal must leave
 //! as they were.
 
+use crate::run::try_run;
+use crate::{locate, ServerProcess, DEADLINE};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use ward_testkit::{locate, run::try_run, ServerProcess, DEADLINE};
 
 /// A server's own flags on `data`: the client listener on any port, no other listener,
 /// small log segments, no per-address connection limit.
