@@ -62,10 +62,10 @@ struct Inner {
 pub(crate) struct ReadPlan {
     /// The place of the latest marked record at or below the first index wanted; `None`:
     /// from the oldest segment.
-    pub start: Option<Place>,
+    pub(crate) start: Option<Place>,
     /// The truncations written after `start` (all of them without one), as (sequence
     /// number, first index truncated).
-    pub truncations: Vec<(u64, u64)>,
+    pub(crate) truncations: Vec<(u64, u64)>,
 }
 
 impl ReadPlan {
