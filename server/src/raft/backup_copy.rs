@@ -41,15 +41,14 @@ pub(super) async fn take(raft: &Raft, route: &Route, snapshots: &Snapshots) -> R
         raft.trigger().snapshot().await.map_err(|e| CopyError::Disk(format!("asking for a snapshot: {e}")))?;
         snapshots.in_place.wait_for(applied, RETRIGGER).await;
     }
-    let (snapshots, ensemble) = (snapshots.clone(), route.peers.identity().ensemble.to_string());
-    let (me, opened) = (route.me, tokio::task::spawn_blocking(move || open(&snapshots)).await);
-    let mut copy = opened.unwrap_or_else(|e| Err(CopyError::Disk(e.to_string())))?;
-    (copy.ensemble, copy.member) = (ensemble, me);
-    Ok(copy)
+    let (snapshots, ensemble, me) = (snapshots.clone(), route.peers.identity().ensemble.to_string(), route.me);
+    let opened = tokio::task::spawn_blocking(move || open(&snapshots, ensemble, me)).await;
+    opened.unwrap_or_else(|e| Err(CopyError::Disk(e.to_string())))
 }
 
-/// The file in place, checked whole (header, length, checksum) before it is sent.
-fn open(snapshots: &Snapshots) -> Result<SnapshotCopy, CopyError> {
+/// The file in place, checked whole (header, length, checksum) before it is sent, as member
+/// `member` of `ensemble` copies it.
+fn open(snapshots: &Snapshots, ensemble: String, member: u64) -> Result<SnapshotCopy, CopyError> {
     let disk = |e: &dyn std::fmt::Display| CopyError::Disk(e.to_string());
     let path = &snapshots.path;
     let opened = snapshots.in_place.open(path).map_err(|e| disk(&e))?.ok_or_else(|| disk(&"no snapshot file"))?;
@@ -60,14 +59,5 @@ fn open(snapshots: &Snapshots) -> Result<SnapshotCopy, CopyError> {
     let last = meta.last_log_id.ok_or_else(|| disk(&"the snapshot covers no log position"))?;
     let voters = meta.last_membership.membership().voter_ids().collect();
     let term = last.leader_id.term;
-    Ok(SnapshotCopy {
-        file,
-        bytes,
-        zxid: opened.zxid,
-        index: last.index,
-        term,
-        voters,
-        ensemble: String::new(),
-        member: 0,
-    })
+    Ok(SnapshotCopy { file, bytes, zxid: opened.zxid, index: last.index, term, voters, ensemble, member })
 }
