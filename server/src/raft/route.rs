@@ -104,8 +104,18 @@ impl Route {
             }
             // While handing over, this member's leadership may also end without a change of
             // metrics (the transfer failed), and a new leader's first quorum acknowledgement
-            // is not announced: look again soon.
-            let poll = if metrics.borrow_watched().current_leader == Some(self.me) { LOOK_AGAIN } else { RETRY_PAUSE };
+            // is not announced: look again soon then. A leader whose lease ran out (cut off
+            // from its quorum) is not about to take writes: every waiter need not look often.
+            let poll = {
+                let m = metrics.borrow_watched();
+                let soon =
+                    m.current_leader == Some(self.me) && (self.handing.is_set() || m.last_quorum_acked.is_none());
+                if soon {
+                    LOOK_AGAIN
+                } else {
+                    RETRY_PAUSE
+                }
+            };
             let changed = tokio::time::timeout(poll, metrics.changed());
             match tokio::time::timeout_at(deadline, changed).await {
                 Ok(Ok(Ok(()))) | Ok(Err(_)) => {}

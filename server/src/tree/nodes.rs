@@ -28,8 +28,8 @@ use ward_proto::path;
 /// The root's id: it is the first node in and never leaves.
 pub(super) const ROOT: u32 = 0;
 
-/// The most nodes a snapshot's load makes room for before it has read them (about 30 MB of
-/// index); a larger tree's index grows as it loads.
+/// The most nodes a snapshot's load makes room for before it has read them (about 42 MB of
+/// index: 256 shards of 32,768 buckets of 5 bytes); a larger tree's index grows as it loads.
 const MOST_RESERVED: usize = 1 << 22;
 
 /// See the module's doc.
