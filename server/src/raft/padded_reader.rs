@@ -68,8 +68,8 @@ impl<R: Read> Read for PaddedReader<R> {
 
     #[inline]
     fn read_exact(&mut self, out: &mut [u8]) -> io::Result<()> {
-        if let Some(held) = self.buf.get(self.pos..self.pos + out.len()).filter(|_| self.pos + out.len() <= self.end) {
-            out.copy_from_slice(held);
+        if out.len() <= self.end - self.pos {
+            out.copy_from_slice(&self.buf[self.pos..self.pos + out.len()]);
             self.pos += out.len();
             return Ok(());
         }
